@@ -1,0 +1,42 @@
+# Two entry points do all set-up on a fresh machine:
+#   make demo   train the default target and audit it on the built-in data
+#   make test   run the test suite (slow tests excluded; `make test-slow` runs them)
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.advaudit-installed
+FMNIST_DIR ?= /usr/share/datasets/fashion-mnist
+# One thread per process on the 2-core default machine: torch sets its own count at start-up
+# (advaudit.runtime); BLAS/OpenMP pools must not oversubscribe next to it.
+export OMP_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
+export OPENBLAS_NUM_THREADS ?= 1
+export WANDB_MODE ?= offline
+export WANDB_SILENT ?= true
+
+.PHONY: demo test test-slow venv data clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+data:
+	@if [ ! -f $(FMNIST_DIR)/train-images-idx3-ubyte.gz ]; then \
+	  echo "Fashion-MNIST missing: installing Debian package dataset-fashion-mnist"; \
+	  apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist; \
+	fi
+
+demo: venv data
+	$(PY) -m advaudit.demo
+
+test: venv data
+	$(PY) -m pytest -q
+
+test-slow: venv data
+	$(PY) -m pytest -q -m slow
+
+clean:
+	rm -rf outputs multirun wandb lightning_logs .pytest_cache

@@ -1,0 +1,1 @@
+"""Error search in unlabeled pools: scorers, baseline policies, oracles and metrics."""

@@ -54,7 +54,7 @@ class ArrayDataModule(pl.LightningDataModule):
         self.bias = dict(bias or {})
         self.num_workers = int(num_workers)
         self.splits: dict[str, Split] = {}
-        self.class_names: list[str] = []
+        self._class_names: list[str] = []
 
     # -- to implement -------------------------------------------------------------------------
     def load_splits(self) -> tuple[dict[str, Split], list[str]]:
@@ -76,8 +76,8 @@ class ArrayDataModule(pl.LightningDataModule):
             if cap is not None and len(splits[name]) > cap:
                 index = torch.randperm(len(splits[name]), generator=generator)[: int(cap)]
                 splits[name] = splits[name].subset(index.sort().values)
-        self.class_names = list(names)
-        splits["train"] = apply_bias(splits["train"], self.bias, self.class_names, self.seed)
+        self._class_names = list(names)
+        splits["train"] = apply_bias(splits["train"], self.bias, self._class_names, self.seed)
         splits["test"] = apply_test_shift(splits["test"], self.bias)
         self.splits = splits
 
@@ -88,6 +88,11 @@ class ArrayDataModule(pl.LightningDataModule):
         return self.splits[name]
 
     # -- what a target model needs to know -------------------------------------------------------
+    @property
+    def class_names(self) -> list[str]:
+        self.setup()
+        return self._class_names
+
     @property
     def num_classes(self) -> int:
         self.setup()
@@ -107,6 +112,7 @@ class ArrayDataModule(pl.LightningDataModule):
 
     def describe(self) -> dict[str, Any]:
         """Plain-data summary stored in checkpoints and results."""
+        self.setup()
         return {
             "name": type(self).__name__,
             "kind": self.kind,

@@ -1,0 +1,1 @@
+"""The audit loops; each is ``run(cfg) -> dict`` named by ``cfg.audit.run``."""

@@ -1,0 +1,58 @@
+"""The baseline audit: accuracy, calibration and per-class accuracy on the target's test split.
+
+``python examine.py audit=evaluate target=<target.pt>``; the data comes from the checkpoint's own
+dataset config unless ``audit.dataset`` overrides it. Gives the leaderboard its clean columns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import torch
+from omegaconf import DictConfig
+
+from advaudit.audits.common import load_audit_target, target_datamodule
+from advaudit.models.calibration import expected_calibration_error, reliability_table
+from advaudit.report.plots import reliability_diagram, save_figure
+from advaudit.report.wandb_run import open_wandb
+
+
+def confusion_matrix(predicted: torch.Tensor, y: torch.Tensor, k: int) -> torch.Tensor:
+    """``[K, K]`` counts, rows = true class, columns = predicted class."""
+    return torch.bincount(y * k + predicted, minlength=k * k).view(k, k)
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    target = load_audit_target(cfg)
+    datamodule = target_datamodule(target, cfg.audit.get("dataset"))
+    split = datamodule.split(cfg.audit.get("split", "test"))
+    target.check_input(split.x)
+    probs = target.predict_proba(split.x).cpu()
+    predicted = probs.argmax(1)
+    k = target.num_classes
+    matrix = confusion_matrix(predicted, split.y, k)
+    per_class = (matrix.diag().float() / matrix.sum(1).clamp_min(1).float()).tolist()
+    out = Path(cfg.paths.output_dir)
+    table = reliability_table(probs, split.y)
+    reliability_png = reliability_diagram(table, out / "reliability.png", title="target calibration")
+    fig, ax = plt.subplots(figsize=(5, 4.5))
+    ax.imshow(matrix.float() / matrix.sum(1, keepdim=True).clamp_min(1), cmap="Blues", vmin=0, vmax=1)
+    ax.set_xticks(range(k), target.class_names, rotation=90, fontsize=7)
+    ax.set_yticks(range(k), target.class_names, fontsize=7)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("true")
+    confusion_png = save_figure(fig, out / "confusion.png")
+    metrics = {
+        "evaluate/acc": float((predicted == split.y).float().mean()),
+        "evaluate/ece": expected_calibration_error(probs, split.y),
+        "evaluate/worst_class_acc": min(per_class),
+        "evaluate/mean_true_prob": float(probs.gather(1, split.y[:, None]).mean()),
+    }
+    with open_wandb(cfg, job_type="examine", name="evaluate") as wb:
+        wb.log(metrics)
+        wb.log_image("evaluate/reliability", reliability_png)
+        wb.log_image("evaluate/confusion", confusion_png)
+    return {**metrics, "per_class_acc": dict(zip(target.class_names, per_class)),
+            "n_items": len(split), "plots": [str(reliability_png), str(confusion_png)]}

@@ -1,0 +1,95 @@
+"""Train a torch target with Lightning, calibrate it, test it and save a self-describing checkpoint."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from advaudit.confutil import plain
+from advaudit.data.base import ArrayDataModule
+from advaudit.models.calibration import expected_calibration_error, fit_temperature
+from advaudit.models.classifier import ClassifierModule, collect_logits
+from advaudit.models.io import save_target
+from advaudit.models.nets import build_net
+from advaudit.models.target import TorchTarget
+
+log = logging.getLogger(__name__)
+
+
+def build_target(cfg: DictConfig, datamodule: ArrayDataModule) -> TorchTarget:
+    """A fresh target for ``cfg.model`` sized to ``datamodule``'s inputs and classes."""
+    arch_params = plain(cfg.model.get("arch_params"), {})
+    net = build_net(cfg.model.arch, datamodule.input_shape, datamodule.num_classes, **arch_params)
+    meta = {
+        "arch": cfg.model.arch,
+        "arch_params": arch_params,
+        "class_names": datamodule.class_names,
+        "input_shape": list(datamodule.input_shape),
+        "normalization": datamodule.normalization(),
+        "kind": datamodule.kind,
+        "dataset": datamodule.describe(),
+        "config": OmegaConf.to_container(cfg, resolve=True),
+    }
+    return TorchTarget(net, meta)
+
+
+def instantiate_loggers(cfg: DictConfig) -> list[Any]:
+    """Lightning loggers from ``cfg.logger`` (a dict of logger configs; empty -> none)."""
+    group = cfg.get("logger") or {}
+    loggers = []
+    for name, logger_cfg in group.items():
+        if logger_cfg is not None and "_target_" in logger_cfg:
+            loggers.append(instantiate(logger_cfg))
+    return loggers
+
+
+def instantiate_callbacks(cfg: DictConfig) -> list[pl.Callback]:
+    group = cfg.get("callbacks") or {}
+    return [instantiate(c) for c in group.values() if c is not None and "_target_" in c]
+
+
+def train_classifier(cfg: DictConfig) -> dict[str, Any]:
+    """Fit ``cfg.model`` on ``cfg.dataset``; fit the temperature on validation logits; save.
+
+    Returns the metrics dict (``val/acc``, ``test/acc``, ``val/ece_before``, ``val/ece_after``,
+    ``temperature``, ``checkpoint``).
+    """
+    datamodule: ArrayDataModule = instantiate(cfg.dataset)
+    datamodule.setup()
+    target = build_target(cfg, datamodule)
+    module = ClassifierModule(target, optimizer=instantiate(cfg.model.optimizer),
+                              adversarial=plain(cfg.model.get("adversarial")),
+                              max_epochs=int(cfg.trainer.max_epochs))
+    loggers = instantiate_loggers(cfg)
+    trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False,
+                                      callbacks=instantiate_callbacks(cfg))
+    trainer.fit(module, datamodule=datamodule)
+
+    target = module.target.cpu().eval()
+    val_logits, val_y = collect_logits(target, datamodule.val_dataloader())
+    ece_before = expected_calibration_error(val_logits.softmax(1), val_y)
+    temperature = fit_temperature(val_logits, val_y)
+    target.temperature.fill_(temperature)
+    ece_after = expected_calibration_error((val_logits / temperature).softmax(1), val_y)
+    test_logits, test_y = collect_logits(target, datamodule.test_dataloader())
+    metrics = {
+        "val/acc": float((val_logits.argmax(1) == val_y).float().mean()),
+        "test/acc": float((test_logits.argmax(1) == test_y).float().mean()),
+        "val/ece_before": ece_before,
+        "val/ece_after": ece_after,
+        "test/ece": expected_calibration_error((test_logits / temperature).softmax(1), test_y),
+        "temperature": temperature,
+        "epochs": int(trainer.current_epoch),
+    }
+    for logger in loggers:
+        logger.log_metrics({k: v for k, v in metrics.items() if "/" in k or k == "temperature"})
+    checkpoint = Path(cfg.paths.output_dir) / "checkpoints" / "target.pt"
+    save_target(target, checkpoint, extra={"metrics": metrics})
+    log.info("test/acc %.4f  temperature %.3f  ECE %.4f -> %.4f  checkpoint %s",
+             metrics["test/acc"], temperature, ece_before, ece_after, checkpoint)
+    return {**metrics, "checkpoint": str(checkpoint)}

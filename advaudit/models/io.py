@@ -1,0 +1,40 @@
+"""Saving and loading targets: a checkpoint file alone rebuilds a ready-to-use target."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from advaudit.errors import AdvauditError
+from advaudit.models.checkpoint import (estimator_to_state, load_checkpoint, save_checkpoint,
+                                        state_to_estimator)
+from advaudit.models.nets import build_net
+from advaudit.models.target import SklearnTarget, TorchTarget
+
+Target = TorchTarget | SklearnTarget
+
+
+def save_target(target: Target, path: str | Path, extra: dict[str, Any] | None = None) -> Path:
+    """Write ``target`` (weights or estimator state, meta, temperature) plus ``extra`` plain data."""
+    if isinstance(target, TorchTarget):
+        body = {"backend": "torch", "state_dict": {k: v.detach().cpu() for k, v in target.state_dict().items()},
+                "temperature": float(target.temperature)}
+    else:
+        body = {"backend": "sklearn", "estimator": estimator_to_state(target.estimator), "temperature": 1.0}
+    return save_checkpoint(path, {"kind": "target", "meta": target.meta, **body, **(extra or {})})
+
+
+def load_target(path: str | Path, map_location: str = "cpu") -> Target:
+    """Rebuild the target stored at ``path`` (safe loading), in eval mode on ``map_location``."""
+    payload = load_checkpoint(path, kind="target", map_location=map_location)
+    meta = payload["meta"]
+    if payload.get("backend") == "sklearn":
+        return SklearnTarget(state_to_estimator(payload["estimator"]), meta)
+    net = build_net(meta["arch"], meta["input_shape"], len(meta["class_names"]), **meta.get("arch_params", {}))
+    target = TorchTarget(net, meta, payload.get("temperature", 1.0))
+    try:
+        target.load_state_dict(payload["state_dict"])
+    except RuntimeError as error:
+        raise AdvauditError(f"weights in {path} do not match architecture {meta['arch']!r} "
+                            f"{meta.get('arch_params', {})}: {str(error).splitlines()[0]}") from None
+    return target.to(map_location).eval()

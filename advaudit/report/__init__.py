@@ -1,0 +1,1 @@
+"""Results on disk, plots, W&B logging and checkpoint comparison."""

@@ -1,0 +1,115 @@
+"""Compare checkpoints: gather ``result.json`` files of many runs into one ranked table.
+
+``python -m advaudit.report.leaderboard outputs/examine/multiruns/<time> [--metric examine/...]``
+writes ``leaderboard.csv``, ``leaderboard.md`` and ``leaderboard.png`` into the folder (or
+``--out``), one row per run (target x audit x method x seed), numeric metrics as columns. Like a
+model registry, each row keeps the data that identifies it: the checkpoint, the audit and the
+run directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from advaudit.errors import require
+from advaudit.report.records import read_json
+
+ID_COLUMNS = ["target", "audit", "method", "seed", "run_dir"]
+
+
+def _method(config: dict[str, Any]) -> str | None:
+    """The examiner / search / model that distinguishes runs of the same audit."""
+    for key in ("examiner", "search", "model"):
+        value = config.get(key)
+        if isinstance(value, dict):
+            return value.get("name") or value.get("arch") or value.get("estimator")
+    return None
+
+
+def collect_results(roots: Iterable[str | Path]) -> pd.DataFrame:
+    """One row per ``result.json`` found under ``roots`` (recursively), numeric metrics as columns."""
+    rows = []
+    for root in roots:
+        root = Path(root)
+        require(root.exists(), f"{root} does not exist; pass a run or multirun folder")
+        files = [root] if root.is_file() else sorted(root.rglob("result.json"))
+        for path in files:
+            result = read_json(path)
+            config = result.get("config") or {}
+            row: dict[str, Any] = {
+                "target": result.get("target") or result.get("checkpoint"),
+                "audit": result.get("audit") or result.get("task"),
+                "method": _method(config),
+                "seed": config.get("seed"),
+                "run_dir": str(path.parent),
+            }
+            row.update({k: v for k, v in result.items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "seed"})
+            rows.append(row)
+    require(rows, f"no result.json under {[str(r) for r in roots]}")
+    return pd.DataFrame(rows)
+
+
+def rank(frame: pd.DataFrame, metric: str | None = None, ascending: bool = False) -> pd.DataFrame:
+    """Sort by ``metric`` (default: the first ``/``-named metric column)."""
+    metric = metric or next((c for c in frame.columns if "/" in c), None)
+    if metric is None:
+        return frame
+    require(metric in frame.columns, f"metric {metric!r} is in no result; columns: {list(frame.columns)}")
+    return frame.sort_values(metric, ascending=ascending, na_position="last").reset_index(drop=True)
+
+
+def write_leaderboard(frame: pd.DataFrame, out_dir: str | Path, metric: str | None = None) -> dict[str, Path]:
+    """Write CSV, Markdown and a bar chart of ``metric`` per row; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from advaudit.report.plots import save_figure
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out / "leaderboard.csv", "md": out / "leaderboard.md"}
+    frame.to_csv(paths["csv"], index=False)
+    paths["md"].write_text(frame.to_markdown(index=False) if _has_tabulate() else frame.to_string(index=False))
+    metric = metric or next((c for c in frame.columns if "/" in c), None)
+    if metric is not None:
+        labels = [f"{Path(str(t)).parent.parent.name if t else '?'}|{m or a}|s{s}"
+                  for t, m, a, s in zip(frame["target"], frame["method"], frame["audit"], frame["seed"])]
+        fig, ax = plt.subplots(figsize=(6, 0.3 * len(frame) + 1.2))
+        ax.barh(range(len(frame)), frame[metric].astype(float), color="tab:blue")
+        ax.set_yticks(range(len(frame)), labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel(metric)
+        paths["png"] = save_figure(fig, out / "leaderboard.png")
+    return paths
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("roots", nargs="+", help="run / multirun folders (or result.json files)")
+    parser.add_argument("--metric", default=None, help="column to rank by (default: first metric)")
+    parser.add_argument("--ascending", action="store_true", help="lower is better (e.g. worst-case true prob)")
+    parser.add_argument("--out", default=None, help="output folder (default: the first root)")
+    args = parser.parse_args(argv)
+    frame = rank(collect_results(args.roots), args.metric, args.ascending)
+    paths = write_leaderboard(frame, args.out or args.roots[0], args.metric)
+    print(frame.drop(columns=["run_dir"]).to_string(index=False))
+    print("\n" + "\n".join(f"{k}: {v}" for k, v in paths.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Small plotting helpers shared by audits (matplotlib, Agg backend, PNG on disk)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+from torch import Tensor  # noqa: E402
+
+
+def save_figure(fig: "plt.Figure", path: str | Path) -> Path:
+    """Save ``fig`` as a PNG at ``path`` (folders created) and close it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def image_grid(images: Tensor, path: str | Path, titles: list[str] | None = None,
+               columns: int = 8, scale: float = 1.4) -> Path:
+    """A grid of images ``[N, C, H, W]`` in [0, 1] with optional per-image titles, as PNG."""
+    n = len(images)
+    rows = max(1, (n + columns - 1) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(columns * scale, rows * scale * 1.15), squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        ax.axis("off")
+        if i >= n:
+            continue
+        image = images[i].detach().cpu().clamp(0, 1)
+        if image.shape[0] == 1:
+            ax.imshow(image[0], cmap="gray", vmin=0, vmax=1)
+        else:
+            ax.imshow(image.permute(1, 2, 0))
+        if titles:
+            ax.set_title(titles[i], fontsize=6)
+    return save_figure(fig, path)
+
+
+def reliability_diagram(table: dict[str, list[float]], path: str | Path, title: str = "") -> Path:
+    """Bar chart of per-bin accuracy against confidence (from ``calibration.reliability_table``)."""
+    n_bins = len(table["count"])
+    centers = (torch.arange(n_bins) + 0.5) / n_bins
+    fig, ax = plt.subplots(figsize=(4, 4))
+    ax.bar(centers, [0 if a != a else a for a in table["accuracy"]], width=1 / n_bins,
+           edgecolor="black", alpha=0.7, label="accuracy")
+    ax.plot([0, 1], [0, 1], "--", color="gray", label="perfect calibration")
+    ax.set_xlabel("confidence")
+    ax.set_ylabel("accuracy")
+    ax.set_title(title)
+    ax.legend(loc="upper left")
+    return save_figure(fig, path)

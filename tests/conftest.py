@@ -1,0 +1,59 @@
+"""Shared fixtures: compose the real Hydra configs with tiny sizes and outputs under tmp_path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import DictConfig
+
+REPO = Path(__file__).resolve().parents[1]
+CONF_DIR = REPO / "conf"
+FMNIST_ROOT = Path("/usr/share/datasets/fashion-mnist")
+
+os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("WANDB_SILENT", "true")
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+def compose_config(config_name: str, overrides: list[str], tmp_path: Path) -> DictConfig:
+    """Compose ``conf/<config_name>.yaml`` with ``overrides``; outputs and caches under ``tmp_path``."""
+    GlobalHydra.instance().clear()
+    paths = [f"paths.root_dir={tmp_path}", f"paths.output_dir={tmp_path / 'run'}",
+             f"paths.cache_dir={tmp_path / 'cache'}"]
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return compose(config_name=config_name, overrides=[*paths, *overrides])
+    finally:
+        GlobalHydra.instance().clear()
+
+
+@pytest.fixture
+def make_cfg(tmp_path: Path) -> Callable[..., DictConfig]:
+    """``make_cfg("train", ["model=mlp", ...])`` -> composed config writing under tmp_path."""
+
+    def make(config_name: str, overrides: list[str] | None = None) -> DictConfig:
+        return compose_config(config_name, list(overrides or []), tmp_path)
+
+    return make
+
+
+TINY_FMNIST = ["dataset=fashion_mnist", "dataset.limit={train:600,val:200,test:300}",
+               "trainer.max_epochs=1", "logger=none", "callbacks=none",
+               "+trainer.enable_progress_bar=false", "+trainer.enable_model_summary=false"]
+
+
+@pytest.fixture(scope="session")
+def tiny_fmnist_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CNN trained for one epoch on 600 real Fashion-MNIST images; path of its target.pt."""
+    from advaudit.tasks import train
+
+    tmp = tmp_path_factory.mktemp("fmnist_target")
+    cfg = compose_config("train", ["model=cnn", *TINY_FMNIST], tmp)
+    result = train(cfg)
+    return Path(result["checkpoint"])

@@ -1,0 +1,71 @@
+"""train(cfg) end to end on real data through the composed Hydra config, and a real multirun."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from advaudit.errors import AdvauditError
+from advaudit.models import load_target
+from advaudit.tasks import train
+from tests.conftest import REPO, TINY_FMNIST
+
+
+def test_train_cnn_writes_result_and_loadable_checkpoint(make_cfg) -> None:
+    cfg = make_cfg("train", ["model=cnn", *TINY_FMNIST, "dataset.limit.train=1500"])
+    result = train(cfg)
+    saved = json.loads((Path(cfg.paths.output_dir) / "result.json").read_text())
+    assert saved["checkpoint"] == result["checkpoint"] and saved["config"]["model"]["arch"] == "cnn"
+    assert result["test/acc"] > 0.5  # 10 classes, chance is 0.1
+    assert result["temperature"] > 0 and 0 <= result["val/ece_after"] <= 1
+    assert load_target(result["checkpoint"]).class_names[-1] == "ankle-boot"
+
+
+def test_adversarial_training_runs(make_cfg) -> None:
+    cfg = make_cfg("train", ["model=mlp", *TINY_FMNIST, "+model.adversarial={norm:linf,eps:0.05,steps:2}"])
+    assert train(cfg)["test/acc"] > 0.3
+
+
+def test_svm_black_box_on_a_real_table(make_cfg) -> None:
+    cfg = make_cfg("train", ["model=svm", "dataset=tabular", "dataset.name=wine", "logger=none"])
+    result = train(cfg)
+    assert result["test/acc"] > 0.85 and "kernel" in result["best_params"]
+    assert load_target(result["checkpoint"]).predict_proba(
+        __import__("torch").zeros(1, 13)).shape == (1, 3)
+    with pytest.raises(AdvauditError, match="use dataset=tabular"):
+        train(make_cfg("train", ["model=svm", "dataset=digits", "logger=none"]))
+
+
+def test_bias_errors_reach_the_user(make_cfg) -> None:
+    with pytest.raises(AdvauditError, match="larger than the"):
+        train(make_cfg("train", [*TINY_FMNIST, "+dataset.bias.max_per_group={m:100000,group:class}"]))
+
+
+def test_train_py_unknown_model_and_user_errors_are_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "WANDB_MODE": "disabled"}
+    unknown = subprocess.run([sys.executable, "train.py", "model=transformer", f"hydra.run.dir={tmp_path}/a"],
+                             cwd=REPO, capture_output=True, text=True, env=env)
+    assert unknown.returncode != 0 and "Could not find 'model/transformer'" in unknown.stderr
+    missing = subprocess.run([sys.executable, "train.py", "dataset.root=/nonexistent", f"hydra.run.dir={tmp_path}/b"],
+                             cwd=REPO, capture_output=True, text=True, env=env)
+    assert missing.returncode == 2 and "error: Fashion-MNIST not found at /nonexistent" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+def test_multirun_2x2_writes_four_results(tmp_path: Path) -> None:
+    env = {**os.environ, "WANDB_MODE": "disabled", "ADVAUDIT_PROGRESS": "0"}
+    cmd = [sys.executable, "train.py", "-m", "model=cnn,mlp", "seed=1,2", "debug=fast",
+           "dataset.limit={train:300,val:100,test:100}", "callbacks=none",
+           f"hydra.sweep.dir={tmp_path}", "+trainer.enable_progress_bar=false"]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = sorted(tmp_path.rglob("result.json"))
+    assert len(results) == 4
+    combos = {(json.loads(p.read_text())["config"]["model"]["arch"], json.loads(p.read_text())["config"]["seed"])
+              for p in results}
+    assert combos == {("cnn", 1), ("cnn", 2), ("mlp", 1), ("mlp", 2)}

@@ -1,0 +1,147 @@
+"""The worst-case audit: Algorithm 1 of the adversarial-examiner paper, batched over instances.
+
+Each step asks every instance's examiner for candidates, renders all of them in one call, runs one
+forward pass and tells each examiner its losses (1 - true-class probability; the true-class
+probability itself in ``mode=strength``). Per-step records are appended to ``steps.jsonl`` as
+they come and the examiner state is checkpointed every ``checkpoint_every`` steps, so a killed run
+resumes where it stopped and ends with the same numbers as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from torch import Tensor
+
+from advaudit.audits.common import load_audit_target
+from advaudit.audits.instance_selection import select_instances, true_class_prob
+from advaudit.confutil import plain
+from advaudit.errors import AdvauditError, require
+from advaudit.examiners import build_examiner
+from advaudit.report.progress import progress
+from advaudit.report.records import append_jsonl, read_jsonl, write_json
+from advaudit.worlds import build_world, check_target_fits
+from advaudit.worlds.protocol import Factor, unit_to_factor
+
+STATE_FILE, STEPS_FILE = "examiner_state.pt", "steps.jsonl"
+
+
+class ConditionSpace:
+    """Splits the world's factors into searched ones and ones fixed per instance.
+
+    Fixed: factors with ``low == high`` and the ``fixed_random`` ones (drawn once per instance,
+    as the paper does for the 3 sun angles). ``assemble`` maps the examiner's unit-cube points
+    ``[N, q, C_free]`` to full conditions ``[N, q, C]`` in factor units.
+    """
+
+    def __init__(self, factors: list[Factor], fixed_random: list[str], n: int, generator: torch.Generator) -> None:
+        names = [f.name for f in factors]
+        unknown = [name for name in fixed_random if name not in names]
+        require(not unknown, f"audit.fixed_random names unknown factors {unknown}; factors are {names}")
+        self.factors = factors
+        self.free = [i for i, f in enumerate(factors) if not f.fixed and f.name not in fixed_random]
+        require(self.free, "all factors are fixed: nothing to search; free at least one factor "
+                "(world.factors / audit.fixed_random)")
+        full = unit_to_factor(torch.rand(n, len(factors), generator=generator), factors)
+        self.fixed_values = full  # [N, C]: used for every non-free factor
+
+    @property
+    def free_factors(self) -> list[Factor]:
+        return [self.factors[i] for i in self.free]
+
+    def assemble(self, u: Tensor) -> Tensor:
+        n, q, _ = u.shape
+        s = self.fixed_values[:, None, :].expand(n, q, -1).clone()
+        s[:, :, self.free] = unit_to_factor(u, self.free_factors)
+        return s
+
+
+def _run_key(cfg: DictConfig) -> str:
+    """Identifies the examination so a rerun only resumes the *same* one."""
+    keys = {k: plain(cfg.get(k)) for k in ("target", "world", "examiner", "seed")}
+    keys["audit"] = {k: v for k, v in plain(cfg.audit).items() if k not in ("stop_after_steps",)}
+    return hashlib.sha256(json.dumps(keys, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _resume(out: Path, key: str, examiner: Any) -> int:
+    """Load a matching checkpoint; keep step records up to it. Returns the next step."""
+    state_path = out / STATE_FILE
+    if not state_path.exists():
+        (out / STEPS_FILE).unlink(missing_ok=True)
+        return 0
+    state = torch.load(state_path, weights_only=True)
+    if state.get("key") != key:
+        raise AdvauditError(f"{out} holds a different examination (config changed); use a new run dir "
+                            "or delete examiner_state.pt and steps.jsonl there")
+    examiner.load_state_dict(state["examiner"])
+    step = int(state["step"])
+    kept = [r for r in read_jsonl(out / STEPS_FILE) if r["step"] < step]
+    (out / STEPS_FILE).unlink(missing_ok=True)
+    if kept:
+        append_jsonl(out / STEPS_FILE, kept)
+    return step
+
+
+def _checkpoint(out: Path, key: str, examiner: Any, step: int) -> None:
+    tmp = out / (STATE_FILE + ".tmp")
+    torch.save({"key": key, "step": step, "examiner": examiner.state_dict()}, tmp)
+    tmp.replace(out / STATE_FILE)
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Examine ``cfg.target`` in ``cfg.world`` with ``cfg.examiner``; returns E at each budget."""
+    audit = cfg.audit
+    budget = int(audit.budget)
+    require(budget >= 1, f"audit.budget={budget}: the examination budget (queries per instance) must be >= 1")
+    out = Path(cfg.paths.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    target = load_audit_target(cfg)
+    world = build_world(cfg.world)
+    check_target_fits(world, target)
+    seed = int(cfg.seed)
+    calibrated = bool(audit.get("calibrated", False))
+    z = select_instances(world, target, audit.selection_split, audit.selection, audit.get("n_instances"),
+                         int(audit.selection_renders), seed, calibrated)
+    space = ConditionSpace(list(world.factors), list(audit.get("fixed_random") or []), len(z),
+                           torch.Generator().manual_seed(seed + 1))
+    device = getattr(world, "device", torch.device("cpu"))
+    examiner = build_examiner(cfg.examiner, len(z), len(space.free), seed=seed, device=device)
+    steps = math.ceil(budget / examiner.q)
+    key = _run_key(cfg)
+    start_step = _resume(out, key, examiner)
+    strength = audit.mode == "strength"
+    require(audit.mode in ("weakness", "strength"), f"audit.mode={audit.mode!r}; use weakness or strength")
+    stop_after = audit.get("stop_after_steps")
+    labels = z.labels.cpu()
+    started = time.perf_counter()
+    bar = progress(total=steps * examiner.q * len(z), initial=start_step * examiner.q * len(z),
+                   desc=f"examining {len(z)} instances ({cfg.examiner.name})", unit="query")
+    for step in range(start_step, steps):
+        if stop_after is not None and step - start_step >= int(stop_after):
+            bar.close()
+            raise KeyboardInterrupt(f"stopped after {stop_after} steps (audit.stop_after_steps)")
+        u = examiner.ask()
+        s = space.assemble(u)
+        x = world.render(z, s.to(device))
+        probs = target.predict_proba(x, calibrated=calibrated)
+        true_prob = probs.gather(1, labels.repeat_interleave(examiner.q).to(probs.device).view(-1, 1)).view(len(z), -1).cpu()
+        predicted = probs.argmax(1).view(len(z), -1).cpu()
+        examiner.tell(u, true_prob if strength else 1 - true_prob)
+        append_jsonl(out / STEPS_FILE, [
+            {"step": step, "instance": int(z.ids[i]), "label": int(labels[i]), "s": s[i].tolist(),
+             "true_prob": true_prob[i].tolist(), "predicted": predicted[i].tolist()} for i in range(len(z))])
+        bar.update(examiner.q * len(z))
+        if (step + 1) % int(audit.checkpoint_every) == 0 or step + 1 == steps:
+            _checkpoint(out, key, examiner, step + 1)
+    bar.close()
+    seconds = time.perf_counter() - started
+    from advaudit.report.worst_case_report import summarise_and_report
+
+    return summarise_and_report(cfg, world, target, z, space, out, seconds, calibrated)

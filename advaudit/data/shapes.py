@@ -1,0 +1,90 @@
+"""``dataset=shapes``: ShapeWorld images for training targets, m per instance, cached on disk.
+
+Each training instance is rendered ``m`` times under uniformly random factors (the paper's
+protocol, m = 10); items carry attributes ``instance`` and every factor value, so the bias options
+(``drop_subgroup`` on a factor range, ``max_per_group`` per instance) apply, and ``factors``
+restricts the training distribution itself (e.g. camera elevation in [-30, 30], Section 4.4).
+Validation and test splits render held-out instances with the world's full factor bounds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+
+from advaudit.data.base import ArrayDataModule
+from advaudit.data.split import Split
+from advaudit.errors import require
+from advaudit.worlds.protocol import configure_factors
+from advaudit.worlds.shapes import ShapeWorld
+
+RENDER_CHUNK = 2000
+
+
+class ShapesDataModule(ArrayDataModule):
+    """Rendered ShapeWorld splits.
+
+    Args:
+        m: renders per training instance (validation / test instances get ``m_eval`` each).
+        image_size, instances_per_class, world_seed, classes, shadows: the world (see ShapeWorld).
+        factors: training-time factor bounds overrides (validation and test keep the world's).
+        cache_dir: where rendered splits are cached (keyed by a hash of everything above).
+    """
+
+    def __init__(self, m: int = 10, m_eval: int = 10, image_size: int = 32,
+                 instances_per_class: Mapping[str, int] | None = None, world_seed: int = 0,
+                 classes: list[str] | None = None, shadows: bool = True,
+                 factors: Mapping[str, Any] | None = None, cache_dir: str | None = None,
+                 **kwargs: Any) -> None:
+        kwargs.setdefault("val_fraction", 0.0)
+        super().__init__(**kwargs)
+        require(m >= 1 and m_eval >= 1, f"m={m}, m_eval={m_eval}: renders per instance must be >= 1")
+        self.m, self.m_eval = int(m), int(m_eval)
+        self.world = ShapeWorld(image_size=image_size, instances_per_class=instances_per_class,
+                                seed=world_seed, classes=classes, shadows=shadows)
+        self.train_factors = configure_factors(self.world.factors, factors)
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.key = hashlib.sha256(json.dumps({
+            "m": self.m, "m_eval": self.m_eval, "size": image_size, "counts": self.world.counts,
+            "world_seed": world_seed, "classes": self.world.class_names, "shadows": shadows,
+            "factors": [(f.name, f.low, f.high) for f in self.train_factors], "seed": self.seed,
+            "version": 1}, sort_keys=True).encode()).hexdigest()[:16]
+
+    def load_splits(self) -> tuple[dict[str, Split], list[str]]:
+        path = self.cache_dir / f"shapes-{self.key}.pt" if self.cache_dir else None
+        if path is not None and path.exists():
+            stored = torch.load(path, weights_only=True)
+            splits = {k: Split(v["x"].float().div_(255), v["y"], v["attributes"]) for k, v in stored.items()}
+            return splits, self.world.class_names
+        generator = torch.Generator().manual_seed(self.seed)
+        splits = {"train": self._render("train", self.m, self.train_factors, generator),
+                  "val": self._render("val", self.m_eval, self.world.factors, generator),
+                  "test": self._render("test", self.m_eval, self.world.factors, generator)}
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            packed = {k: {"x": (v.x * 255).round().to(torch.uint8), "y": v.y, "attributes": v.attributes}
+                      for k, v in splits.items()}
+            torch.save(packed, path.with_suffix(".tmp"))
+            path.with_suffix(".tmp").replace(path)
+        return splits, self.world.class_names
+
+    def _render(self, split: str, m: int, factors: list, generator: torch.Generator) -> Split:
+        from advaudit.report.progress import progress
+        from advaudit.worlds.protocol import unit_to_factor
+
+        z = self.world.instances(split)
+        s = unit_to_factor(torch.rand(len(z), m, len(factors), generator=generator), factors)
+        images = []
+        per_chunk = max(1, RENDER_CHUNK // m)
+        for start in progress(range(0, len(z), per_chunk), desc=f"rendering shapes/{split}", unit="chunk"):
+            index = torch.arange(start, min(start + per_chunk, len(z)))
+            images.append(self.world.render(z.subset(index), s[index]).cpu())
+        flat_s = s.reshape(len(z) * m, -1)
+        attributes = {f.name: flat_s[:, i] for i, f in enumerate(factors)}
+        attributes["instance"] = z.ids.cpu().repeat_interleave(m)
+        x = torch.cat(images).mul_(255).round_().div_(255)  # 8-bit levels, as the on-disk cache
+        return Split(x, z.labels.cpu().repeat_interleave(m), attributes)

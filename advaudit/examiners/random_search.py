@@ -1,0 +1,31 @@
+"""Uniform random search: the standard evaluation protocol's baseline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from advaudit.examiners.protocol import HistoryMixin
+
+
+class RandomExaminer(HistoryMixin):
+    """Samples ``q`` uniform candidates per instance per step (seeded)."""
+
+    def __init__(self, n_instances: int, n_dims: int, q: int = 1, seed: int = 0, **_: Any) -> None:
+        self._init_history(n_instances, n_dims, q)
+        self.generator = torch.Generator().manual_seed(int(seed))
+
+    def ask(self) -> Tensor:
+        return torch.rand(self.n_instances, self.q, self.n_dims, generator=self.generator)
+
+    def tell(self, s: Tensor, loss: Tensor) -> None:
+        self._record(s, loss)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**self._history_state(), "rng": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._load_history(state)
+        self.generator.set_state(state["rng"])

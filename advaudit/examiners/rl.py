@@ -1,0 +1,143 @@
+"""The paper's RL examiner: per instance, an LSTM policy that emits one factor per step (100 bins
+each), trained with REINFORCE; N independent policies run as one batched computation.
+
+The LSTM cell is written by hand with per-instance weights (``[N, ...]`` parameters and ``bmm``),
+because ``torch.func.vmap`` does not support ``nn.LSTM``. Adam's update is elementwise, so one
+optimiser over the stacked parameters trains N independent policies exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pytorch_lightning as pl
+import torch
+from torch import Tensor, nn
+
+from advaudit.examiners.protocol import HistoryMixin
+
+
+class BatchedLSTMPolicy(pl.LightningModule):
+    """N autoregressive policies over C discretised factors.
+
+    Shapes: embeddings ``[N, C, bins + 1, E]`` (the last row is the start token), LSTM weights
+    ``[N, 4H, E]`` / ``[N, 4H, H]``, heads ``[N, C, bins, H]``.
+    """
+
+    def __init__(self, n_instances: int, n_dims: int, bins: int = 100, embedding: int = 30,
+                 hidden: int = 30, lr: float = 1e-3, seed: int = 0) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        n, c, e, h = n_instances, n_dims, embedding, hidden
+        k = hidden ** -0.5
+
+        def uniform(*shape: int, scale: float) -> nn.Parameter:
+            return nn.Parameter((torch.rand(*shape, generator=g) * 2 - 1) * scale)
+
+        self.embed = nn.Parameter(torch.randn(n, c, bins + 1, e, generator=g) * 0.1)
+        self.w_ih, self.w_hh = uniform(n, 4 * h, e, scale=k), uniform(n, 4 * h, h, scale=k)
+        self.bias = uniform(n, 4 * h, scale=k)
+        self.head_w, self.head_b = uniform(n, c, bins, h, scale=k), nn.Parameter(torch.zeros(n, c, bins))
+        self.bins, self.hidden, self.lr = bins, hidden, lr
+
+    def _cell(self, x: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+        """One LSTM step for all policies: x ``[N, B, E]``, h/c ``[N, B, H]``."""
+        gates = torch.bmm(x, self.w_ih.transpose(1, 2)) + torch.bmm(h, self.w_hh.transpose(1, 2)) + self.bias[:, None]
+        i, f, g, o = gates.chunk(4, dim=-1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+    def forward(self, batch: int, order: Sequence[int], choices: Tensor | None = None,
+                generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+        """Sample (or score given ``choices``) ``batch`` candidates per policy.
+
+        Returns bins ``[N, B, C]`` (in factor index order) and summed log-probabilities ``[N, B]``.
+        """
+        n = self.embed.shape[0]
+        h = self.embed.new_zeros(n, batch, self.hidden)
+        c = torch.zeros_like(h)
+        previous = torch.full((n, batch), self.bins, dtype=torch.long, device=self.embed.device)
+        previous_dim = order[0]
+        out = torch.zeros(n, batch, len(order), dtype=torch.long, device=self.embed.device)
+        log_prob = self.embed.new_zeros(n, batch)
+        for dim in order:
+            table = self.embed[:, previous_dim]  # [N, bins+1, E]
+            x = torch.gather(table, 1, previous.unsqueeze(-1).expand(-1, -1, table.shape[-1]))
+            h, c = self._cell(x, h, c)
+            logits = torch.bmm(h, self.head_w[:, dim].transpose(1, 2)) + self.head_b[:, dim, None]
+            logp = torch.log_softmax(logits, -1)
+            if choices is None:
+                pick = torch.multinomial(logp.exp().reshape(-1, self.bins), 1, generator=generator).view(n, batch)
+            else:
+                pick = choices[:, :, dim]
+            log_prob = log_prob + logp.gather(-1, pick.unsqueeze(-1)).squeeze(-1)
+            out[:, :, dim] = pick
+            previous, previous_dim = pick, dim
+        return out, log_prob
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int = 0) -> Tensor:
+        """REINFORCE loss for stored ``choices`` ``[N, B, C]`` with ``advantage`` ``[N, B]``."""
+        _, log_prob = self(batch["choices"].shape[1], batch["order"], choices=batch["choices"])
+        return -(batch["advantage"] * log_prob).mean(1).sum()
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=self.lr)
+
+
+class RLExaminer(HistoryMixin):
+    """REINFORCE examiner (paper Section 2.2): ``q`` samples per policy update (paper: 32).
+
+    Args:
+        order: factor indices in sampling order (default 0..C-1; Section 4.5 compares orders).
+        baseline_decay: exponential moving average of rewards used as the baseline.
+    """
+
+    def __init__(self, n_instances: int, n_dims: int, q: int = 32, bins: int = 100, embedding: int = 30,
+                 hidden: int = 30, lr: float = 1e-3, baseline_decay: float = 0.9,
+                 order: Sequence[int] | None = None, seed: int = 0, device: str | torch.device = "cpu",
+                 **_: Any) -> None:
+        from advaudit.errors import require
+
+        self._init_history(n_instances, n_dims, q)
+        self.order = list(order) if order is not None else list(range(n_dims))
+        require(sorted(self.order) == list(range(n_dims)), f"order {self.order} must be a permutation of 0..{n_dims - 1}")
+        self.policy = BatchedLSTMPolicy(n_instances, n_dims, bins, embedding, hidden, lr, seed).to(device)
+        self.optimizer = self.policy.configure_optimizers()
+        self.generator = torch.Generator(device=torch.device(device)).manual_seed(int(seed))
+        self.baseline = torch.zeros(n_instances, device=device)
+        self.baseline_ready = False
+        self.decay = float(baseline_decay)
+        self.bins = bins
+        self.pending: Tensor | None = None
+
+    def ask(self) -> Tensor:
+        with torch.no_grad():
+            choices, _ = self.policy(self.q, self.order, generator=self.generator)
+        self.pending = choices
+        return ((choices.float() + 0.5) / self.bins).cpu()
+
+    def tell(self, s: Tensor, loss: Tensor) -> None:
+        self._record(s, loss)
+        reward = loss.to(self.baseline.device).float()
+        if not self.baseline_ready:
+            self.baseline, self.baseline_ready = reward.mean(1), True
+        choices = self.pending if self.pending is not None else (s * self.bins).long().clamp(0, self.bins - 1)
+        batch = {"choices": choices.to(self.baseline.device), "order": self.order,
+                 "advantage": reward - self.baseline[:, None]}
+        self.optimizer.zero_grad()
+        self.policy.training_step(batch).backward()
+        self.optimizer.step()
+        self.baseline = self.decay * self.baseline + (1 - self.decay) * reward.mean(1)
+        self.pending = None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**self._history_state(), "policy": self.policy.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "rng": self.generator.get_state(),
+                "baseline": self.baseline, "baseline_ready": self.baseline_ready}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._load_history(state)
+        self.policy.load_state_dict(state["policy"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["rng"])
+        self.baseline, self.baseline_ready = state["baseline"], bool(state["baseline_ready"])

@@ -1,0 +1,18 @@
+"""Parametric input spaces S: the World protocol, ShapeWorld and TransformWorld."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hydra.utils import instantiate
+
+from advaudit.worlds.protocol import (Factor, Instances, World, check_target_fits, factor_to_unit,
+                                      unit_to_factor)
+
+__all__ = ["Factor", "Instances", "World", "build_world", "check_target_fits", "factor_to_unit",
+           "unit_to_factor"]
+
+
+def build_world(world_cfg: Any) -> World:
+    """Instantiate ``cfg.world`` (a config with ``_target_``)."""
+    return instantiate(world_cfg, _recursive_=False)

@@ -1,0 +1,147 @@
+"""The World protocol: instances ``z`` with labels, a factor space ``S`` and a batched renderer.
+
+This is the paper's ``x = g(z, s)``. Examiners search the unit cube; :func:`unit_to_factor` maps
+it onto the factors' bounds. Factor values outside their bounds are **refused** by
+:func:`check_in_bounds` (a silently clipped query would make an examiner believe it tested a
+condition it did not), while unit-cube values are clipped into [0, 1] by :func:`unit_to_factor`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Protocol, Sequence
+
+import torch
+from torch import Tensor
+
+from advaudit.errors import AdvauditError, require
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One axis of the condition space ``S``: ``name`` ranging over ``[low, high]`` in ``unit``."""
+
+    name: str
+    low: float
+    high: float
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.low <= self.high:
+            raise AdvauditError(f"factor {self.name!r} has low={self.low} > high={self.high}; "
+                                "swap the bounds")
+
+    @property
+    def fixed(self) -> bool:
+        return self.low == self.high
+
+
+@dataclass
+class Instances:
+    """The ``z_i`` and ``y_i`` of a world.
+
+    Attributes:
+        data: per-instance parameters ``{name: [N, ...]}`` (shape world) or images
+            ``[N, C, H, W]`` (transform world).
+        labels: ``[N]`` int64 class indices.
+        ids: ``[N]`` int64 stable instance ids.
+    """
+
+    data: Tensor | dict[str, Tensor]
+    labels: Tensor
+    ids: Tensor
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, index: Tensor) -> "Instances":
+        data = ({k: v[index] for k, v in self.data.items()} if isinstance(self.data, dict)
+                else self.data[index])
+        return Instances(data, self.labels[index], self.ids[index])
+
+    def to(self, device: torch.device | str) -> "Instances":
+        data = ({k: v.to(device) for k, v in self.data.items()} if isinstance(self.data, dict)
+                else self.data.to(device))
+        return Instances(data, self.labels.to(device), self.ids.to(device))
+
+
+class World(Protocol):
+    """A parametric input space (see the module docstring)."""
+
+    factors: Sequence[Factor]
+    class_names: list[str]
+    image_shape: tuple[int, int, int]
+
+    def instances(self, split: str) -> Instances:
+        """The instances of ``split`` (``train``, ``val`` or ``test``)."""
+        ...
+
+    def render(self, z: Instances, s: Tensor) -> Tensor:
+        """``s`` ``[N, q, C]`` in factor units -> images ``[N*q, C, H, W]`` in [0, 1];
+        row ``n*q + j`` is instance ``n`` under ``s[n, j]``."""
+        ...
+
+
+def factor_bounds(factors: Sequence[Factor], device: torch.device | str | None = None) -> Tensor:
+    """``[2, C]`` float32 tensor of lows and highs."""
+    return torch.tensor([[f.low for f in factors], [f.high for f in factors]], dtype=torch.float32,
+                        device=device)
+
+
+def unit_to_factor(u: Tensor, factors: Sequence[Factor]) -> Tensor:
+    """Map unit-cube points ``[..., C]`` (clipped into [0, 1]) to factor units ``[..., C]``."""
+    bounds = factor_bounds(factors, u.device).to(u.dtype)
+    return bounds[0] + u.clamp(0, 1) * (bounds[1] - bounds[0])
+
+
+def factor_to_unit(s: Tensor, factors: Sequence[Factor]) -> Tensor:
+    """Inverse of :func:`unit_to_factor`; fixed factors map to 0."""
+    bounds = factor_bounds(factors, s.device).to(s.dtype)
+    span = bounds[1] - bounds[0]
+    return torch.where(span > 0, (s - bounds[0]) / span.clamp_min(1e-12), torch.zeros_like(s))
+
+
+def check_in_bounds(s: Tensor, factors: Sequence[Factor], tolerance: float = 1e-4) -> None:
+    """Refuse ``s`` ``[..., C]`` with any value outside its factor's bounds (names the first)."""
+    require(s.shape[-1] == len(factors), f"s has {s.shape[-1]} factors, the world has {len(factors)} "
+            f"({[f.name for f in factors]})")
+    bounds = factor_bounds(factors, s.device)
+    span = (bounds[1] - bounds[0]).clamp_min(1.0) * tolerance
+    below, above = s < bounds[0] - span, s > bounds[1] + span
+    bad = (below | above).reshape(-1, len(factors)).any(0)
+    if bad.any():
+        f = factors[int(bad.nonzero()[0])]
+        values = s.reshape(-1, len(factors))[:, int(bad.nonzero()[0])]
+        raise AdvauditError(f"factor {f.name!r} has values in [{values.min():.4g}, {values.max():.4g}] "
+                            f"outside its bounds [{f.low}, {f.high}]; map unit-cube points with unit_to_factor")
+
+
+def configure_factors(defaults: Sequence[Factor], overrides: Mapping[str, Any] | None) -> list[Factor]:
+    """Apply config overrides ``{name: [low, high] | value | {low, high}}`` to default factors.
+
+    A single value fixes the factor. Unknown names are an error that lists the known ones.
+    """
+    factors = {f.name: f for f in defaults}
+    for name, value in (overrides or {}).items():
+        if name not in factors:
+            raise AdvauditError(f"unknown factor {name!r}; this world's factors are {list(factors)}")
+        if isinstance(value, Mapping):
+            low, high = value.get("low", factors[name].low), value.get("high", factors[name].high)
+        elif isinstance(value, (list, tuple)) or hasattr(value, "__len__") and not isinstance(value, str):
+            require(len(value) == 2, f"factor {name!r} override must be [low, high] or one value")
+            low, high = value
+        else:
+            low = high = value
+        factors[name] = replace(factors[name], low=float(low), high=float(high))
+    return list(factors.values())
+
+
+def check_target_fits(world: World, target: Any) -> None:
+    """Raise naming both sides when ``target`` can't take the world's images or classes."""
+    if tuple(target.input_shape) != tuple(world.image_shape):
+        raise AdvauditError(f"the world renders images of shape {list(world.image_shape)} but the target "
+                            f"takes {list(target.input_shape)}; set world.image_size / use a target "
+                            "trained on this world")
+    if target.num_classes != len(world.class_names):
+        raise AdvauditError(f"the world has {len(world.class_names)} classes {world.class_names} but the "
+                            f"target has {target.num_classes} {target.class_names}")

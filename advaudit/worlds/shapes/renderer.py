@@ -1,0 +1,183 @@
+"""Batched ray casting of ShapeWorld scenes: pinhole camera, Lambert + Blinn-Phong shading, a
+sun and a point light with (optional) shadow rays, and a sky-gradient background.
+
+Speed comes from three things: closed-form intersections (no marching); rays that miss an
+object's bounding sphere are dropped before any primitive test (compaction with ``nonzero``);
+and each call evaluates only the primitives of the object classes it renders.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from advaudit.worlds.shapes.catalogue import OBJECT_RADIUS, Primitives
+from advaudit.worlds.shapes.geometry import (INF, intersect_boxes, intersect_ellipsoids,
+                                             intersect_frustums, normals)
+
+FOV_DEGREES = 50.0
+AMBIENT = 0.15
+SKY = (0.62, 0.68, 0.78)
+GROUND = (0.36, 0.33, 0.30)
+
+
+def _deg(x: Tensor) -> Tensor:
+    return x * (math.pi / 180.0)
+
+
+def spherical(distance: Tensor, azimuth_deg: Tensor, elevation_deg: Tensor) -> Tensor:
+    """Points ``[B, 3]`` at ``distance`` in direction (azimuth around y, elevation from the xz plane)."""
+    az, el = _deg(azimuth_deg), _deg(elevation_deg)
+    return distance[:, None] * torch.stack([el.cos() * az.sin(), el.sin(), el.cos() * az.cos()], -1)
+
+
+def camera_rays(distance: Tensor, azimuth: Tensor, elevation: Tensor, roll: Tensor,
+                size: int) -> tuple[Tensor, Tensor]:
+    """Origins ``[B, 3]`` and unit directions ``[B, size*size, 3]`` of an orbit camera aimed at 0."""
+    origin = spherical(distance, azimuth, elevation)
+    forward = -torch.nn.functional.normalize(origin, dim=-1)
+    az = _deg(azimuth)
+    right = torch.stack([az.cos(), torch.zeros_like(az), -az.sin()], -1)  # never degenerate
+    up = torch.cross(right, forward, dim=-1)
+    r = _deg(roll)[:, None]
+    right, up = r.cos() * right + r.sin() * up, -r.sin() * right + r.cos() * up
+    scale = math.tan(math.radians(FOV_DEGREES) / 2)
+    axis = (torch.arange(size, dtype=origin.dtype, device=origin.device) + 0.5) / size * 2 - 1
+    v, u = torch.meshgrid(-axis * scale, axis * scale, indexing="ij")
+    u, v = u.reshape(1, -1, 1), v.reshape(1, -1, 1)
+    directions = forward[:, None] + u * right[:, None] + v * up[:, None]
+    return origin, torch.nn.functional.normalize(directions, dim=-1)
+
+
+def euler_direction(ax: Tensor, ay: Tensor, az: Tensor) -> Tensor:
+    """Direction ``[B, 3]`` *towards* a sun whose rotation (XYZ Euler, degrees) turns a light
+    shining straight down."""
+    a, b, c = _deg(ax), _deg(ay), _deg(az)
+    down = torch.tensor([0.0, -1.0, 0.0], dtype=a.dtype, device=a.device).expand(len(a), 3)
+    x = torch.stack([down[:, 0], a.cos() * down[:, 1] - a.sin() * down[:, 2],
+                     a.sin() * down[:, 1] + a.cos() * down[:, 2]], -1)
+    y = torch.stack([b.cos() * x[:, 0] + b.sin() * x[:, 2], x[:, 1],
+                     -b.sin() * x[:, 0] + b.cos() * x[:, 2]], -1)
+    z = torch.stack([c.cos() * y[:, 0] - c.sin() * y[:, 1], c.sin() * y[:, 0] + c.cos() * y[:, 1], y[:, 2]], -1)
+    return -z
+
+
+_KINDS = (("boxes", intersect_boxes), ("frustums", intersect_frustums),
+          ("ellipsoids", intersect_ellipsoids))
+
+
+def gather_primitives(prims: Primitives, obj: Tensor) -> dict[str, Tensor]:
+    """Each ray's object primitives ``{kind: [M, n, ...]}`` (kinds the class does not use dropped)."""
+    return {key: prims[key][obj] for key, _ in _KINDS if prims[key].shape[1] > 0}
+
+
+def _nearest(o: Tensor, d: Tensor, gathered: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+    """Nearest hit over each ray's primitives: ``t`` ``[M]``, kind ``[M]`` (0 box, 1 frustum,
+    2 ellipsoid) and the index of the hit primitive within its kind ``[M]``."""
+    best_t = torch.full((len(o),), INF, dtype=o.dtype, device=o.device)
+    best_kind = torch.zeros(len(o), dtype=torch.long, device=o.device)
+    best_index = torch.zeros(len(o), dtype=torch.long, device=o.device)
+    for kind, (key, intersect) in enumerate(_KINDS):
+        if key not in gathered:
+            continue
+        t, index = intersect(o, d, gathered[key]).min(1)
+        closer = t < best_t
+        best_t = torch.where(closer, t, best_t)
+        best_kind = torch.where(closer, kind, best_kind)
+        best_index = torch.where(closer, index, best_index)
+    return best_t, best_kind, best_index
+
+
+def _hit_params(gathered: dict[str, Tensor], kind: Tensor, index: Tensor) -> Tensor:
+    """The hit primitive's parameters ``[M, 6]`` (zero-padded)."""
+    params = torch.zeros(len(kind), 6, dtype=torch.float32, device=kind.device)
+    rows = torch.arange(len(kind), device=kind.device)
+    for k, (key, _) in enumerate(_KINDS):
+        mine = kind == k
+        if key in gathered and mine.any():
+            values = gathered[key][rows[mine], index[mine]].reshape(int(mine.sum()), -1)
+            params[mine, : values.shape[1]] = values
+    return params
+
+
+def _visibility(p: Tensor, n: Tensor, lights: list[tuple[Tensor, Tensor]],
+                gathered: dict[str, Tensor]) -> list[Tensor]:
+    """Per light, 1 where the light reaches ``p`` ``[M, 3]`` (normal ``n``) unblocked, else 0.
+
+    ``lights``: ``(direction [M, 3], distance [M])`` pairs. Only points facing a light cast a
+    shadow ray towards it (the others are dark anyway), all in one intersection pass.
+    """
+    start = p + n * 1e-3
+    facing = [((n * direction).sum(-1) > 0).nonzero().squeeze(1) for direction, _ in lights]
+    rows = torch.cat(facing)
+    dirs = torch.cat([direction[f] for f, (direction, _) in zip(facing, lights)])
+    limits = torch.cat([distance[f] for f, (_, distance) in zip(facing, lights)])
+    t, _, _ = _nearest(start[rows], dirs, {k: v[rows] for k, v in gathered.items()})
+    blocked = t < limits
+    out, offset = [], 0
+    for f in facing:
+        lit = torch.ones(len(p), dtype=p.dtype, device=p.device)
+        lit[f] = (~blocked[offset: offset + len(f)]).to(p.dtype)
+        out.append(lit)
+        offset += len(f)
+    return out
+
+
+def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess: Tensor,
+                  s: Tensor, size: int, shadows: bool = True) -> Tensor:
+    """Render ``B`` scenes, one object each.
+
+    Args:
+        prims: per-image primitives (``[B, n, ...]`` each, see ``catalogue``).
+        albedo: ``[B, 3]`` diffuse colour; specular ``[B]`` strength; shininess ``[B]`` exponent.
+        s: ``[B, 12]`` factors in units: sun rotation x/y/z (deg), sun energy, point-light energy,
+            distance, azimuth (deg), elevation (deg), camera distance, azimuth, elevation, roll (deg).
+        size: output side in pixels.
+    Returns:
+        ``[B, 3, size, size]`` images in [0, 1].
+    """
+    b = len(s)
+    origin, dirs = camera_rays(s[:, 8], s[:, 9], s[:, 10], s[:, 11], size)
+    sky = torch.tensor(SKY, dtype=s.dtype, device=s.device)
+    ground = torch.tensor(GROUND, dtype=s.dtype, device=s.device)
+    weight = (0.5 + 0.5 * dirs[..., 1:2])
+    image = ground + weight * (sky - ground)  # [B, HW, 3]
+    # bounding-sphere culling, then compaction
+    od = (origin[:, None] * dirs).sum(-1)
+    closest = (origin * origin).sum(-1)[:, None] - od * od
+    candidate = (closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)
+    obj, pix = candidate.nonzero(as_tuple=True)
+    if len(obj):
+        o, d = origin[obj], dirs[obj, pix]
+        gathered = gather_primitives(prims, obj)
+        t, kind, index = _nearest(o, d, gathered)
+        hit = torch.isfinite(t)
+        obj, pix, o, d, t, kind, index = (x[hit] for x in (obj, pix, o, d, t, kind, index))
+        gathered = {key: value[hit] for key, value in gathered.items()}
+        p = o + t[:, None] * d
+        n = normals(p, kind, _hit_params(gathered, kind, index))
+        n = torch.where((n * d).sum(-1, keepdim=True) > 0, -n, n)  # face the camera
+        to_sun = euler_direction(s[obj, 0], s[obj, 1], s[obj, 2])
+        light_pos = spherical(s[obj, 5], s[obj, 6], s[obj, 7])
+        to_light = light_pos - p
+        light_dist = to_light.norm(dim=-1)
+        to_light = to_light / light_dist[:, None]
+        sun_power = s[obj, 3] * 0.2
+        light_power = s[obj, 4] * 0.8 * (10.0 / s[obj, 5]) ** 2
+        lit_sun = torch.ones_like(t)
+        lit_light = torch.ones_like(t)
+        if shadows:
+            lit_sun, lit_light = _visibility(p, n, [(to_sun, torch.full_like(t, INF)),
+                                                    (to_light, light_dist)], gathered)
+        diffuse = (AMBIENT + sun_power * (n * to_sun).sum(-1).clamp_min(0) * lit_sun
+                   + light_power * (n * to_light).sum(-1).clamp_min(0) * lit_light)
+        view = -d
+        shine = shininess[obj]
+        half_sun = torch.nn.functional.normalize(to_sun + view, dim=-1)
+        half_light = torch.nn.functional.normalize(to_light + view, dim=-1)
+        spec = specular[obj] * (sun_power * lit_sun * (n * half_sun).sum(-1).clamp_min(0) ** shine
+                                + light_power * lit_light * (n * half_light).sum(-1).clamp_min(0) ** shine)
+        image[obj, pix] = (albedo[obj] * diffuse[:, None] + spec[:, None]).clamp(0, 1)
+    return image.view(b, size, size, 3).permute(0, 3, 1, 2).contiguous()

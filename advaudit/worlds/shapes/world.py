@@ -1,0 +1,107 @@
+"""ShapeWorld: 10 classes of everyday objects under the 12 rendering factors of the examiner
+paper's Table 1, rendered in pure PyTorch (CPU or GPU), batched over instances and conditions."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Mapping
+
+import torch
+from torch import Tensor
+
+from advaudit.errors import require
+from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors
+from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS, build_primitives
+from advaudit.worlds.shapes.renderer import render_scenes
+
+# Table 1 of the paper (angles in degrees; camera azimuth spans half a turn as in the paper).
+DEFAULT_FACTORS = [
+    Factor("sun_rot_x", 0.0, 360.0, "deg"), Factor("sun_rot_y", 0.0, 360.0, "deg"),
+    Factor("sun_rot_z", 0.0, 360.0, "deg"), Factor("sun_energy", 0.0, 5.0, "W/m2"),
+    Factor("light_energy", 0.3, 1.0, "kW"), Factor("light_distance", 8.0, 20.0, "m"),
+    Factor("light_azimuth", 0.0, 360.0, "deg"), Factor("light_elevation", -90.0, 90.0, "deg"),
+    Factor("camera_distance", 1.0, 5.0, "m"), Factor("camera_azimuth", 0.0, 180.0, "deg"),
+    Factor("camera_elevation", -90.0, 90.0, "deg"), Factor("camera_roll", 0.0, 360.0, "deg"),
+]
+SPLIT_OFFSETS = {"train": 0, "val": 1_000_000, "test": 2_000_000}
+
+
+def _split_seed(seed: int, split: str) -> int:
+    return int(hashlib.sha256(f"shapeworld/{seed}/{split}".encode()).hexdigest()[:12], 16)
+
+
+def hsv_to_rgb(h: Tensor, s: Tensor, v: Tensor) -> Tensor:
+    """HSV in [0, 1] ``[N]`` each -> RGB ``[N, 3]``."""
+    k = torch.stack([(5 + h * 6) % 6, (3 + h * 6) % 6, (1 + h * 6) % 6], -1)
+    return v[:, None] - v[:, None] * s[:, None] * (torch.minimum(k, 4 - k).clamp(0, 1))
+
+
+class ShapeWorld:
+    """Objects z (class, proportions, colour, material) rendered under conditions s.
+
+    Args:
+        image_size: output side (32 or 64 typical).
+        instances_per_class: ``{train, val, test}`` instance counts per class (disjoint sets).
+        seed: generates the instances deterministically.
+        factors: overrides ``{name: [low, high] | value}`` of the default Table-1 bounds.
+        classes: subset of class names (default: all 10).
+        shadows: cast shadow rays for the sun and the point light.
+        device: where instances live and rendering runs.
+    """
+
+    def __init__(self, image_size: int = 64, instances_per_class: Mapping[str, int] | None = None,
+                 seed: int = 0, factors: Mapping[str, Any] | None = None,
+                 classes: list[str] | None = None, shadows: bool = True, device: str = "cpu") -> None:
+        require(8 <= image_size <= 512, f"image_size={image_size}; use 8..512 pixels")
+        self.image_size = int(image_size)
+        self.image_shape = (3, self.image_size, self.image_size)
+        self.class_names = list(classes) if classes else list(CLASSES)
+        unknown = [c for c in self.class_names if c not in CLASSES]
+        require(not unknown, f"unknown ShapeWorld classes {unknown}; use {list(CLASSES)}")
+        self.counts = {"train": 40, "val": 10, "test": 10, **dict(instances_per_class or {})}
+        self.seed, self.shadows = int(seed), bool(shadows)
+        self.device = torch.device(device if device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.factors = configure_factors(DEFAULT_FACTORS, factors)
+
+    def instances(self, split: str) -> Instances:
+        require(split in SPLIT_OFFSETS, f"unknown split {split!r}; use {list(SPLIT_OFFSETS)}")
+        per_class = int(self.counts[split])
+        require(per_class >= 1, f"instances_per_class.{split}={per_class} must be >= 1")
+        g = torch.Generator().manual_seed(_split_seed(self.seed, split))
+        k = len(self.class_names)
+        n = k * per_class
+        labels = torch.arange(k).repeat_interleave(per_class)
+        data = {
+            "proportions": torch.rand(n, N_PROPORTIONS, generator=g),
+            "albedo": hsv_to_rgb(torch.rand(n, generator=g), 0.35 + 0.55 * torch.rand(n, generator=g),
+                                 0.45 + 0.5 * torch.rand(n, generator=g)),
+            "specular": 0.5 * torch.rand(n, generator=g),
+            "shininess": 8 + 56 * torch.rand(n, generator=g),
+        }
+        ids = SPLIT_OFFSETS[split] + torch.arange(n)
+        return Instances(data, labels, ids).to(self.device)
+
+    def render(self, z: Instances, s: Tensor) -> Tensor:
+        """``s`` ``[N, q, 12]`` in factor units -> ``[N*q, 3, H, W]``; values outside bounds are refused."""
+        require(s.dim() == 3 and len(s) == len(z), f"s must be [N={len(z)}, q, {len(self.factors)}], "
+                f"got {list(s.shape)}")
+        check_in_bounds(s, self.factors)
+        n, q, _ = s.shape
+        flat_s = s.reshape(n * q, -1).to(self.device, torch.float32)
+        rows = torch.arange(n, device=self.device).repeat_interleave(q)
+        labels = z.labels.to(self.device)[rows]
+        out = torch.empty(n * q, *self.image_shape, device=self.device)
+        for cls in labels.unique().tolist():
+            members = (labels == cls).nonzero().squeeze(1)
+            inst = rows[members]
+            data = {k: v.to(self.device)[inst] for k, v in z.data.items()}
+            prims = build_primitives(self.class_names[cls], data["proportions"])
+            out[members] = render_scenes(prims, data["albedo"], data["specular"], data["shininess"],
+                                         flat_s[members], self.image_size, self.shadows)
+        return out
+
+    def random_conditions(self, n: int, q: int, generator: torch.Generator | None = None) -> Tensor:
+        """Uniform random conditions ``[n, q, 12]`` in factor units."""
+        from advaudit.worlds.protocol import unit_to_factor
+
+        return unit_to_factor(torch.rand(n, q, len(self.factors), generator=generator), self.factors)

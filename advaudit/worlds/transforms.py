@@ -1,0 +1,128 @@
+"""TransformWorld: real images z under label-preserving image transforms s, applied batched.
+
+Any dataset of the foundation (Fashion-MNIST, digits, an image folder, a torchvision dataset) gives
+the instances; the factors are geometric (rotation, translation, scale, shear), blur and
+photometric (brightness, contrast, gamma; hue and saturation for RGB). One call transforms all
+``N*q`` images with one ``affine_grid``/``grid_sample``, one grouped convolution and elementwise ops.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import torch
+import torch.nn.functional as F
+from hydra.utils import instantiate
+from torch import Tensor
+
+from advaudit.data.base import ArrayDataModule
+from advaudit.errors import require
+from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors, unit_to_factor
+
+GEOMETRIC = [Factor("rotation", -30.0, 30.0, "deg"), Factor("translate_x", -0.15, 0.15, "width"),
+             Factor("translate_y", -0.15, 0.15, "height"), Factor("scale", 0.75, 1.25, "x"),
+             Factor("shear", -20.0, 20.0, "deg"), Factor("blur", 0.0, 1.5, "px sigma"),
+             Factor("brightness", -0.3, 0.3, "offset"), Factor("contrast", 0.5, 1.5, "x"),
+             Factor("gamma", 0.6, 1.6, "exponent")]
+COLOUR = [Factor("hue", -0.15, 0.15, "turn"), Factor("saturation", 0.3, 1.7, "x")]
+BLUR_RADIUS = 3
+
+
+def affine_theta(s: dict[str, Tensor]) -> Tensor:
+    """``[B, 2, 3]`` sampling matrices (output -> input, normalised coords) of the forward map
+    translate . rotate . shear . scale about the image centre."""
+    rot, shear = s["rotation"] * (math.pi / 180), s["shear"] * (math.pi / 180)
+    cos, sin = rot.cos(), rot.sin()
+    rotation = torch.stack([torch.stack([cos, -sin], -1), torch.stack([sin, cos], -1)], -2)
+    shearing = torch.zeros_like(rotation)
+    shearing[:, 0, 0] = shearing[:, 1, 1] = 1
+    shearing[:, 0, 1] = shear.tan()
+    forward = rotation @ shearing * s["scale"][:, None, None]
+    inverse = torch.linalg.inv(forward)
+    shift = torch.stack([s["translate_x"], s["translate_y"]], -1) * 2
+    return torch.cat([inverse, -(inverse @ shift[:, :, None])], -1)
+
+
+def gaussian_blur(x: Tensor, sigma: Tensor) -> Tensor:
+    """Blur ``[B, C, H, W]`` with a per-image Gaussian of std ``sigma`` ``[B]`` (0 = identity)."""
+    b, c, h, w = x.shape
+    offsets = torch.arange(-BLUR_RADIUS, BLUR_RADIUS + 1, dtype=x.dtype, device=x.device)
+    weights = torch.exp(-0.5 * (offsets / sigma.clamp_min(1e-3)[:, None]) ** 2)
+    weights = weights / weights.sum(-1, keepdim=True)
+    weights = weights.repeat_interleave(c, 0)  # [B*C, K]
+    flat = x.reshape(1, b * c, h, w)
+    flat = F.conv2d(F.pad(flat, (BLUR_RADIUS, BLUR_RADIUS, 0, 0), mode="replicate"),
+                    weights[:, None, None, :], groups=b * c)
+    flat = F.conv2d(F.pad(flat, (0, 0, BLUR_RADIUS, BLUR_RADIUS), mode="replicate"),
+                    weights[:, None, :, None], groups=b * c)
+    return flat.reshape(b, c, h, w)
+
+
+def adjust_hue_saturation(x: Tensor, hue: Tensor, saturation: Tensor) -> Tensor:
+    """Rotate hue by ``hue`` turns (YIQ rotation) and scale saturation, per image ``[B]``."""
+    to_yiq = torch.tensor([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]],
+                          dtype=x.dtype, device=x.device)
+    yiq = torch.einsum("ij,bjhw->bihw", to_yiq, x)
+    angle = hue * 2 * math.pi
+    cos, sin = angle.cos()[:, None, None], angle.sin()[:, None, None]
+    i, q = yiq[:, 1], yiq[:, 2]
+    sat = saturation[:, None, None]
+    yiq = torch.stack([yiq[:, 0], sat * (cos * i - sin * q), sat * (sin * i + cos * q)], 1)
+    return torch.einsum("ij,bjhw->bihw", torch.linalg.inv(to_yiq), yiq)
+
+
+class TransformWorld:
+    """Images of a dataset (the instances) under batched image transforms (the conditions).
+
+    Args:
+        dataset: a dataset config (``_target_`` to an :class:`ArrayDataModule`) or a datamodule.
+        factors: overrides ``{name: [low, high] | value}`` of the default bounds.
+        padding_mode: ``grid_sample`` padding for pixels moved in from outside (zeros, border, reflection).
+        device: where rendering runs.
+    """
+
+    def __init__(self, dataset: Any, factors: Mapping[str, Any] | None = None,
+                 padding_mode: str = "zeros", device: str = "cpu") -> None:
+        self.datamodule: ArrayDataModule = dataset if isinstance(dataset, ArrayDataModule) else instantiate(dataset)
+        self.datamodule.setup()
+        shape = self.datamodule.input_shape
+        require(len(shape) == 3, f"TransformWorld needs an image dataset; this one gives rows of shape {list(shape)}")
+        self.image_shape = tuple(int(d) for d in shape)
+        self.class_names = self.datamodule.class_names
+        defaults = GEOMETRIC + (COLOUR if self.image_shape[0] == 3 else [])
+        self.factors = configure_factors(defaults, factors)
+        self.padding_mode = padding_mode
+        self.device = torch.device(device if device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
+
+    def instances(self, split: str) -> Instances:
+        data = self.datamodule.split(split)
+        return Instances(data.x, data.y, torch.arange(len(data.y))).to(self.device)
+
+    def render(self, z: Instances, s: Tensor) -> Tensor:
+        """``s`` ``[N, q, C]`` in factor units -> transformed images ``[N*q, C, H, W]`` in [0, 1]."""
+        require(s.dim() == 3 and len(s) == len(z) and s.shape[-1] == len(self.factors),
+                f"s must be [N={len(z)}, q, {len(self.factors)}], got {list(s.shape)}")
+        check_in_bounds(s, self.factors)
+        n, q, _ = s.shape
+        images = z.data.to(self.device).repeat_interleave(q, 0)
+        values = s.reshape(n * q, -1).to(self.device, images.dtype)
+        f = {factor.name: values[:, i] for i, factor in enumerate(self.factors)}
+        grid = F.affine_grid(affine_theta(f), list(images.shape), align_corners=False)
+        x = F.grid_sample(images, grid, mode="bilinear", padding_mode=self.padding_mode, align_corners=False)
+        x = gaussian_blur(x, f["blur"])
+        if "hue" in f:
+            x = adjust_hue_saturation(x, f["hue"], f["saturation"])
+        mean = x.mean(dim=(1, 2, 3), keepdim=True)
+        x = (x - mean) * f["contrast"][:, None, None, None] + mean + f["brightness"][:, None, None, None]
+        return x.clamp(0, 1).clamp_min(1e-6).pow(f["gamma"][:, None, None, None]).clamp(0, 1)
+
+    def random_conditions(self, n: int, q: int, generator: torch.Generator | None = None) -> Tensor:
+        """Uniform random conditions ``[n, q, C]`` in factor units."""
+        return unit_to_factor(torch.rand(n, q, len(self.factors), generator=generator), self.factors)
+
+    def identity_conditions(self, n: int) -> Tensor:
+        """Conditions ``[n, 1, C]`` that leave images unchanged (where the bounds allow)."""
+        neutral = {"scale": 1.0, "contrast": 1.0, "gamma": 1.0, "saturation": 1.0}
+        values = [min(max(neutral.get(f.name, 0.0), f.low), f.high) for f in self.factors]
+        return torch.tensor(values).expand(n, 1, len(values)).clone()

@@ -57,3 +57,25 @@ def tiny_fmnist_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cfg = compose_config("train", ["model=cnn", *TINY_FMNIST], tmp)
     result = train(cfg)
     return Path(result["checkpoint"])
+
+
+TINY_SHAPES = ["dataset=shapes", "dataset.image_size=16", "dataset.instances_per_class={train:6,val:2,test:2}",
+               "dataset.m=3", "dataset.m_eval=1", "trainer.max_epochs=1", "logger=none", "callbacks=none",
+               "+trainer.enable_progress_bar=false", "+trainer.enable_model_summary=false"]
+
+
+@pytest.fixture(scope="session")
+def tiny_shapes_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CNN trained for one epoch on 180 ShapeWorld renders at 16 px; path of its target.pt."""
+    from advaudit.tasks import train
+
+    tmp = tmp_path_factory.mktemp("shapes_target")
+    return Path(train(compose_config("train", ["model=cnn", *TINY_SHAPES], tmp))["checkpoint"])
+
+
+def worst_case_overrides(target: Path, *extra: str) -> list[str]:
+    """A seconds-long worst-case examination of ``target`` on 16-px ShapeWorld."""
+    return [f"target={target}", "audit=worst_case", "world=shapes", "world.image_size=16",
+            "world.instances_per_class={train:2,val:2,test:2}", "examiner=random", "examiner.q=4",
+            "audit.budget=12", "audit.report_budgets=[0,4,12]", "audit.selection_renders=2",
+            "audit.checkpoint_every=1", "logger=none", *extra]

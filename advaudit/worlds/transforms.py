@@ -64,7 +64,7 @@ def adjust_hue_saturation(x: Tensor, hue: Tensor, saturation: Tensor) -> Tensor:
     to_yiq = torch.tensor([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]],
                           dtype=x.dtype, device=x.device)
     yiq = torch.einsum("ij,bjhw->bihw", to_yiq, x)
-    angle = hue * 2 * math.pi
+    angle = -hue * 2 * math.pi  # positive hue: red -> yellow -> green, as in HSV
     cos, sin = angle.cos()[:, None, None], angle.sin()[:, None, None]
     i, q = yiq[:, 1], yiq[:, 2]
     sat = saturation[:, None, None]

@@ -126,7 +126,7 @@ def _visibility(p: Tensor, n: Tensor, lights: list[tuple[Tensor, Tensor]],
 
 
 def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess: Tensor,
-                  s: Tensor, size: int, shadows: bool = True) -> Tensor:
+                  s: Tensor, size: int, shadows: bool = True, return_mask: bool = False) -> Tensor:
     """Render ``B`` scenes, one object each.
 
     Args:
@@ -136,7 +136,8 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
             distance, azimuth (deg), elevation (deg), camera distance, azimuth, elevation, roll (deg).
         size: output side in pixels.
     Returns:
-        ``[B, 3, size, size]`` images in [0, 1].
+        ``[B, 3, size, size]`` images in [0, 1] (or ``[B, size, size]`` object masks when
+        ``return_mask``).
     """
     b = len(s)
     origin, dirs = camera_rays(s[:, 8], s[:, 9], s[:, 10], s[:, 11], size)
@@ -149,6 +150,7 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
     closest = (origin * origin).sum(-1)[:, None] - od * od
     candidate = (closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)
     obj, pix = candidate.nonzero(as_tuple=True)
+    mask = torch.zeros(b, size * size, dtype=torch.bool, device=s.device)
     if len(obj):
         o, d = origin[obj], dirs[obj, pix]
         gathered = gather_primitives(prims, obj)
@@ -156,6 +158,9 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
         hit = torch.isfinite(t)
         obj, pix, o, d, t, kind, index = (x[hit] for x in (obj, pix, o, d, t, kind, index))
         gathered = {key: value[hit] for key, value in gathered.items()}
+        mask[obj, pix] = True
+        if return_mask:
+            return mask.view(b, size, size)
         p = o + t[:, None] * d
         n = normals(p, kind, _hit_params(gathered, kind, index))
         n = torch.where((n * d).sum(-1, keepdim=True) > 0, -n, n)  # face the camera
@@ -180,4 +185,6 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
         spec = specular[obj] * (sun_power * lit_sun * (n * half_sun).sum(-1).clamp_min(0) ** shine
                                 + light_power * lit_light * (n * half_light).sum(-1).clamp_min(0) ** shine)
         image[obj, pix] = (albedo[obj] * diffuse[:, None] + spec[:, None]).clamp(0, 1)
+    if return_mask:
+        return mask.view(b, size, size)
     return image.view(b, size, size, 3).permute(0, 3, 1, 2).contiguous()

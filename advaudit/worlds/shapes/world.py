@@ -83,6 +83,13 @@ class ShapeWorld:
 
     def render(self, z: Instances, s: Tensor) -> Tensor:
         """``s`` ``[N, q, 12]`` in factor units -> ``[N*q, 3, H, W]``; values outside bounds are refused."""
+        return self._render(z, s, masks=False)
+
+    def render_masks(self, z: Instances, s: Tensor) -> Tensor:
+        """Object masks ``[N*q, H, W]`` (True where a ray hits the object) for the same scenes."""
+        return self._render(z, s, masks=True)
+
+    def _render(self, z: Instances, s: Tensor, masks: bool) -> Tensor:
         require(s.dim() == 3 and len(s) == len(z), f"s must be [N={len(z)}, q, {len(self.factors)}], "
                 f"got {list(s.shape)}")
         check_in_bounds(s, self.factors)
@@ -90,14 +97,15 @@ class ShapeWorld:
         flat_s = s.reshape(n * q, -1).to(self.device, torch.float32)
         rows = torch.arange(n, device=self.device).repeat_interleave(q)
         labels = z.labels.to(self.device)[rows]
-        out = torch.empty(n * q, *self.image_shape, device=self.device)
+        shape = (self.image_size, self.image_size) if masks else self.image_shape
+        out = torch.empty(n * q, *shape, device=self.device, dtype=torch.bool if masks else torch.float32)
         for cls in labels.unique().tolist():
             members = (labels == cls).nonzero().squeeze(1)
             inst = rows[members]
             data = {k: v.to(self.device)[inst] for k, v in z.data.items()}
             prims = build_primitives(self.class_names[cls], data["proportions"])
             out[members] = render_scenes(prims, data["albedo"], data["specular"], data["shininess"],
-                                         flat_s[members], self.image_size, self.shadows)
+                                         flat_s[members], self.image_size, self.shadows, return_mask=masks)
         return out
 
     def random_conditions(self, n: int, q: int, generator: torch.Generator | None = None) -> Tensor:

@@ -56,9 +56,11 @@ class ConditionSpace:
     def free_factors(self) -> list[Factor]:
         return [self.factors[i] for i in self.free]
 
-    def assemble(self, u: Tensor) -> Tensor:
+    def assemble(self, u: Tensor, rows: Tensor | None = None) -> Tensor:
+        """``u`` ``[n, q, C_free]`` for all instances (or those at ``rows``) -> ``[n, q, C]``."""
         n, q, _ = u.shape
-        s = self.fixed_values[:, None, :].expand(n, q, -1).clone()
+        fixed = self.fixed_values if rows is None else self.fixed_values[rows]
+        s = fixed[:, None, :].expand(n, q, -1).clone()
         s[:, :, self.free] = unit_to_factor(u, self.free_factors)
         return s
 

@@ -29,15 +29,21 @@ class BOExaminer(HistoryMixin):
         n_instances, n_dims: problem sizes; ``q`` must be 1 (sequential GP-UCB as in the paper).
         beta: UCB exploration weight (scalar or per instance).
         n_init: random points before the first GP fit (the paper: 2).
-        refit_every: refit hyperparameters every k observations per instance (warm-started);
-            in between, the GP is conditioned on new data with the last hyperparameters.
+        refit_every, refit_growth: refit hyperparameters (warm-started) once the data has grown by
+            at least ``refit_every`` observations *and* by the factor ``refit_growth`` since the last
+            fit (about 14 fits over 500 steps); in between, the GP is conditioned on new data with
+            the last hyperparameters. Refits dominate the cost at large T.
         fit_maxiter: L-BFGS iterations per refit.
+        fit_max_points: hyperparameters are fitted on at most this many observations per instance
+            (a random subset that always keeps the best point); the posterior always uses all.
+            A batched exact-MLL step costs ~1.5 s at n = 446, N = 55 on 2 CPU cores, ~0.05 s at 128.
         raw_samples, restarts, adam_steps, adam_lr: acquisition optimisation.
         seed: Sobol and initial-point seed.
     """
 
     def __init__(self, n_instances: int, n_dims: int, q: int = 1, beta: float = 6.635776,
-                 n_init: int = 2, refit_every: int = 10, fit_maxiter: int = 75,
+                 n_init: int = 2, refit_every: int = 10, refit_growth: float = 1.3, fit_maxiter: int = 40,
+                 fit_max_points: int = 128,
                  raw_samples: int = 256, restarts: int = 4, adam_steps: int = 15, adam_lr: float = 0.03,
                  seed: int = 0, device: str | torch.device = "cpu", **_: Any) -> None:
         from advaudit.errors import require
@@ -47,6 +53,8 @@ class BOExaminer(HistoryMixin):
         self._init_history(n_instances, n_dims, 1)
         self.beta = torch.as_tensor(beta, dtype=torch.float64).expand(n_instances).reshape(n_instances, 1)
         self.n_init, self.refit_every, self.fit_maxiter = int(n_init), int(refit_every), int(fit_maxiter)
+        self.refit_growth, self.fit_max_points = float(refit_growth), int(fit_max_points)
+        self.n_fits = 0
         self.raw_samples, self.restarts = int(raw_samples), int(restarts)
         self.adam_steps, self.adam_lr = int(adam_steps), float(adam_lr)
         self.seed, self.device = int(seed), torch.device(device)
@@ -57,19 +65,34 @@ class BOExaminer(HistoryMixin):
 
     # -- GP ----------------------------------------------------------------------------------------
     def _model(self):
+        n = self.X.shape[1]
+        due = n >= max(self.last_fit_size + self.refit_every, self.last_fit_size * self.refit_growth)
+        if self.hyperparameters is None or due:
+            X, Y = self._fit_subset()
+            self._fit(self._gp(X, Y))
+            self.last_fit_size = n
+        return self._gp(self.X, self.Y).eval()
+
+    def _gp(self, X: Tensor, Y: Tensor):
+        """A batched ``SingleTaskGP`` on ``X`` ``[N, n, d]``, ``Y`` ``[N, n]`` with the current hyperparameters."""
         from botorch.models import SingleTaskGP
         from botorch.models.transforms.outcome import Standardize
 
-        X = self.X.to(self.device)
-        Y = self.Y.to(self.device).unsqueeze(-1)
-        model = SingleTaskGP(X, Y, outcome_transform=Standardize(m=1, batch_shape=torch.Size([self.n_instances])))
+        model = SingleTaskGP(X.to(self.device), Y.to(self.device).unsqueeze(-1),
+                             outcome_transform=Standardize(m=1, batch_shape=torch.Size([self.n_instances])))
         if self.hyperparameters is not None:
             model.load_state_dict(self.hyperparameters, strict=False)
+        return model
+
+    def _fit_subset(self) -> tuple[Tensor, Tensor]:
+        """At most ``fit_max_points`` observations per instance, always including the best one."""
         n = self.X.shape[1]
-        if self.hyperparameters is None or n - self.last_fit_size >= self.refit_every:
-            self._fit(model)
-            self.last_fit_size = n
-        return model.eval()
+        if n <= self.fit_max_points:
+            return self.X, self.Y
+        priority = torch.rand(self.n_instances, n, generator=self.generator, dtype=torch.float64)
+        priority[torch.arange(self.n_instances), self.Y.argmax(1)] = 2.0
+        index = priority.topk(self.fit_max_points, dim=1).indices
+        return (self.X.gather(1, index.unsqueeze(-1).expand(-1, -1, self.n_dims)), self.Y.gather(1, index))
 
     def _fit(self, model) -> None:
         import time
@@ -85,7 +108,9 @@ class BOExaminer(HistoryMixin):
             pass
         self.hyperparameters = {k: v.detach().clone() for k, v in model.state_dict().items()
                                 if k.startswith(_HYPER_PREFIXES)}
+        model.eval()
         self.fit_seconds += time.perf_counter() - start
+        self.n_fits += 1
 
     @staticmethod
     def _posterior_factors(model) -> tuple[Tensor, Tensor, Tensor]:

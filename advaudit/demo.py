@@ -1,4 +1,4 @@
-"""``make demo``: train a target on the built-in data, audit it, and print where the report is.
+"""``make demo``: train a ShapeWorld target, examine it with the RL and the BO examiner, compare.
 
 Each step is a real command line (printed before it runs), so the demo doubles as a recipe.
 """
@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SUN = "audit.fixed_random=[sun_rot_x,sun_rot_y,sun_rot_z]"
 
 
 def run_step(title: str, args: list[str]) -> dict:
@@ -26,19 +27,27 @@ def run_step(title: str, args: list[str]) -> dict:
 
 
 def main() -> None:
-    stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
-    base = ROOT / "outputs" / "demo" / stamp
-    trained = run_step("1. train a CNN on Fashion-MNIST (2 epochs)", [
-        "train.py", "dataset=fashion_mnist", "model=cnn", "trainer.max_epochs=2",
-        f"hydra.run.dir={base}/train_fmnist"])
+    base = ROOT / "outputs" / "demo" / time.strftime("%Y-%m-%d_%H-%M-%S")
+    trained = run_step("1. train a ResNet-18 (width 16) on ShapeWorld renders (10 classes, 12 factors)", [
+        "train.py", "dataset=shapes", "model=resnet18", "model.arch_params.width=16", "trainer.max_epochs=10",
+        f"hydra.run.dir={base}/train_shapes"])
     checkpoint = trained["checkpoint"]
-    evaluated = run_step("2. audit it: accuracy, calibration, per-class accuracy", [
-        "examine.py", "audit=evaluate", f"target={checkpoint}", f"hydra.run.dir={base}/evaluate"])
+    examinations = {}
+    for examiner, budget in (("rl", 320), ("bo", 100)):
+        examinations[examiner] = run_step(f"2. examine it with the {examiner.upper()} examiner ({budget} queries per instance)", [
+            "examine.py", "audit=worst_case", "world=shapes", f"examiner={examiner}", f"target={checkpoint}",
+            f"audit.budget={budget}", f"audit.report_budgets=[0,{budget // 4},{budget}]", SUN,
+            f"hydra.run.dir={base}/examine_{examiner}"])
+    print(f"\n== 3. leaderboard\n$ python -m advaudit.report.leaderboard {base} --metric examine/true_prob --ascending")
+    subprocess.run([sys.executable, "-m", "advaudit.report.leaderboard", str(base), "--metric", "examine/true_prob",
+                    "--ascending"], cwd=ROOT, check=True)
     print("\nSummary")
-    print(f"  target          {checkpoint}")
-    print(f"  test accuracy   {trained['test/acc']:.4f} (temperature {trained['temperature']:.2f})")
-    print(f"  worst class acc {evaluated['evaluate/worst_class_acc']:.4f}")
-    print(f"  report          {base}")
+    print(f"  target              {checkpoint} (test accuracy {trained['test/acc']:.3f} under random conditions)")
+    for name, result in examinations.items():
+        print(f"  {name.upper():3} examiner        mean true-class prob {result['examine/E@0']:.3f} at T=0 -> "
+              f"{result['examine/true_prob']:.3f} after {result['queries_per_instance']} queries; "
+              f"worst case misclassified for {100 * result['examine/failure_rate']:.0f}% of instances")
+        print(f"                      report: {result['report']}")
 
 
 if __name__ == "__main__":

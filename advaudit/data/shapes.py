@@ -32,13 +32,15 @@ class ShapesDataModule(ArrayDataModule):
         m: renders per training instance (validation / test instances get ``m_eval`` each).
         image_size, instances_per_class, world_seed, classes, shadows: the world (see ShapeWorld).
         factors: training-time factor bounds overrides (validation and test keep the world's).
+        eval_factors: factor bounds overrides for validation and test (default: the world's full bounds).
         cache_dir: where rendered splits are cached (keyed by a hash of everything above).
     """
 
     def __init__(self, m: int = 10, m_eval: int = 10, image_size: int = 32,
                  instances_per_class: Mapping[str, int] | None = None, world_seed: int = 0,
                  classes: list[str] | None = None, shadows: bool = True,
-                 factors: Mapping[str, Any] | None = None, cache_dir: str | None = None,
+                 factors: Mapping[str, Any] | None = None, eval_factors: Mapping[str, Any] | None = None,
+                 cache_dir: str | None = None,
                  **kwargs: Any) -> None:
         kwargs.setdefault("val_fraction", 0.0)
         super().__init__(**kwargs)
@@ -47,11 +49,13 @@ class ShapesDataModule(ArrayDataModule):
         self.world = ShapeWorld(image_size=image_size, instances_per_class=instances_per_class,
                                 seed=world_seed, classes=classes, shadows=shadows)
         self.train_factors = configure_factors(self.world.factors, factors)
+        self.eval_factors = configure_factors(self.world.factors, eval_factors)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.key = hashlib.sha256(json.dumps({
             "m": self.m, "m_eval": self.m_eval, "size": image_size, "counts": self.world.counts,
             "world_seed": world_seed, "classes": self.world.class_names, "shadows": shadows,
-            "factors": [(f.name, f.low, f.high) for f in self.train_factors], "seed": self.seed,
+            "factors": [(f.name, f.low, f.high) for f in self.train_factors],
+            "eval_factors": [(f.name, f.low, f.high) for f in self.eval_factors], "seed": self.seed,
             "version": 1}, sort_keys=True).encode()).hexdigest()[:16]
 
     def load_splits(self) -> tuple[dict[str, Split], list[str]]:
@@ -62,8 +66,8 @@ class ShapesDataModule(ArrayDataModule):
             return splits, self.world.class_names
         generator = torch.Generator().manual_seed(self.seed)
         splits = {"train": self._render("train", self.m, self.train_factors, generator),
-                  "val": self._render("val", self.m_eval, self.world.factors, generator),
-                  "test": self._render("test", self.m_eval, self.world.factors, generator)}
+                  "val": self._render("val", self.m_eval, self.eval_factors, generator),
+                  "test": self._render("test", self.m_eval, self.eval_factors, generator)}
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             packed = {k: {"x": (v.x * 255).round().to(torch.uint8), "y": v.y, "attributes": v.attributes}

@@ -144,6 +144,15 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
     if len(final_u) >= 6:
         plots["tsne"] = _tsne_plot(final_u, final_ok, random_free.reshape(-1, len(space.free)).numpy(), random_ok,
                                    out / "tsne.png", int(cfg.seed))
+    final_s = history["s"][:, -k:].reshape(-1, history["s"].shape[-1])
+    result["final_factors"] = {f.name: {"mean": float(final_s[:, i].mean()), "std": float(final_s[:, i].std())}
+                               for i, f in enumerate(world.factors) if i in space.free}
+    share = audit.get("factor_share")
+    if share:
+        column = [f.name for f in world.factors].index(share["factor"])
+        threshold = float(share["abs_above"])
+        result["examine/share_outside_final"] = float((np.abs(final_s[:, column]) > threshold).mean())
+        result["examine/share_outside_random"] = float((random_s[..., column].abs() > threshold).float().mean())
     result.update({
         "examine/random_accuracy": float(random_ok.mean()),
         "per_class": per_class, "per_class_T0": per_class_first,

@@ -17,7 +17,7 @@ examine() {  # name, overrides...
   [ -f "$OUT/$name/result.json" ] || $PY examine.py "$@" hydra.run.dir="$OUT/$name" logger=none
 }
 train resnet18_m10
-train alexnet_m10 model=alexnet model.arch_params.width=32 model.optimizer.lr=0.001
+train alexnet_m10 model=alexnet model.arch_params.width=32
 for m in 1 2 5; do train resnet18_m$m dataset.m=$m; done
 train resnet18_elev30 'dataset.factors={camera_elevation:[-30,30]}'
 T=checkpoints/target.pt
@@ -35,5 +35,8 @@ examine sec45_order_b experiment=examiner/sec45_order 'examiner.order=[8,7,6,5,4
 for ex in rl bo; do
   examine sec46_$ex experiment=examiner/sec46_strength examiner=$ex target=$OUT/train_resnet18_m10/$T
 done
+# efficiency reference: dense random search with 20x the budget on the same instances as table2
+examine dense_random experiment=examiner/table2 examiner=random audit.budget=10000 \
+  'audit.report_budgets=[0,100,500,2000,10000]' target=$OUT/train_resnet18_m10/$T
 $PY -m advaudit.report.leaderboard "$OUT" --metric examine/true_prob --ascending > "$OUT/leaderboard.txt"
 echo "done: $OUT"

@@ -9,13 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import torch
 from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
 from advaudit.models.calibration import expected_calibration_error, reliability_table
-from advaudit.report.plots import reliability_diagram, save_figure
+from advaudit.report.plots import plt, reliability_diagram, save_figure
 from advaudit.report.wandb_run import open_wandb
 
 

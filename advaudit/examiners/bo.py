@@ -133,7 +133,7 @@ class BOExaminer(HistoryMixin):
         mean = model.mean_module(cand) + (v * alpha.unsqueeze(-1)).sum(-2)
         prior = model.covar_module(cand, diag=True)
         var = (prior - (v * v).sum(-2)).clamp_min(1e-12)
-        return mean + self.beta.to(cand) .sqrt() * var.sqrt()
+        return mean + self.beta.to(cand).sqrt() * var.sqrt()
 
     # -- protocol ----------------------------------------------------------------------------------
     def ask(self) -> Tensor:

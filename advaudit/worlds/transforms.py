@@ -20,12 +20,14 @@ from advaudit.data.base import ArrayDataModule
 from advaudit.errors import require
 from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors, unit_to_factor
 
-GEOMETRIC = [Factor("rotation", -30.0, 30.0, "deg"), Factor("translate_x", -0.15, 0.15, "width"),
-             Factor("translate_y", -0.15, 0.15, "height"), Factor("scale", 0.75, 1.25, "x"),
-             Factor("shear", -20.0, 20.0, "deg"), Factor("blur", 0.0, 1.5, "px sigma"),
-             Factor("brightness", -0.3, 0.3, "offset"), Factor("contrast", 0.5, 1.5, "x"),
-             Factor("gamma", 0.6, 1.6, "exponent")]
-COLOUR = [Factor("hue", -0.15, 0.15, "turn"), Factor("saturation", 0.3, 1.7, "x")]
+# Defaults chosen to stay label-preserving for small images (a person still names the class in
+# the gallery at every corner of the box); widen them per run with world.factors=...
+GEOMETRIC = [Factor("rotation", -30.0, 30.0, "deg"), Factor("translate_x", -0.1, 0.1, "width"),
+             Factor("translate_y", -0.1, 0.1, "height"), Factor("scale", 0.85, 1.15, "x"),
+             Factor("shear", -15.0, 15.0, "deg"), Factor("blur", 0.0, 1.0, "px sigma"),
+             Factor("brightness", -0.2, 0.2, "offset"), Factor("contrast", 0.7, 1.3, "x"),
+             Factor("gamma", 0.7, 1.4, "exponent")]
+COLOUR = [Factor("hue", -0.1, 0.1, "turn"), Factor("saturation", 0.5, 1.5, "x")]
 BLUR_RADIUS = 3
 
 

@@ -38,9 +38,11 @@ def main() -> None:
             "examine.py", "audit=worst_case", "world=shapes", f"examiner={examiner}", f"target={checkpoint}",
             f"audit.budget={budget}", f"audit.report_budgets=[0,{budget // 4},{budget}]", SUN,
             f"hydra.run.dir={base}/examine_{examiner}"])
-    print(f"\n== 3. leaderboard\n$ python -m advaudit.report.leaderboard {base} --metric examine/true_prob --ascending")
-    subprocess.run([sys.executable, "-m", "advaudit.report.leaderboard", str(base), "--metric", "examine/true_prob",
-                    "--ascending"], cwd=ROOT, check=True)
+    runs = [str(base / f"examine_{name}") for name in examinations]
+    print(f"\n== 3. leaderboard\n$ python -m advaudit.report.leaderboard {' '.join(runs)} --metric examine/true_prob "
+          f"--ascending --out {base}")
+    subprocess.run([sys.executable, "-m", "advaudit.report.leaderboard", *runs, "--metric", "examine/true_prob",
+                    "--ascending", "--out", str(base)], cwd=ROOT, check=True)
     print("\nSummary")
     print(f"  target              {checkpoint} (test accuracy {trained['test/acc']:.3f} under random conditions)")
     for name, result in examinations.items():

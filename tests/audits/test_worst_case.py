@@ -74,3 +74,20 @@ def test_a_model_that_returns_nan_is_named(make_cfg, tiny_shapes_target: Path, t
     torch.save(payload, broken)
     with pytest.raises(AdvauditError, match="returned NaN"):
         examine(make_cfg("examine", worst_case_overrides(broken)))
+
+
+def test_examine_multirun_over_examiners_and_the_leaderboard(tiny_shapes_target: Path, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from advaudit.report.leaderboard import collect_results
+    from tests.conftest import REPO
+
+    overrides = [o for o in worst_case_overrides(tiny_shapes_target) if not o.startswith("examiner")]
+    env = {**os.environ, "WANDB_MODE": "disabled", "ADVAUDIT_PROGRESS": "0"}
+    done = subprocess.run([sys.executable, "examine.py", "-m", "examiner=random,rl", "examiner.q=4", *overrides,
+                           f"hydra.sweep.dir={tmp_path}"], cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    frame = collect_results([tmp_path])
+    assert sorted(frame["method"]) == ["random", "rl"] and frame["examine/true_prob"].notna().all()

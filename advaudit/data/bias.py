@@ -9,6 +9,8 @@ All options are plain config (``dataset.bias``) and apply to the **training** sp
 ``max_per_group``: ``{m: 10, group: instance}`` keeps at most ``m`` items per group (``instance``
     ids for rendered worlds, ``class`` for per-class caps); asking for more than exists is an error.
 ``test_grayscale``: ``true`` converts the test split's RGB images to grayscale (kept 3-channel).
+``test_contrast``: ``k`` scales each test image's contrast about its own mean by ``k`` (a test-time
+    shift for grayscale data; ``0.5`` halves it), clipped to [0, 1].
 ``spurious``: ``{class: c, kind: patch|brightness|column, strength: s, fraction: f}`` ties an
     irrelevant feature to label ``c`` in training: a bright corner patch, a brightness offset, or
     (tables) an extra feature column equal to ``strength`` for class ``c`` and 0 otherwise.
@@ -25,7 +27,7 @@ from torch import Tensor
 from advaudit.data.split import Split
 from advaudit.errors import AdvauditError, require
 
-KNOWN_OPTIONS = {"drop_subgroup", "max_per_group", "test_grayscale", "spurious"}
+KNOWN_OPTIONS = {"drop_subgroup", "max_per_group", "test_grayscale", "test_contrast", "spurious"}
 IMAGE_STATISTICS = ("brightness", "contrast")
 
 
@@ -45,10 +47,19 @@ def apply_bias(split: Split, bias: Mapping[str, Any], class_names: list[str], se
 
 
 def apply_test_shift(split: Split, bias: Mapping[str, Any]) -> Split:
-    """Apply the test-time shift options of ``bias`` (``test_grayscale``)."""
+    """Apply the test-time shift options of ``bias`` (``test_grayscale``, ``test_contrast``)."""
     if bias.get("test_grayscale"):
-        return Split(to_grayscale(split.x), split.y, split.attributes)
+        split = Split(to_grayscale(split.x), split.y, split.attributes)
+    if bias.get("test_contrast") is not None:
+        split = Split(scale_contrast(split.x, float(bias["test_contrast"])), split.y, split.attributes)
     return split
+
+
+def scale_contrast(x: Tensor, factor: float) -> Tensor:
+    """``[N, C, H, W]`` images with contrast about each image's mean scaled by ``factor`` (in [0, 1])."""
+    require(factor >= 0, f"test_contrast={factor} must be >= 0 (1 leaves images unchanged)")
+    mean = x.mean(dim=tuple(range(1, x.dim())), keepdim=True)
+    return (mean + factor * (x - mean)).clamp(0, 1)
 
 
 def _class(value: Any, class_names: list[str]) -> int:

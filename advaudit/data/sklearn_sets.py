@@ -18,6 +18,11 @@ from advaudit.data.split import Split
 from advaudit.errors import AdvauditError, require
 
 _BUNDLED = ("breast_cancer", "wine", "digits", "iris")
+# real tables statsmodels ships (no download): name -> (loader, label column, label rule, class names)
+_STATSMODELS = {
+    "fair": ("fair", "affairs", lambda v: (v > 0).astype(int), ["no_affair", "affair"]),
+    "anes96": ("anes96", "vote", lambda v: v.astype(int), ["clinton", "dole"]),
+}
 
 
 def _carve_test(x: np.ndarray, y: np.ndarray, fraction: float, seed: int) -> dict[str, Split]:
@@ -49,7 +54,9 @@ class TabularDataModule(ArrayDataModule):
     """A real table: a bundled sklearn dataset by ``name`` or a CSV file by ``path``.
 
     Args:
-        name: one of ``breast_cancer``, ``wine``, ``digits``, ``iris`` (ignored when ``path`` is set).
+        name: sklearn's ``breast_cancer``, ``wine``, ``digits``, ``iris``, or statsmodels' ``fair``
+            (6,366 women, any affair) and ``anes96`` (944 voters, Clinton vs Dole); ignored when
+            ``path`` is set.
         path: CSV file with a header row; all columns but ``label_column`` must be numeric.
         label_column: name of the label column in the CSV.
         test_fraction: stratified share held out for testing (seeded).
@@ -74,11 +81,22 @@ class TabularDataModule(ArrayDataModule):
     def _read_bundled(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
         import sklearn.datasets as sk
 
-        require(self.name in _BUNDLED, f"unknown bundled table {self.name!r}; use one of {_BUNDLED} "
-                "or dataset.path=<file.csv>")
+        if self.name in _STATSMODELS:
+            return self._read_statsmodels()
+        require(self.name in _BUNDLED, f"unknown bundled table {self.name!r}; use one of "
+                f"{_BUNDLED + tuple(_STATSMODELS)} or dataset.path=<file.csv>")
         data = getattr(sk, f"load_{self.name}")()
         self.feature_names = [str(f).replace(" ", "_") for f in data.feature_names]
         return data.data.astype(np.float32), data.target, [str(c) for c in data.target_names]
+
+    def _read_statsmodels(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        import statsmodels.api as sm
+
+        loader, label, rule, class_names = _STATSMODELS[self.name]
+        frame = getattr(sm.datasets, loader).load_pandas().data
+        features = frame.drop(columns=[label])
+        self.feature_names = [str(c) for c in features.columns]
+        return features.to_numpy(np.float32), rule(frame[label].to_numpy()), list(class_names)
 
     def _read_csv(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
         import pandas as pd

@@ -23,3 +23,35 @@ def mean_and_ci(values: Tensor, z: float = 1.96) -> tuple[Tensor, Tensor]:
     mean = values.double().mean(0)
     half = z * values.double().std(0) / max(1, values.shape[0]) ** 0.5
     return mean, half
+
+
+def _smallest_cumsum(values: Tensor, keep: Tensor, budget: int) -> Tensor:
+    """``[R, budget + 1]``: sum of the j smallest ``values`` among ``keep`` items (inf if fewer exist)."""
+    masked = values.double().masked_fill(~keep, torch.inf)
+    smallest = masked.sort(1).values[:, :budget]
+    if smallest.shape[1] < budget:
+        pad = torch.full((len(values), budget - smallest.shape[1]), torch.inf, dtype=torch.float64)
+        smallest = torch.cat([smallest, pad], 1)
+    zero = torch.zeros(len(values), 1, dtype=torch.float64)
+    return torch.cat([zero, smallest.cumsum(1)], 1)
+
+
+def oracle_ceiling(is_error: Tensor, confidence: Tensor, budget: int) -> Tensor:
+    """The best SDR any query set of each size 1..B could reach on each pool: ``[R, B]``.
+
+    Exact: a set with ``j`` errors and ``k - j`` non-errors has the smallest denominator when both
+    parts are the items of highest confidence, so the ceiling at ``k`` is
+    ``max_j j / (E_j + N_{k-j})`` over the sorted cumulative sums of ``1 - p``.
+    Inputs ``[R, P]`` (bool errors, confidences).
+    """
+    slack = 1 - confidence.double()
+    errors = _smallest_cumsum(slack, is_error, budget)        # [R, B+1]
+    others = _smallest_cumsum(slack, ~is_error, budget)       # [R, B+1]
+    k = torch.arange(1, budget + 1)[:, None]                  # [B, 1]
+    j = torch.arange(budget + 1)[None, :]                     # [1, B+1]
+    valid = j <= k
+    rest = (k - j).clamp(0, budget)                           # [B, B+1]
+    denominator = errors[:, None, :].expand(-1, budget, -1) + others[:, rest]
+    ratio = j.double() / denominator.clamp_min(1e-12)
+    ratio = torch.where(valid & torch.isfinite(denominator), ratio, torch.zeros_like(ratio))
+    return ratio.amax(2)

@@ -12,7 +12,7 @@ from advaudit.errors import AdvauditError, require
 def draw_pools(n_items: int, pool_size: int, replications: int, generator: torch.Generator) -> Tensor:
     """``[R, P]`` int64: each row a random subset (without replacement) of ``range(n_items)``."""
     require(pool_size >= 1 and replications >= 1, f"pool_size={pool_size}, replications={replications} must be >= 1")
-    require(pool_size <= n_items, f"pool_size={pool_size} exceeds the {n_items} items available; lower search.pool_size")
+    require(pool_size <= n_items, f"pool_size={pool_size} exceeds the {n_items} items available; lower audit.pool_size")
     return torch.rand(replications, n_items, generator=generator).argsort(1)[:, :pool_size]
 
 
@@ -23,5 +23,5 @@ def eligible(predicted: Tensor, confidence: Tensor, critical_class: int, tau: fl
         of_class = confidence[predicted == critical_class]
         counts = {f">{t}": int((of_class > t).sum()) for t in (0.5, 0.6, 0.65, 0.7, 0.8, 0.9)}
         raise AdvauditError(f"no item is predicted as the critical class with confidence > {tau}; items predicted "
-                            f"as that class by confidence: {counts}; lower search.tau or pick another critical_class")
+                            f"as that class by confidence: {counts}; lower audit.tau or pick another audit.critical_class")
     return mask

@@ -79,3 +79,13 @@ def test_bias_reaches_training_split_of_real_data() -> None:
     dm.setup()
     assert (dm.split("train").y == 1).sum() == 0
     assert (dm.split("test").y == 1).sum() == 1000  # test split untouched
+
+
+def test_test_contrast_scales_each_image_about_its_mean() -> None:
+    x = torch.tensor([[[[0.2, 0.6], [0.4, 0.8]]]])  # mean 0.5
+    split = Split(x, torch.zeros(1, dtype=torch.long))
+    shifted = apply_test_shift(split, {"test_contrast": 0.5}).x
+    assert torch.allclose(shifted, torch.tensor([[[[0.35, 0.55], [0.45, 0.65]]]]))
+    assert torch.allclose(shifted.mean(), x.mean()) and shifted.std() < x.std()
+    with pytest.raises(AdvauditError, match="must be >= 0"):
+        apply_test_shift(split, {"test_contrast": -1})

@@ -1,0 +1,170 @@
+"""The error-search audit (Algorithm 1 of the adversarial-distance paper, replicated R times).
+
+``python examine.py audit=error_search search=adversarial_distance target=<target.pt>``
+
+1. Predict the split with the target; keep items predicted as the critical class with calibrated
+   confidence > tau (the pools' population).
+2. Score every eligible item once (attack + MAE for adversarial distance / GAD; cached, resumable).
+3. Draw R pools of P items; run the chosen method and every method in ``audit.compare`` on all
+   pools (batched), asking the oracle B times per pool.
+4. SDR, errors found, spread and queried confidences per query count, with CIs over pools, the
+   oracle ceiling, plots, a report, and W&B.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from advaudit.audits.common import load_audit_target, target_datamodule
+from advaudit.confutil import plain
+from advaudit.errors import require
+from advaudit.report.error_search_report import write_report
+from advaudit.report.records import append_jsonl, read_jsonl
+from advaudit.report.wandb_run import open_wandb
+from advaudit.search.adversarial_distance import LowessSettings, distance_values, pool_scores
+from advaudit.search.baselines import build_policy
+from advaudit.search.features import pca_features
+from advaudit.search.metrics import oracle_ceiling, sdr_curve, spread_curve
+from advaudit.search.oracle import TerminalOracle
+from advaudit.search.policy import PoolBatch, label_oracle, run_policy
+from advaudit.search.pools import draw_pools, eligible
+from advaudit.search.scorers import ScoreInputs, item_distances
+
+log = logging.getLogger(__name__)
+SCORED = ("adversarial_distance", "gad")
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    out = Path(cfg.paths.output_dir)
+    audit, search = cfg.audit, cfg.search
+    target = load_audit_target(cfg)
+    datamodule = target_datamodule(target, audit.get("dataset"))
+    split = datamodule.splits[str(audit.split)]
+    require(int(audit.budget) >= 1, f"audit.budget={audit.budget}; the number of queries must be >= 1")
+    critical = _class_index(audit.critical_class, target.class_names)
+
+    probs = target.predict_proba(split.x)                       # calibrated, [N, K]
+    confidence, predicted = probs.max(1)
+    mask = eligible(predicted, confidence, critical, float(audit.tau))
+    index = mask.nonzero().squeeze(1)
+    items, conf_e = split.x[index], confidence[index]
+    is_error = split.y[index] != critical                       # only used by the label oracle and metrics
+    log.info("%d of %d %s items are predicted %r with confidence > %s (%d errors among them)",
+             len(index), len(split.x), audit.split, target.class_names[critical], audit.tau, int(is_error.sum()))
+
+    methods = [str(search.name)] + [m for m in plain(audit.compare, []) if m != search.name]
+    facts: dict[str, Any] = {}
+    item_scores: dict[str, torch.Tensor] = {}
+    distances: dict[str, torch.Tensor] = {}
+    inputs = ScoreInputs(items, index, split.x, predicted, split.x.min(0).values, split.x.max(0).values,
+                         critical, target)
+    for name in methods:
+        if name in SCORED:
+            method_cfg = search[name]
+            mae, facts[name] = item_distances(name, method_cfg, inputs, out)
+            distances[name] = distance_values(mae, bool(method_cfg.lowess.log))
+
+    generator = torch.Generator().manual_seed(int(cfg.seed))
+    interactive = str(cfg.get("oracle", "labels")) == "cli"
+    replications = 1 if interactive else int(audit.replications)
+    pool_size = min(int(audit.pool_size), len(index)) if interactive else int(audit.pool_size)
+    pools = draw_pools(len(index), pool_size, replications, generator)      # [R, P]
+    for name, distance in distances.items():
+        method_cfg = search[name]
+        lowess = LowessSettings(**{k: v for k, v in plain(method_cfg.lowess, {}).items() if k != "per_pool"})
+        item_scores[name] = pool_scores(distance, conf_e, pools, lowess, bool(method_cfg.lowess.get("per_pool", True)))
+
+    features = pca_features(items, int(audit.features.components))
+    budget = min(int(audit.budget), pool_size)
+    results = _completed(out)
+    chunk = int(audit.pool_chunk)
+    for name in (methods[:1] if interactive else methods):
+        if name in results:
+            continue
+        params = plain(search.get(name), {}) if name not in SCORED else {}
+        positions, answers = [], []
+        for start in range(0, replications, chunk):
+            rows = slice(start, start + chunk)
+            batch = PoolBatch(features[pools[rows]], conf_e[pools[rows]],
+                              {k: v[rows] for k, v in item_scores.items()})
+            oracle = (TerminalOracle(items, pools[0], index, target.class_names[critical], conf_e, out / "oracle")
+                      if interactive else label_oracle(is_error[pools[rows]]))
+            chosen, found = run_policy(build_policy(name, **params), batch, oracle, budget, generator)
+            positions.append(chosen)
+            answers.append(found)
+        results[name] = _method_record(name, torch.cat(positions), torch.cat(answers), pools, conf_e, features)
+        append_jsonl(out / "methods.jsonl", results[name])
+    if not interactive:
+        results["oracle_ceiling"] = _ceiling_record(is_error[pools], conf_e[pools], budget)
+
+    summary = {
+        "search/method": str(search.name), "search/eligible": len(index), "search/eligible_errors": int(is_error.sum()),
+        "search/pool_errors_mean": float(is_error[pools].float().sum(1).mean()),
+        "search/replications": replications, "search/pool_size": pool_size, "search/budget": budget,
+        **{f"search/{name}/{k}": v for name, f in facts.items() for k, v in f.items()},
+    }
+    for name, record in results.items():
+        for k in plain(audit.report_at, []):
+            if k <= budget:
+                summary[f"search/{name}/sdr@{k}"] = record["sdr_mean"][k - 1]
+                if "errors_mean" in record:
+                    summary[f"search/{name}/errors@{k}"] = record["errors_mean"][k - 1]
+                    summary[f"search/{name}/spread@{k}"] = record["spread_mean"][k - 1]
+        if name == search.name:
+            summary.update({f"search/sdr@{k}": record["sdr_mean"][k - 1]
+                            for k in plain(audit.report_at, []) if k <= budget})
+    with open_wandb(cfg, job_type="examine", name=f"error_search-{search.name}") as wandb_run:
+        paths = write_report(out, results, summary, items, conf_e, is_error, distances, pools, target, critical,
+                             str(search.name), interactive)
+        wandb_run.log(summary)
+        for key, path in paths.items():
+            wandb_run.log_image(key, path)
+    return summary
+
+
+def _class_index(value: Any, class_names: list[str]) -> int:
+    """The critical class as an index, given its name or index."""
+    if isinstance(value, str) and not value.isdigit():
+        require(value in class_names, f"audit.critical_class={value!r} is not one of the target's classes {class_names}")
+        return class_names.index(value)
+    index = int(value)
+    require(0 <= index < len(class_names), f"audit.critical_class={index} is out of range for {len(class_names)} classes")
+    return index
+
+
+def _completed(out: Path) -> dict[str, dict[str, Any]]:
+    """Methods already finished by an earlier, interrupted run of the same audit."""
+    path = out / "methods.jsonl"
+    return {r["method"]: r for r in read_jsonl(path)} if path.exists() else {}
+
+
+def _method_record(name: str, positions: torch.Tensor, answers: torch.Tensor, pools: torch.Tensor,
+                   confidence: torch.Tensor, features: torch.Tensor) -> dict[str, Any]:
+    """Curves over query counts for one method: mean and 95% CI half-width over pools."""
+    from advaudit.search.metrics import mean_and_ci
+
+    item = pools.gather(1, positions)                       # [R, B] eligible-item indices
+    queried_conf = confidence[item]
+    sdr = sdr_curve(answers, queried_conf)
+    errors = answers.double().cumsum(1)
+    spread = torch.stack([spread_curve(features[pools[r]], positions[r]) for r in range(len(pools))])
+    record: dict[str, Any] = {"method": name}
+    for key, values in (("sdr", sdr), ("errors", errors), ("spread", spread)):
+        mean, half = mean_and_ci(values)
+        record[f"{key}_mean"], record[f"{key}_ci"] = mean.tolist(), half.tolist()
+    record["queried_confidence"] = queried_conf.flatten().tolist()[:20000]
+    record["first_pool_items"] = item[0].tolist()
+    record["first_pool_answers"] = answers[0].tolist()
+    return record
+
+
+def _ceiling_record(is_error: torch.Tensor, confidence: torch.Tensor, budget: int) -> dict[str, Any]:
+    from advaudit.search.metrics import mean_and_ci
+
+    mean, half = mean_and_ci(oracle_ceiling(is_error, confidence, budget))
+    return {"method": "oracle_ceiling", "sdr_mean": mean.tolist(), "sdr_ci": half.tolist()}

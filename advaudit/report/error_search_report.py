@@ -1,0 +1,108 @@
+"""Error-search results people look at: SDR / errors / spread curves with CIs (Fig. 3-7 style),
+queried-confidence box plots, the LOWESS fit behind adversarial distance, the target's reliability
+on the critical class, the errors found, and a markdown summary. All PNG/JSON under the run dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from advaudit.models.calibration import expected_calibration_error, reliability_table
+from advaudit.report.plots import image_grid, plt, reliability_diagram, save_figure
+from advaudit.report.records import write_json
+from advaudit.search.lowess import lowess_fit
+
+
+def _curves(results: dict[str, dict[str, Any]], key: str, path: Path, ylabel: str, log_y: bool = False) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, record in results.items():
+        if f"{key}_mean" not in record:
+            continue
+        mean, half = np.array(record[f"{key}_mean"]), np.array(record[f"{key}_ci"])
+        queries = np.arange(1, len(mean) + 1)
+        style = "--" if name == "oracle_ceiling" else "-"
+        ax.plot(queries, mean, style, label=name)
+        ax.fill_between(queries, mean - half, mean + half, alpha=0.2)
+    if key == "sdr":
+        ax.axhline(1.0, color="gray", lw=0.8)
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel("queries")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def _confidence_box(results: dict[str, dict[str, Any]], path: Path) -> Path:
+    named = [(n, r["queried_confidence"]) for n, r in results.items() if "queried_confidence" in r]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.boxplot([v for _, v in named], showfliers=False)
+    ax.set_xticks(range(1, len(named) + 1), [n for n, _ in named], rotation=30, fontsize=7)
+    ax.set_ylabel("confidence of queried items")
+    return save_figure(fig, path)
+
+
+def _lowess_plot(distance: Tensor, confidence: Tensor, is_error: Tensor, path: Path, name: str,
+                 show_errors: bool) -> Path:
+    d, p = distance.numpy(), confidence.double().numpy()
+    fitted = lowess_fit(d, p)
+    order = np.argsort(p)
+    fig, ax = plt.subplots(figsize=(5, 4))
+    colours = np.where(is_error.numpy(), "tab:red", "tab:blue") if show_errors else "tab:blue"
+    ax.scatter(p, d, s=4, c=colours, alpha=0.5)
+    ax.plot(p[order], fitted[order], color="black", lw=1.5, label="LOWESS F(p)")
+    ax.set_xlabel("calibrated confidence")
+    ax.set_ylabel(f"{name}: distance to adversarial")
+    ax.set_title("red: model errors" if show_errors else "")
+    ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def write_report(out: Path, results: dict[str, dict[str, Any]], summary: dict[str, Any], items: Tensor,
+                 confidence: Tensor, is_error: Tensor, distances: dict[str, Tensor], pools: Tensor, target: Any,
+                 critical: int, primary: str, interactive: bool) -> dict[str, Path]:
+    """Write plots, ``summary.json`` and ``report.md``; returns ``{name: png path}`` for W&B."""
+    plots: dict[str, Path] = {
+        "search/sdr": _curves(results, "sdr", out / "sdr.png", "SDR (errors found / expected)"),
+        "search/errors": _curves(results, "errors", out / "errors.png", "errors found"),
+        "search/spread": _curves(results, "spread", out / "spread.png", "spread (PCA space)"),
+        "search/confidence": _confidence_box(results, out / "queried_confidence.png"),
+    }
+    for name, distance in distances.items():
+        plots[f"search/lowess_{name}"] = _lowess_plot(distance, confidence, is_error, out / f"lowess_{name}.png",
+                                                      name, not interactive)
+    if not interactive:
+        probs = torch.stack([1 - confidence, confidence], 1).float()
+        correct = (~is_error).long()
+        summary["search/critical_class_ece"] = expected_calibration_error(probs, correct)
+        plots["search/reliability"] = reliability_diagram(
+            reliability_table(probs, correct), out / "reliability_critical_class.png",
+            f"{target.class_names[critical]} (eligible items)")
+        record = results[primary]
+        found = [i for i, a in zip(record["first_pool_items"], record["first_pool_answers"]) if a]
+        if found and items.dim() == 4:
+            titles = [f"q{record['first_pool_items'].index(i) + 1} p={float(confidence[i]):.2f}" for i in found[:32]]
+            plots["search/found_errors"] = image_grid(items[found[:32]], out / "found_errors.png", titles)
+    write_json(out / "summary.json", summary)
+    (out / "report.md").write_text(_markdown(results, summary, primary), encoding="utf-8")
+    return plots
+
+
+def _markdown(results: dict[str, dict[str, Any]], summary: dict[str, Any], primary: str) -> str:
+    budget = int(summary["search/budget"])
+    marks = [k for k in (5, 10, 20, 30, 50, 100) if k <= budget] or [budget]
+    lines = [f"# Error search: {primary}", "",
+             f"{summary['search/eligible']} eligible items ({summary['search/eligible_errors']} errors), "
+             f"{summary['search/replications']} pools of {summary['search/pool_size']}, budget {budget}.", "",
+             "| method | " + " | ".join(f"SDR@{k}" for k in marks) + f" | errors@{budget} | spread@{budget} |",
+             "|---" * (len(marks) + 3) + "|"]
+    for name, record in results.items():
+        sdr = " | ".join(f"{record['sdr_mean'][k - 1]:.2f} ± {record['sdr_ci'][k - 1]:.2f}" for k in marks)
+        errors = f"{record['errors_mean'][budget - 1]:.1f}" if "errors_mean" in record else "-"
+        spread = f"{record['spread_mean'][budget - 1]:.3f}" if "spread_mean" in record else "-"
+        lines.append(f"| {name} | {sdr} | {errors} | {spread} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,61 @@
+"""Adversarial distance (Eq. 5 of the adversarial-distance paper; Eq. 2 of the generalised one).
+
+``AdvDist(x) = D(x, A(M, x)) - F(p_x)`` where ``D`` is the MAE to the item's adversarial (or its
+log), ``p_x`` the calibrated confidence and ``F`` a LOWESS of ``D`` on ``p`` fitted on the pool's
+items. Items whose attack failed are kept, marked, out of the fit, and ranked last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from advaudit.errors import require
+from advaudit.report.progress import progress
+from advaudit.search.lowess import lowess_fit
+
+
+@dataclass
+class LowessSettings:
+    """statsmodels ``lowess`` arguments (kept in config: ``frac``, ``it``, ``delta``) and the distance."""
+
+    frac: float = 0.1
+    it: int = 3
+    delta: float = 0.0
+    log: bool = True
+
+
+def distance_values(mae: Tensor, log: bool) -> Tensor:
+    """``[n]`` MAE or log-MAE; failed attacks (NaN) stay NaN; zero MAE is floored before the log."""
+    return mae.double().clamp_min(1e-12).log() if log else mae.double()
+
+
+def adversarial_distance(distance: np.ndarray, confidence: np.ndarray, settings: LowessSettings) -> np.ndarray:
+    """``[P]`` AdvDist for one pool: ``distance - lowess(distance ~ confidence)``; NaN where the attack failed."""
+    fitted = lowess_fit(distance, confidence, frac=settings.frac, it=settings.it, delta=settings.delta)
+    return distance - fitted
+
+
+def pool_scores(distance: Tensor, confidence: Tensor, pools: Tensor, settings: LowessSettings,
+                per_pool: bool = True) -> Tensor:
+    """AdvDist for every pool ``[R, P]`` (lower = query first; failed attacks get ``+inf``).
+
+    Args:
+        distance: ``[n]`` (log-)MAE per eligible item, NaN for failed attacks.
+        confidence: ``[n]`` calibrated confidence of the predicted (critical) class.
+        pools: ``[R, P]`` item indices.
+        per_pool: refit ``F`` on each pool's items (the authors' protocol); else fit once on all items.
+    """
+    require(distance.shape == confidence.shape, "distance and confidence must both be [n]")
+    d, p = distance.double().numpy(), confidence.double().numpy()
+    index = pools.numpy()
+    if per_pool:
+        rows = [adversarial_distance(d[row], p[row], settings)
+                for row in progress(index, desc="LOWESS per pool", unit="pool")]
+        scores = np.stack(rows)
+    else:
+        scores = adversarial_distance(d, p, settings)[index]
+    return torch.from_numpy(np.nan_to_num(scores, nan=np.inf))

@@ -1,0 +1,196 @@
+"""Decision-based attacks for adversarial distance: only the target's predicted label is used.
+
+Two backends, both returning one adversarial per item (or a marked failure):
+
+``hsj`` (default): advaudit's batched HopSkipJump (Chen et al. 2020, L2), written in torch so one
+    forward pass serves every item of a chunk. Initialisation needs no random search: each item
+    starts from the nearest pool item the target labels differently, pulled to the boundary by a
+    binary search on the blend, so it never fails while the pool has a second label.
+``boundary`` / ``hop_skip_jump``: foolbox 3's ``BoundaryAttack`` (the paper's attack; L2, one
+    candidate per step) and ``HopSkipJumpAttack``. Foolbox raises for a whole batch when its
+    initialisation fails on one item; that chunk is retried item by item and failures are marked.
+
+Every function takes raw inputs ``[N, *shape]`` in the target's input box ``[low, high]`` and a
+``label_fn`` mapping ``[B, *shape] -> [B]`` predicted labels.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from advaudit.errors import AdvauditError, require
+
+log = logging.getLogger(__name__)
+
+LabelFn = Callable[[Tensor], Tensor]
+
+
+@dataclass
+class AttackResult:
+    """``adversarial`` ``[N, *shape]`` (NaN rows where ``ok`` is False), ``ok`` ``[N]`` bool and the
+    number of model queries spent."""
+
+    adversarial: Tensor
+    ok: Tensor
+    queries: int
+
+
+def mae(x: Tensor, adversarial: Tensor) -> Tensor:
+    """Mean absolute error per item ``[N]`` between ``x`` and ``adversarial`` ``[N, *shape]`` (Eq. 4)."""
+    return (x - adversarial).abs().flatten(1).mean(1)
+
+
+class _CountingLabels:
+    """Wraps a label function, counting queries and asserting shapes."""
+
+    def __init__(self, label_fn: LabelFn) -> None:
+        self.label_fn, self.queries = label_fn, 0
+
+    def __call__(self, x: Tensor) -> Tensor:
+        self.queries += len(x)
+        return self.label_fn(x)
+
+
+def boundary_blend(x: Tensor, start: Tensor, labels: Tensor, label_fn: _CountingLabels,
+                   steps: int = 12) -> Tensor:
+    """Binary search on ``x + t (start - x)``: the point nearest ``x`` still labelled != ``labels``.
+
+    ``x``, ``start`` ``[N, *shape]``; ``start`` must already be adversarial. Returns ``[N, *shape]``.
+    """
+    view = (-1,) + (1,) * (x.dim() - 1)
+    low = torch.zeros(len(x), device=x.device)   # t = low is not adversarial (the original)
+    high = torch.ones(len(x), device=x.device)   # t = high is adversarial
+    for _ in range(steps):
+        mid = (low + high) / 2
+        adversarial = label_fn(x + mid.view(view) * (start - x)) != labels
+        high = torch.where(adversarial, mid, high)
+        low = torch.where(adversarial, low, mid)
+    return x + high.view(view) * (start - x)
+
+
+def nearest_differently_labelled(x: Tensor, labels: Tensor, candidates: Tensor, candidate_labels: Tensor,
+                                 chunk: int = 512) -> Tensor:
+    """For each ``x[i]``, the L2-nearest ``candidates[j]`` with ``candidate_labels[j] != labels[i]``.
+
+    Raises :class:`AdvauditError` when no candidate has a different label.
+    """
+    out = torch.empty_like(x)
+    flat_c = candidates.flatten(1)
+    for start in range(0, len(x), chunk):
+        part = x[start:start + chunk].flatten(1)
+        distance = torch.cdist(part, flat_c)
+        same = labels[start:start + chunk, None] == candidate_labels[None, :]
+        distance = distance.masked_fill(same, math.inf)
+        best = distance.argmin(1)
+        if not torch.isfinite(distance.gather(1, best[:, None])).all():
+            raise AdvauditError("every starting candidate has the item's own predicted label, so a "
+                                "decision-based attack has nowhere to start; include items of other "
+                                "predicted classes in search.attack.start_pool")
+        out[start:start + chunk] = candidates[best]
+    return out
+
+
+def batched_hop_skip_jump(x: Tensor, label_fn: LabelFn, starts: Tensor, steps: int = 16,
+                          gradient_queries: int = 32, max_gradient_queries: int = 128,
+                          bounds: tuple[float, float] = (0.0, 1.0), binary_steps: int = 10,
+                          seed: int = 0) -> AttackResult:
+    """HopSkipJump (L2, untargeted) for all items at once.
+
+    Args:
+        x: ``[N, *shape]`` originals.
+        label_fn: ``[B, *shape] -> [B]`` predicted labels (the only access to the model).
+        starts: ``[N, *shape]`` adversarial starting points (e.g. differently-labelled pool items).
+        steps: HSJ iterations (gradient estimate, geometric step, binary search each).
+        gradient_queries: probes for the first gradient estimate; grows as ``sqrt(iteration)``
+            up to ``max_gradient_queries``, as in the paper.
+        bounds: input box; iterates are clipped to it.
+        binary_steps: bisections per return to the boundary (precision ``2^-binary_steps`` of the gap).
+
+    Queries per item: about ``binary_steps + steps * (probes + binary_steps + 1..10)``.
+    """
+    require(steps >= 0 and gradient_queries >= 1, "hsj needs steps >= 0 and gradient_queries >= 1")
+    counter = _CountingLabels(label_fn)
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    labels = counter(x)
+    view = (-1,) + (1,) * (x.dim() - 1)
+    d = x[0].numel()
+    theta = 1.0 / (math.sqrt(d) * d)
+    bad_start = counter(starts) == labels
+    adversarial = boundary_blend(x, starts, labels, counter, steps=binary_steps + 2)
+    for step in range(1, steps + 1):
+        distance = (adversarial - x).flatten(1).norm(dim=1).clamp_min(1e-12)
+        delta = (math.sqrt(d) * theta * distance).view(view)
+        n_probe = int(min(max_gradient_queries, gradient_queries * math.sqrt(step)))
+        direction = _estimate_gradient(adversarial, labels, counter, n_probe, delta, bounds, generator)
+        size = (distance / math.sqrt(step)).view(view)
+        for _ in range(10):  # geometric step search, halving until adversarial
+            candidate = (adversarial + size * direction).clamp(*bounds)
+            still = counter(candidate) != labels
+            if bool(still.all()):
+                break
+            size = torch.where(still.view(view), size, size / 2)
+        candidate = torch.where(still.view(view), candidate, adversarial)
+        adversarial = boundary_blend(x, candidate, labels, counter, steps=binary_steps)
+    ok = (counter(adversarial) != labels) & ~bad_start
+    adversarial = torch.where(ok.view(view), adversarial, torch.full_like(adversarial, math.nan))
+    return AttackResult(adversarial, ok, counter.queries)
+
+
+def _estimate_gradient(boundary: Tensor, labels: Tensor, label_fn: _CountingLabels, n_probe: int,
+                       delta: Tensor, bounds: tuple[float, float], generator: torch.Generator) -> Tensor:
+    """Monte-Carlo sign estimate of the boundary normal at ``boundary`` ``[N, *shape]`` (unit L2)."""
+    n = len(boundary)
+    probes = torch.randn((n, n_probe) + tuple(boundary.shape[1:]), generator=generator).to(boundary)
+    probes = probes / probes.flatten(2).norm(dim=2).view(n, n_probe, *([1] * (boundary.dim() - 1)))
+    shifted = (boundary[:, None] + delta[:, None] * probes).clamp(*bounds)
+    actual = (shifted - boundary[:, None]) / delta[:, None]
+    decision = (label_fn(shifted.flatten(0, 1)).view(n, n_probe) != labels[:, None]).float() * 2 - 1
+    baseline = decision.mean(1, keepdim=True)
+    weights = decision - baseline  # variance reduction; all-same decisions fall back to the mean sign
+    weights = torch.where((baseline.abs() == 1).expand_as(weights), decision, weights)
+    gradient = (weights.view(n, n_probe, *([1] * (boundary.dim() - 1))) * actual).mean(1)
+    return gradient / gradient.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, *([1] * (boundary.dim() - 1)))
+
+
+def foolbox_attack(x: Tensor, model: Any, method: str, steps: int, bounds: tuple[float, float] = (0.0, 1.0),
+                   chunk: int = 256, **params: Any) -> AttackResult:
+    """foolbox 3 ``BoundaryAttack`` / ``HopSkipJumpAttack`` on ``model`` (logits ``[B, K]``), in chunks.
+
+    A chunk whose initialisation fails is retried item by item; items that still fail come back
+    with ``ok = False`` and NaN rows.
+    """
+    import foolbox as fb
+
+    attacks = {"boundary": lambda: fb.attacks.BoundaryAttack(steps=steps, **params),
+               "hop_skip_jump": lambda: fb.attacks.HopSkipJumpAttack(steps=steps, **params)}
+    require(method in attacks, f"unknown foolbox attack {method!r}; use one of {sorted(attacks)}")
+    fmodel = fb.PyTorchModel(model.eval(), bounds=bounds)
+    attack = attacks[method]()
+    counter = _CountingLabels(lambda b: model(b).argmax(1))
+    labels = counter(x)
+    out = torch.full_like(x, math.nan)
+    ok = torch.zeros(len(x), dtype=torch.bool)
+
+    def run(index: Tensor) -> None:
+        _, clipped, success = attack(fmodel, x[index], labels[index], epsilons=None)
+        out[index] = torch.where(success.view(-1, *([1] * (x.dim() - 1))), clipped, out[index])
+        ok[index] = success.cpu()
+
+    for start in range(0, len(x), chunk):
+        index = torch.arange(start, min(start + chunk, len(x)))
+        try:
+            run(index)
+        except (ValueError, RuntimeError) as error:  # init failure for some item: isolate it
+            log.warning("foolbox %s failed on a chunk (%s); retrying item by item", method, error)
+            for i in index:
+                try:
+                    run(i.view(1))
+                except (ValueError, RuntimeError):
+                    pass
+    return AttackResult(out, ok, counter.queries)

@@ -1,0 +1,240 @@
+"""The published error-search methods, each batched over ``R`` pools (see :mod:`advaudit.search.policy`).
+
+Choices the papers leave open are arguments here and in ``conf/audit/error_search.yaml``, and are
+listed in docs/RESULTS.md:
+
+``ranking``: static order by a score (adversarial distance, GAD, ``low_confidence`` = confidence
+    ascending, ``random`` = a seeded permutation).
+``lakkaraju``: Bansal & Weld's re-implementation of Lakkaraju et al. (2017), which is what the
+    papers ran: k-means clusters of the derived feature space as arms of a UCB1 bandit whose
+    reward is "high-confidence error found" (uniform oracle cost only shifts every arm equally);
+    within an arm the item is drawn at random.
+``bansal_weld``: coverage-based greedy (Bansal & Weld 2018): utility ``U = sum_x c_x Cover(x|Q)``,
+    ``Cover`` the largest Gaussian-kernel similarity (bandwidth = median item-anchor distance) to a
+    found error; next query maximises ``P(error) * (U gain if it is an error)``, ``P(error)`` per
+    k-means cluster from a Beta(1, 1) posterior over answers seen there.
+``facility_locations``: Maurer & Bennette (2019): utility ``a sum log(1/(1-c))`` over found errors
+    ``- (1-a)/n sum_x min-distance(x, found errors)``; next query maximises ``P(error) * gain``, with
+    ``P(error)`` from a ridge logistic-regression meta-model on [features, confidence] refitted after
+    every answer once both outcomes are seen, ``1 - c`` before that.
+
+Sums over all pool items (coverage, facility distances) use ``anchors`` seeded random items per pool.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from advaudit.errors import require
+from advaudit.search.policy import PoolBatch
+
+
+class _Masked:
+    """Shared state: which items of each pool were queried."""
+
+    name = "policy"
+
+    def start(self, pools: PoolBatch, generator: torch.Generator) -> None:
+        self.pools, self.generator = pools, generator
+        self.queried = torch.zeros(pools.shape, dtype=torch.bool)
+        self.rows = torch.arange(pools.shape[0])
+
+    def _pick(self, value: Tensor) -> Tensor:
+        """``[R]`` argmax of ``value`` ``[R, P]`` over unqueried items."""
+        return value.masked_fill(self.queried, -math.inf).argmax(1)
+
+    def observe(self, positions: Tensor, is_error: Tensor) -> None:
+        self.queried[self.rows, positions] = True
+
+
+class RankingPolicy(_Masked):
+    """Query in ascending order of a per-item score (``score`` key of :attr:`PoolBatch.scores`,
+    ``"confidence"`` or ``"random"``); ties are broken at random."""
+
+    def __init__(self, name: str, score: str) -> None:
+        self.name, self.score = name, score
+
+    def start(self, pools: PoolBatch, generator: torch.Generator) -> None:
+        super().start(pools, generator)
+        noise = torch.rand(pools.shape, generator=generator, dtype=torch.float64)
+        if self.score == "random":
+            key = noise
+        else:
+            values = pools.confidence if self.score == "confidence" else pools.scores[self.score]
+            key = values.double() + 1e-9 * noise
+        self.order = key.argsort(1)
+        self.step = 0
+
+    def next(self) -> Tensor:
+        chosen = self.order[:, self.step]
+        self.step += 1
+        return chosen
+
+
+def kmeans(features: Tensor, k: int, generator: torch.Generator, iterations: int = 25) -> Tensor:
+    """Batched Lloyd's k-means: ``features`` ``[R, P, D]`` -> cluster ids ``[R, P]`` (seeded init)."""
+    r, p, _ = features.shape
+    k = min(k, p)
+    start = torch.rand(r, p, generator=generator).argsort(1)[:, :k]
+    centers = features.gather(1, start[..., None].expand(-1, -1, features.shape[2])).clone()
+    for _ in range(iterations):
+        assign = torch.cdist(features, centers).argmin(2)
+        one_hot = torch.nn.functional.one_hot(assign, k).to(features.dtype)  # [R, P, k]
+        counts = one_hot.sum(1)[..., None]
+        updated = one_hot.transpose(1, 2) @ features / counts.clamp_min(1)
+        centers = torch.where(counts > 0, updated, centers)
+    return torch.cdist(features, centers).argmin(2)
+
+
+class LakkarajuBandit(_Masked):
+    """UCB1 over k-means clusters (Bansal & Weld's re-implementation of Lakkaraju et al. 2017)."""
+
+    name = "lakkaraju"
+
+    def __init__(self, clusters: int = 10, exploration: float = 2.0) -> None:
+        self.clusters, self.exploration = clusters, exploration
+
+    def start(self, pools: PoolBatch, generator: torch.Generator) -> None:
+        super().start(pools, generator)
+        self.assign = kmeans(pools.features, self.clusters, generator)
+        k = int(self.assign.max()) + 1
+        self.pulls = torch.zeros(pools.shape[0], k)
+        self.rewards = torch.zeros(pools.shape[0], k)
+        self.priority = torch.rand(pools.shape, generator=generator)
+        self.k = k
+
+    def next(self) -> Tensor:
+        one_hot = torch.nn.functional.one_hot(self.assign, self.k).bool()        # [R, P, k]
+        remaining = (one_hot & ~self.queried[..., None]).any(1)                   # [R, k]
+        total = self.pulls.sum(1, keepdim=True).clamp_min(1)
+        ucb = self.rewards / self.pulls.clamp_min(1) + torch.sqrt(
+            self.exploration * total.log() / self.pulls.clamp_min(1))
+        ucb = torch.where(self.pulls == 0, torch.full_like(ucb, 1e9), ucb)
+        ucb = ucb + 1e-6 * torch.rand(ucb.shape, generator=self.generator)       # random tie-break
+        arm = ucb.masked_fill(~remaining, -math.inf).argmax(1)                    # [R]
+        in_arm = self.assign == arm[:, None]
+        return self._pick(self.priority.masked_fill(~in_arm, -1.0))
+
+    def observe(self, positions: Tensor, is_error: Tensor) -> None:
+        arm = self.assign[self.rows, positions]
+        self.pulls[self.rows, arm] += 1
+        self.rewards[self.rows, arm] += is_error.float()
+        super().observe(positions, is_error)
+
+
+def _anchor_distances(features: Tensor, anchors: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Distances ``[R, P, A]`` from every item to ``A`` seeded random items of the same pool, and
+    those anchors' positions ``[R, A]``."""
+    r, p, d = features.shape
+    pick = torch.rand(r, p, generator=generator).argsort(1)[:, :min(anchors, p)]
+    anchor_features = features.gather(1, pick[..., None].expand(-1, -1, d))
+    return torch.cdist(features, anchor_features), pick
+
+
+class BansalWeldCoverage(_Masked):
+    """Coverage-based greedy search (Bansal & Weld 2018) with cluster-level Beta error estimates."""
+
+    name = "bansal_weld"
+
+    def __init__(self, clusters: int = 10, anchors: int = 128) -> None:
+        self.clusters, self.anchors = clusters, anchors
+
+    def start(self, pools: PoolBatch, generator: torch.Generator) -> None:
+        super().start(pools, generator)
+        self.assign = kmeans(pools.features, self.clusters, generator)
+        self.k = int(self.assign.max()) + 1
+        distance, anchors = _anchor_distances(pools.features, self.anchors, generator)  # [R, P, A]
+        bandwidth = distance.flatten(1).median(1).values.clamp_min(1e-12)[:, None, None]
+        self.similarity = torch.exp(-0.5 * (distance / bandwidth) ** 2)
+        self.anchor_confidence = pools.confidence.gather(1, anchors)                   # c_x in U, [R, A]
+        self.cover = torch.zeros(anchors.shape)                                         # [R, A]
+        self.errors = torch.ones(pools.shape[0], self.k)   # Beta(1, 1) prior per cluster
+        self.trials = torch.full((pools.shape[0], self.k), 2.0)
+
+    def next(self) -> Tensor:
+        gain = ((self.similarity - self.cover[:, None, :]).clamp_min(0) * self.anchor_confidence[:, None, :]).sum(2)
+        p_error = (self.errors / self.trials).gather(1, self.assign)
+        return self._pick(p_error * gain)
+
+    def observe(self, positions: Tensor, is_error: Tensor) -> None:
+        cluster = self.assign[self.rows, positions]
+        self.trials[self.rows, cluster] += 1
+        self.errors[self.rows, cluster] += is_error.float()
+        found = self.similarity[self.rows, positions] * is_error.float()[:, None]   # [R, A]
+        self.cover = torch.maximum(self.cover, found)
+        super().observe(positions, is_error)
+
+
+def fit_logistic(x: Tensor, y: Tensor, weight: Tensor, ridge: float = 1.0, iterations: int = 8) -> Tensor:
+    """Batched ridge logistic regression by Newton's method.
+
+    ``x`` ``[R, n, F]`` (a bias column included by the caller), ``y`` ``[R, n]`` in {0, 1}, ``weight``
+    ``[R, n]`` (0 for padding rows). Returns coefficients ``[R, F]``.
+    """
+    r, _, f = x.shape
+    w = torch.zeros(r, f, dtype=x.dtype)
+    eye = torch.eye(f, dtype=x.dtype) * ridge
+    for _ in range(iterations):
+        p = torch.sigmoid((x @ w[..., None]).squeeze(-1))
+        grad = (x * ((p - y) * weight)[..., None]).sum(1) + ridge * w
+        hess = x.transpose(1, 2) @ (x * (p * (1 - p) * weight)[..., None]) + eye
+        w = w - torch.linalg.solve(hess, grad[..., None]).squeeze(-1)
+    return w
+
+
+class FacilityLocations(_Masked):
+    """Maurer & Bennette (2019): facility-locations utility with a logistic meta-model of error."""
+
+    name = "facility_locations"
+
+    def __init__(self, alpha: float = 0.5, anchors: int = 128, ridge: float = 1.0) -> None:
+        require(0.0 <= alpha <= 1.0, f"facility_locations alpha={alpha} must be in [0, 1]")
+        self.alpha, self.anchors, self.ridge = alpha, anchors, ridge
+
+    def start(self, pools: PoolBatch, generator: torch.Generator) -> None:
+        super().start(pools, generator)
+        r, p = pools.shape
+        self.distance, _ = _anchor_distances(pools.features, self.anchors, generator)  # [R, P, A]
+        self.nearest_error = self.distance.amax((1, 2))[:, None].expand(r, self.distance.shape[2]).clone()
+        confidence = pools.confidence.double().clamp(max=1 - 1e-6)
+        self.confidence_gain = self.alpha * torch.log(1 / (1 - confidence))        # [R, P]
+        self.meta_x = torch.cat([torch.ones(r, p, 1, dtype=torch.float64), pools.features.double(),
+                                 confidence[..., None]], 2)                          # [R, P, F]
+        mean, std = self.meta_x.mean(1, keepdim=True), self.meta_x.std(1, keepdim=True).clamp_min(1e-8)
+        self.meta_x[..., 1:] = ((self.meta_x - mean) / std)[..., 1:]
+        self.labels = torch.zeros(r, p, dtype=torch.float64)
+        self.p_error = (1 - confidence).clone()
+
+    def next(self) -> Tensor:
+        shrink = (self.nearest_error[:, None, :] - self.distance).clamp_min(0).sum(2)   # [R, P]
+        facility = (1 - self.alpha) * shrink / self.distance.shape[2]
+        return self._pick(self.p_error * (self.confidence_gain + facility))
+
+    def observe(self, positions: Tensor, is_error: Tensor) -> None:
+        super().observe(positions, is_error)
+        found = is_error[:, None]
+        self.nearest_error = torch.where(found, torch.minimum(self.nearest_error, self.distance[self.rows, positions]),
+                                         self.nearest_error)
+        self.labels[self.rows, positions] = is_error.double()
+        weight = self.queried.double()
+        seen_error = (self.labels * weight).sum(1)
+        both = (seen_error > 0) & (seen_error < weight.sum(1))
+        if bool(both.any()):
+            w = fit_logistic(self.meta_x[both], self.labels[both], weight[both], ridge=self.ridge)
+            fitted = torch.sigmoid((self.meta_x[both] @ w[..., None]).squeeze(-1))
+            self.p_error[both] = fitted
+
+
+def build_policy(name: str, **params: float) -> _Masked:
+    """A policy by name: a static ranking, or one of the adaptive baselines with its parameters."""
+    rankings = {"random": "random", "low_confidence": "confidence"}
+    adaptive = {"lakkaraju": LakkarajuBandit, "bansal_weld": BansalWeldCoverage,
+                "facility_locations": FacilityLocations}
+    if name in rankings:
+        return RankingPolicy(name, rankings[name])
+    if name in adaptive:
+        return adaptive[name](**params)
+    return RankingPolicy(name, name)  # a precomputed score of that name (adversarial_distance, gad)

@@ -1,0 +1,98 @@
+"""The error-search audit end to end on real data: a biased SVM black box on a real table and a
+CNN on Fashion-MNIST, every method, report files, resume, and bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from advaudit.errors import AdvauditError
+from advaudit.models.target import SklearnTarget
+from advaudit.report.records import read_json, read_jsonl
+from tests.conftest import compose_config
+
+ALL = "[random,low_confidence,lakkaraju,bansal_weld,facility_locations,adversarial_distance]"
+
+
+@pytest.fixture(scope="module")
+def biased_svm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An SVM on breast cancer whose training split lost its large benign tumours."""
+    from advaudit.tasks import train
+
+    tmp = tmp_path_factory.mktemp("svm")
+    cfg = compose_config("train", ["experiment=error_search/train_table", "logger=none", "callbacks=none",
+                                   "model.grid={kernel:[rbf],C:[1.0]}"], tmp)
+    return Path(train(cfg)["checkpoint"])
+
+
+def search_overrides(target: Path, *extra: str) -> list[str]:
+    return [f"target={target}", "experiment=error_search/table", "logger=none", "audit.pool_size=60",
+            "audit.replications=30", "audit.budget=15", "audit.report_at=[5,15]",
+            "search.gad.pseudo_model.design_size=5000", "search.gad.pseudo_model.epochs=10",
+            "search.gad.attack.max_steps=200", *extra]
+
+
+def test_gad_search_on_a_biased_black_box_runs_every_method_and_resumes(biased_svm: Path, tmp_path: Path) -> None:
+    from advaudit.tasks import examine
+
+    cfg = compose_config("examine", search_overrides(biased_svm), tmp_path)
+    result = examine(cfg)
+    out = Path(cfg.paths.output_dir)
+    for name in ("gad", "random", "low_confidence", "lakkaraju", "bansal_weld", "facility_locations",
+                 "adversarial_distance", "oracle_ceiling"):
+        assert f"search/{name}/sdr@15" in result, name
+        assert result[f"search/{name}/sdr@15"] >= 0
+    ceiling = result["search/oracle_ceiling/sdr@15"]
+    assert all(result[f"search/{n}/sdr@15"] <= ceiling + 1e-9 for n in ("gad", "random", "lakkaraju"))
+    assert result["search/sdr@15"] == result["search/gad/sdr@15"]
+    assert result["search/eligible_errors"] > 0 and -1 <= result["search/gad/pseudo_r2"] <= 1
+    for png in ("sdr.png", "errors.png", "spread.png", "queried_confidence.png", "lowess_gad.png",
+                "reliability_critical_class.png"):
+        assert (out / png).is_file(), png
+    assert "| gad |" in (out / "report.md").read_text()
+    assert read_json(out / "result.json")["search/budget"] == 15
+    # an interrupted run resumes: scores and finished methods are read back, not recomputed
+    lines = len(read_jsonl(out / "scores" / "gad.jsonl"))
+    assert examine(cfg)["search/gad/resumed_items"] == result["search/eligible"]
+    assert len(read_jsonl(out / "scores" / "gad.jsonl")) == lines
+
+
+def test_adversarial_distance_on_fashion_mnist_with_a_foolbox_attack(tiny_fmnist_target: Path, tmp_path: Path) -> None:
+    from advaudit.audits.common import target_datamodule
+    from advaudit.models import load_target
+    from advaudit.tasks import examine
+
+    target = load_target(tiny_fmnist_target)
+    predicted = target.predict_proba(target_datamodule(target).splits["test"].x).argmax(1)
+    critical = int(predicted.bincount().argmax())  # the class this one-epoch model predicts most
+    cfg = compose_config("examine", [f"target={tiny_fmnist_target}", "audit=error_search", "logger=none",
+                                     f"audit.critical_class={critical}", "audit.tau=0.3", "audit.pool_size=20",
+                                     "audit.replications=5", "audit.budget=5", "audit.report_at=[5]",
+                                     "audit.compare=[random,lakkaraju]", "search.adversarial_distance.attack.steps=2",
+                                     "search.adversarial_distance.attack.method=hop_skip_jump",
+                                     "+search.adversarial_distance.attack.params={max_gradient_eval_steps:20}"],
+                         tmp_path)
+    result = examine(cfg)
+    assert result["search/eligible"] >= 20 and result["search/adversarial_distance/attack_failures"] >= 0
+    assert {"search/random/sdr@5", "search/lakkaraju/sdr@5", "search/sdr@5"} <= set(result)
+    assert (Path(cfg.paths.output_dir) / "lowess_adversarial_distance.png").is_file()
+
+
+def test_bad_input_is_named(biased_svm: Path, tmp_path: Path) -> None:
+    from sklearn.svm import SVC
+
+    from advaudit.tasks import examine
+
+    with pytest.raises(AdvauditError, match=r"confidence > 1.0.*lower audit.tau"):
+        examine(compose_config("examine", search_overrides(biased_svm, "audit.tau=1.0"), tmp_path))
+    with pytest.raises(AdvauditError, match="number of queries must be >= 1"):
+        examine(compose_config("examine", search_overrides(biased_svm, "audit.budget=0"), tmp_path))
+    with pytest.raises(AdvauditError, match="not one of the target's classes"):
+        examine(compose_config("examine", search_overrides(biased_svm, "audit.critical_class=cat"), tmp_path))
+    with pytest.raises(AdvauditError, match="exceeds the .* items available"):
+        examine(compose_config("examine", search_overrides(biased_svm, "audit.pool_size=100000"), tmp_path))
+    meta = {"class_names": ["a", "b"], "input_shape": [2], "normalization": {"mean": [0, 0], "std": [1, 1]}}
+    with pytest.raises(AdvauditError, match="no predict_proba"):
+        SklearnTarget(SVC().fit(torch.rand(10, 2).numpy(), [0, 1] * 5), meta)

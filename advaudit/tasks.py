@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 TRAINERS: dict[str, str] = {
     "classifier": "advaudit.models.classifier_training:train_classifier",
     "sklearn": "advaudit.models.sklearn_training:train_sklearn",
+    "generator": "advaudit.models.generator_training:train_generator",
 }
 
 

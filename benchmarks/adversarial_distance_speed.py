@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument("target")
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--reference", type=int, default=200)
-    parser.add_argument("--foolbox", type=int, default=16)
+    parser.add_argument("--foolbox", type=int, default=16, help="images for the foolbox timings (0: skip)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -53,10 +53,11 @@ def main() -> None:
     rho = spearmanr(d_fast[sub].numpy(), d_ref.numpy()).statistic
     print(f"hsj reference {reference}: {len(sub)} items in {seconds_ref:.1f} s ({queries_ref:.0f} queries/item)")
     print(f"fast / reference MAE: median ratio {float(ratio):.2f}, Spearman rank correlation {rho:.3f}")
-    for method, steps in (("hop_skip_jump", 16), ("boundary", 1000)):
+    foolbox_runs = (("hop_skip_jump", 16, {"max_gradient_eval_steps": 128}), ("boundary", 1000, {}))
+    for method, steps, params in foolbox_runs if args.foolbox else ():
         part = x[: args.foolbox]
         start = time.perf_counter()
-        result = foolbox_attack(part, target.eval(), method, steps=steps)
+        result = foolbox_attack(part, target.eval(), method, steps=steps, **params)
         took = time.perf_counter() - start
         found = mae(part, result.adversarial)
         print(f"foolbox {method} steps={steps}: {len(part)} items in {took:.1f} s ({took / len(part):.2f} s/item); "

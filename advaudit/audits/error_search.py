@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         lowess = LowessSettings(**{k: v for k, v in plain(method_cfg.lowess, {}).items() if k != "per_pool"})
         item_scores[name] = pool_scores(distance, conf_e, pools, lowess, bool(method_cfg.lowess.get("per_pool", True)))
 
-    features = pca_features(items, int(audit.features.components))
+    # table columns in different units count alike after range-normalisation; pixels stay as they are
+    scaled = (items - inputs.low) / (inputs.high - inputs.low).clamp_min(1e-12) if items.dim() == 2 else items
+    features = pca_features(scaled, int(audit.features.components))
     budget = min(int(audit.budget), pool_size)
     results = _completed(out)
     chunk = int(audit.pool_chunk)
@@ -87,6 +90,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         if name in results:
             continue
         params = plain(search.get(name), {}) if name not in SCORED else {}
+        started = time.perf_counter()
         positions, answers = [], []
         for start in range(0, replications, chunk):
             rows = slice(start, start + chunk)
@@ -98,6 +102,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             positions.append(chosen)
             answers.append(found)
         results[name] = _method_record(name, torch.cat(positions), torch.cat(answers), pools, conf_e, features)
+        results[name]["seconds"] = round(time.perf_counter() - started, 2)
+        log.info("%s: %d pools x %d queries in %.1f s", name, replications, budget, results[name]["seconds"])
         append_jsonl(out / "methods.jsonl", results[name])
     if not interactive:
         results["oracle_ceiling"] = _ceiling_record(is_error[pools], conf_e[pools], budget)
@@ -107,6 +113,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "search/pool_errors_mean": float(is_error[pools].float().sum(1).mean()),
         "search/replications": replications, "search/pool_size": pool_size, "search/budget": budget,
         **{f"search/{name}/{k}": v for name, f in facts.items() for k, v in f.items()},
+        **{f"search/{name}/seconds": r["seconds"] for name, r in results.items() if "seconds" in r},
     }
     for name, record in results.items():
         for k in plain(audit.report_at, []):

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advaudit.errors import AdvauditError
 from advaudit.models.checkpoint import (estimator_to_state, load_checkpoint, save_checkpoint,
                                         state_to_estimator)
 from advaudit.models.nets import build_net
 from advaudit.models.target import SklearnTarget, TorchTarget
+
+if TYPE_CHECKING:
+    from advaudit.models.generator import ConditionalGenerator
 
 Target = TorchTarget | SklearnTarget
 
@@ -38,3 +41,26 @@ def load_target(path: str | Path, map_location: str = "cpu") -> Target:
         raise AdvauditError(f"weights in {path} do not match architecture {meta['arch']!r} "
                             f"{meta.get('arch_params', {})}: {str(error).splitlines()[0]}") from None
     return target.to(map_location).eval()
+
+
+def save_generator(generator: "ConditionalGenerator", meta: dict[str, Any], path: str | Path,
+                   extra: dict[str, Any] | None = None) -> Path:
+    """Write a generator checkpoint (weights + ``meta``: class names, image shape, latent dim, width)."""
+    state = {k: v.detach().cpu() for k, v in generator.state_dict().items()}
+    return save_checkpoint(path, {"kind": "generator", "meta": meta, "state_dict": state, **(extra or {})})
+
+
+def load_generator(path: str | Path, map_location: str = "cpu") -> tuple["ConditionalGenerator", dict[str, Any]]:
+    """Rebuild the generator stored at ``path`` (safe loading), in eval mode; returns it and its meta."""
+    from advaudit.models.generator import ConditionalGenerator
+
+    payload = load_checkpoint(path, kind="generator", map_location=map_location)
+    meta = payload["meta"]
+    generator = ConditionalGenerator(len(meta["class_names"]), meta["image_shape"], int(meta["latent_dim"]),
+                                     int(meta["width"]))
+    try:
+        generator.load_state_dict(payload["state_dict"])
+    except RuntimeError as error:
+        raise AdvauditError(f"weights in {path} do not match the generator described by its meta: "
+                            f"{str(error).splitlines()[0]}") from None
+    return generator.to(map_location).eval(), meta

@@ -30,7 +30,7 @@ def _curves(results: dict[str, dict[str, Any]], key: str, path: Path, ylabel: st
     if key == "sdr":
         ax.axhline(1.0, color="gray", lw=0.8)
     if log_y:
-        ax.set_yscale("log")
+        ax.set_yscale("log", nonpositive="mask")
     ax.set_xlabel("queries")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7)
@@ -67,7 +67,7 @@ def write_report(out: Path, results: dict[str, dict[str, Any]], summary: dict[st
                  critical: int, primary: str, interactive: bool) -> dict[str, Path]:
     """Write plots, ``summary.json`` and ``report.md``; returns ``{name: png path}`` for W&B."""
     plots: dict[str, Path] = {
-        "search/sdr": _curves(results, "sdr", out / "sdr.png", "SDR (errors found / expected)"),
+        "search/sdr": _curves(results, "sdr", out / "sdr.png", "SDR (errors found / expected)", log_y=True),
         "search/errors": _curves(results, "errors", out / "errors.png", "errors found"),
         "search/spread": _curves(results, "spread", out / "spread.png", "spread (PCA space)"),
         "search/confidence": _confidence_box(results, out / "queried_confidence.png"),

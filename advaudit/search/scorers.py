@@ -9,6 +9,7 @@ of different scales count alike).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -81,6 +82,7 @@ def item_distances(name: str, cfg: DictConfig, inputs: ScoreInputs, out: Path) -
     keys = inputs.item_index.tolist()
     todo = torch.tensor([i for i, key in enumerate(keys) if key not in done], dtype=torch.long)
     facts: dict[str, Any] = {"resumed_items": len(keys) - len(todo)}
+    started = time.perf_counter()
     state: dict[str, Any] = {}
     if len(todo) and name == "gad":
         settings = PseudoModelSettings(**plain(cfg.pseudo_model, {}))
@@ -106,7 +108,8 @@ def item_distances(name: str, cfg: DictConfig, inputs: ScoreInputs, out: Path) -
     if name == "gad" and "pseudo_r2" not in facts:
         previous = read_jsonl(out / "scores" / "gad_pseudo_model.jsonl")
         facts["pseudo_r2"] = previous[-1]["r2"] if previous else None
-    facts.update({"queries_per_item": queries / max(1, len(todo)), "attack_failures": int(values.isnan().sum())})
+    facts.update({"queries_per_item": queries / max(1, len(todo)), "attack_failures": int(values.isnan().sum()),
+                  "attack_seconds": round(time.perf_counter() - started, 2)})
     require(int((~values.isnan()).sum()) >= 3,
             f"the {name} attack succeeded on only {int((~values.isnan()).sum())} of {len(values)} items, too few to fit "
             "F(p); " + ("raise search.gad.attack.max_steps or step, or use search.gad.pseudo_model.design=pool "

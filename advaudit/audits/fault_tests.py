@@ -1,0 +1,130 @@
+"""The fault-test audit: confident targeted failing tests from a generator's feature space, beside
+pixel-space PGD tests from the same seeds.
+
+``python examine.py audit=fault_tests target=<classifier.pt> generator=<generator.pt>
+audit.source_class=... audit.target_class=...``
+
+Writes ``fault_tests.json`` (success rate, steps, time per test, pixel distances per kind),
+``tests.pt`` (seeds and tests), galleries of seed -> test pairs, L2 / Linf distance histograms
+(the paper's Fig. 2), ``report.md``, and logs them to W&B. ``audit.transfer_targets`` re-scores
+the tests on other classifiers (e.g. a PGD-trained one: the paper's RQ3).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from advaudit.audits.common import load_audit_target
+from advaudit.confutil import plain
+from advaudit.data.base import class_index
+from advaudit.errors import require
+from advaudit.faults.search import FaultResult, generator_tests, pixel_distances, pixel_tests
+from advaudit.faults.seeds import sample_seeds
+from advaudit.models import load_generator, load_target
+from advaudit.report.plots import image_grid, plt, save_figure
+from advaudit.report.records import write_json
+from advaudit.report.wandb_run import open_wandb
+
+log = logging.getLogger(__name__)
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    audit = cfg.audit
+    out = Path(cfg.paths.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    target = load_audit_target(cfg).eval()
+    require(hasattr(target, "net"), "fault tests need a torch target (gradients through the model)")
+    require(cfg.get("generator") is not None, "no generator given; add generator=<path/to/generator.pt> "
+            "(train one with train.py model=generator dataset=<the target's dataset>)")
+    generator, meta = load_generator(str(cfg.generator))
+    require(meta["class_names"] == target.class_names, f"the generator was trained on classes {meta['class_names']} "
+            f"but the target has {target.class_names}; train the generator on the target's dataset")
+    require(list(meta["image_shape"]) == list(target.input_shape), f"the generator makes images of shape "
+            f"{meta['image_shape']}, the target takes {list(target.input_shape)}")
+    source = class_index(audit.source_class, target.class_names)
+    destination = None if audit.target_class is None else class_index(audit.target_class, target.class_names)
+    require(destination != source, f"source and target class are both {target.class_names[source]!r}; pick a "
+            "different audit.target_class (or null for untargeted tests)")
+    require(float(audit.eps) > 0, f"audit.eps={audit.eps} must be > 0 (the L2 budget on the perturbation)")
+    for p in generator.parameters():
+        p.requires_grad_(False)
+    model = target.logits
+
+    n = int(audit.n_seeds)
+    z, y0, seeds = sample_seeds(generator, model, source, n, seed=int(cfg.seed))
+    y1 = None if destination is None else torch.full((n,), destination, dtype=torch.long)
+    kinds: dict[str, FaultResult] = {}
+    chunk = int(audit.chunk)
+    kinds["generator"] = _chunked(lambda s: generator_tests(
+        generator, model, z[s], y0[s], None if y1 is None else y1[s], k=int(audit.k), eps=float(audit.eps),
+        kappa=float(audit.kappa), lr=float(audit.lr), max_steps=int(audit.max_steps),
+        anneal=audit.budget == "annealed"), n, chunk)
+    for norm, settings in plain(audit.pixel, {}).items():
+        kinds[f"pixel_{norm}"] = _chunked(lambda s, st=settings, nm=norm: pixel_tests(
+            model, seeds[s], y0[s], None if y1 is None else y1[s], eps=float(st["eps"]), norm=nm,
+            kappa=float(audit.kappa), steps=int(st["steps"])), n, chunk)
+
+    summary: dict[str, Any] = {"faults/n_seeds": n, "faults/source": target.class_names[source],
+                               "faults/target": None if destination is None else target.class_names[destination],
+                               "faults/budget": str(audit.budget), "faults/eps": float(audit.eps), "faults/k": int(audit.k)}
+    distances: dict[str, dict[str, torch.Tensor]] = {}
+    for kind, result in kinds.items():
+        distances[kind] = pixel_distances(seeds, result.tests)
+        ok = result.success
+        summary[f"faults/{kind}/success"] = float(ok.float().mean())
+        summary[f"faults/{kind}/steps_mean"] = float(result.steps[ok].float().mean()) if ok.any() else None
+        summary[f"faults/{kind}/seconds_per_test"] = result.seconds / n
+        summary[f"faults/{kind}/tests_per_second"] = float(ok.sum()) / max(result.seconds, 1e-9)
+        for name, values in distances[kind].items():
+            summary[f"faults/{kind}/{name}_median"] = float(values[ok].median()) if ok.any() else None
+    for path in plain(audit.get("transfer_targets"), []) or []:
+        other = load_target(str(path)).eval()
+        for kind, result in kinds.items():
+            ok = result.success
+            if ok.any():
+                accuracy = float((other.predict_proba(result.tests[ok]).argmax(1) == y0[ok]).float().mean())
+                summary[f"faults/{kind}/transfer_acc/{Path(str(path)).parent.parent.name}"] = accuracy
+    torch.save({"seeds": seeds, "y0": y0, "z": z, **{f"{k}_tests": r.tests for k, r in kinds.items()},
+                **{f"{k}_success": r.success for k, r in kinds.items()}}, out / "tests.pt")
+    with open_wandb(cfg, job_type="examine", name="fault_tests") as wandb_run:
+        plots = _plots(out, seeds, kinds, distances, target.class_names)
+        write_json(out / "fault_tests.json", summary)
+        wandb_run.log(summary)
+        for key, path in plots.items():
+            wandb_run.log_image(key, path)
+    return summary
+
+
+def _chunked(make: Any, n: int, chunk: int) -> FaultResult:
+    """Run ``make(slice)`` over seed chunks and concatenate the results."""
+    parts = [make(slice(s, min(s + chunk, n))) for s in range(0, n, chunk)]
+    return FaultResult(torch.cat([p.tests for p in parts]), torch.cat([p.success for p in parts]),
+                       torch.cat([p.steps for p in parts]), torch.cat([p.final_label for p in parts]),
+                       sum(p.seconds for p in parts), torch.cat([p.perturbation_norm for p in parts]))
+
+
+def _plots(out: Path, seeds: torch.Tensor, kinds: dict[str, FaultResult], distances: dict[str, dict[str, torch.Tensor]],
+           class_names: list[str]) -> dict[str, Path]:
+    """Seed -> test galleries per kind and the L2 / Linf histograms."""
+    plots: dict[str, Path] = {}
+    for kind, result in kinds.items():
+        index = result.success.nonzero().squeeze(1)[:12]
+        if len(index):
+            pairs = torch.stack([seeds[index], result.tests[index]], 1).flatten(0, 1)
+            titles = [t for i in index.tolist() for t in ("seed", class_names[int(result.final_label[i])])]
+            plots[f"faults/{kind}_pairs"] = image_grid(pairs, out / f"{kind}_pairs.png", titles, columns=8)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for ax, name in zip(axes, ("l2", "linf")):
+        for kind, result in kinds.items():
+            values = distances[kind][name][result.success].numpy()
+            if len(values):
+                ax.hist(values, bins=20, alpha=0.5, label=kind)
+        ax.set_xlabel(f"{name} pixel distance, seed to test")
+        ax.legend(fontsize=7)
+    plots["faults/distances"] = save_figure(fig, out / "distances.png")
+    return plots

@@ -1,0 +1,1 @@
+"""Generative fault tests and the pixel-perturbation baseline."""

@@ -1,0 +1,143 @@
+"""Generative fault tests: the generator, the feature-space walk, the pixel baseline and the audit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from advaudit.errors import AdvauditError
+from advaudit.faults.search import generator_tests, margin_loss, pixel_distances, pixel_tests
+from advaudit.faults.seeds import sample_seeds
+from advaudit.models import load_generator, load_target, save_generator
+from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic
+from tests.conftest import FMNIST_ROOT, compose_config
+
+
+def tiny_generator(seed: int = 0, classes: int = 3) -> ConditionalGenerator:
+    torch.manual_seed(seed)
+    return ConditionalGenerator(classes, (1, 12, 12), latent_dim=8, width=4).eval()
+
+
+def linear_model(seed: int = 1, classes: int = 3) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Flatten(), nn.Linear(144, classes))
+
+
+def test_zero_perturbation_reproduces_the_seed_and_shapes_follow_the_blocks() -> None:
+    generator = tiny_generator()
+    z, y = torch.randn(5, 8), torch.tensor([0, 1, 2, 0, 1])
+    x = generator(z, y)
+    assert x.shape == (5, 1, 12, 12) and float(x.min()) >= 0 and float(x.max()) <= 1
+    acts = generator.activations(z, y, 2)
+    assert [tuple(a.shape) for a in acts] == [(5, 16, 3, 3), (5, 8, 6, 6)]
+    assert torch.equal(generator(z, y, [torch.zeros_like(a) for a in acts]), x)
+    assert not torch.allclose(generator(z, y, [torch.ones_like(acts[0])]), x)
+
+
+def test_generator_walk_reaches_confident_targeted_mistakes_within_the_budget() -> None:
+    generator, model = tiny_generator(), linear_model()
+    with torch.no_grad():
+        model[1].weight.mul_(5)
+    z = torch.randn(16, 8, generator=torch.Generator().manual_seed(0))
+    y0 = torch.zeros(16, dtype=torch.long)
+    y1 = model(generator(z, y0)).topk(2, 1).indices[:, 1]   # each seed's runner-up class
+    for anneal in (False, True):
+        result = generator_tests(generator, model, z, y0, y1, k=2, eps=50.0, kappa=0.2, lr=0.1, max_steps=80,
+                                 anneal=anneal)
+        ok = result.success
+        assert bool((margin_loss(model(result.tests[ok]), y0[ok], y1[ok], 0.2) < 1e-5).all())
+        assert bool((result.final_label[ok] == y1[ok]).all())
+        cap = torch.clamp(1 + 0.1 * result.steps.float(), max=50.0) if anneal else torch.full((16,), 50.0)
+        assert bool((result.perturbation_norm <= cap + 1e-3).all())
+        if not anneal:
+            assert float(ok.float().mean()) >= 0.75
+    tight = generator_tests(generator, model, z, y0, y1, k=1, eps=1e-3, kappa=0.2, max_steps=20)
+    assert bool((tight.perturbation_norm <= 1e-3 + 1e-6).all()) and float(tight.success.float().mean()) < 0.5
+    with pytest.raises(AdvauditError, match="eps=0.0 must be > 0"):
+        generator_tests(generator, model, z, y0, y1, k=2, eps=0.0)
+
+
+def test_pixel_baseline_respects_its_ball_and_the_margin() -> None:
+    model = linear_model()
+    x = torch.rand(12, 1, 12, 12, generator=torch.Generator().manual_seed(2))
+    y0 = model(x).argmax(1)
+    y1 = (y0 + 1) % 3
+    for norm, eps in (("l2", 3.0), ("linf", 0.3)):
+        result = pixel_tests(model, x, y0, y1, eps=eps, norm=norm, kappa=0.5, steps=60)
+        d = pixel_distances(x, result.tests)[norm]
+        assert bool((d <= eps + 1e-4).all()) and float(result.success.float().mean()) > 0.5
+        ok = result.success
+        assert bool((margin_loss(model(result.tests[ok]), y0[ok], y1[ok], 0.5) < 1e-5).all())
+    untargeted = pixel_tests(model, x, y0, None, eps=3.0, norm="l2", steps=60)
+    assert bool((untargeted.final_label[untargeted.success] != y0[untargeted.success]).all())
+
+
+def test_generator_checkpoint_round_trip_and_seed_rejection(tmp_path: Path) -> None:
+    generator = tiny_generator()
+    meta = {"class_names": ["a", "b", "c"], "image_shape": [1, 12, 12], "latent_dim": 8, "width": 4}
+    path = save_generator(generator, meta, tmp_path / "generator.pt")
+    loaded, loaded_meta = load_generator(path)
+    z, y = torch.randn(3, 8), torch.tensor([0, 1, 2])
+    assert torch.allclose(loaded(z, y), generator(z, y)) and loaded_meta["class_names"] == ["a", "b", "c"]
+    never = nn.Sequential(nn.Flatten(), nn.Linear(144, 3))
+    with torch.no_grad():
+        never[1].weight.zero_()
+        never[1].bias.copy_(torch.tensor([0.0, 0.0, 5.0]))  # always class 2
+    with pytest.raises(AdvauditError, match=r"only 0 of 40 generated class-0 seeds"):
+        sample_seeds(generator, never, 0, 4, max_rounds=10)
+    z, y, images = sample_seeds(generator, never, 2, 4)
+    assert images.shape == (4, 1, 12, 12) and bool((y == 2).all())
+
+
+def test_one_gan_step_moves_both_networks() -> None:
+    generator, critic = tiny_generator(), ProjectionCritic(3, (1, 12, 12), width=4)
+    import pytorch_lightning as pl
+
+    before = [p.clone() for p in generator.parameters()], [p.clone() for p in critic.parameters()]
+    data = torch.utils.data.TensorDataset(torch.rand(16, 1, 12, 12), torch.randint(3, (16,)))
+    trainer = pl.Trainer(max_steps=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, accelerator="cpu")
+    trainer.fit(GANModule(generator.train(), critic), torch.utils.data.DataLoader(data, batch_size=8))
+    assert any(not torch.equal(a, b) for a, b in zip(before[0], generator.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(before[1], critic.parameters()))
+
+
+@pytest.mark.skipif(not FMNIST_ROOT.exists(), reason="Fashion-MNIST not installed")
+def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp_path: Path) -> None:
+    from advaudit.tasks import examine
+
+    target = load_target(tiny_fmnist_target)
+    torch.manual_seed(0)
+    generator = ConditionalGenerator(10, (1, 28, 28), latent_dim=16, width=8).eval()
+    meta = {"class_names": target.class_names, "image_shape": [1, 28, 28], "latent_dim": 16, "width": 8}
+    path = save_generator(generator, meta, tmp_path / "generator.pt")
+    with torch.no_grad():  # the class this target most often sees in the untrained generator's images
+        labels = target.logits(generator(torch.randn(200, 16), torch.randint(10, (200,)))).argmax(1)
+    source = int(labels.bincount(minlength=10).argmax())
+    other = (source + 1) % 10
+    base = [f"target={tiny_fmnist_target}", f"generator={path}", "audit=fault_tests", "logger=none",
+            "audit.n_seeds=6", "audit.max_steps=30", "audit.pixel.l2.steps=10", "audit.pixel.linf.steps=10",
+            f"audit.transfer_targets=[{tiny_fmnist_target}]"]
+    cfg = compose_config("examine", [*base, f"audit.source_class={source}", f"audit.target_class={other}",
+                                     "audit.eps=50"], tmp_path)
+    result = examine(cfg)
+    out = Path(cfg.paths.output_dir)
+    for kind in ("generator", "pixel_l2", "pixel_linf"):
+        assert 0.0 <= result[f"faults/{kind}/success"] <= 1.0
+    assert (out / "distances.png").is_file() and (out / "fault_tests.json").is_file()
+    saved = torch.load(out / "tests.pt", weights_only=True)
+    assert saved["generator_tests"].shape == (6, 1, 28, 28)
+    d = pixel_distances(saved["seeds"], saved["pixel_linf_tests"])["linf"]
+    assert bool((d <= 0.1 + 1e-4).all())
+    with pytest.raises(AdvauditError, match="are both"):
+        examine(compose_config("examine", [*base, f"audit.source_class={source}", f"audit.target_class={source}"],
+                               tmp_path))
+    with pytest.raises(AdvauditError, match="must be > 0"):
+        examine(compose_config("examine", [*base, f"audit.source_class={source}", "audit.eps=0"], tmp_path))
+    wrong = save_generator(ConditionalGenerator(3, (1, 28, 28), 16, 8), {**meta, "class_names": ["a", "b", "c"]},
+                           tmp_path / "wrong.pt")
+    with pytest.raises(AdvauditError, match="trained on classes"):
+        examine(compose_config("examine", [*base, f"generator={wrong}"], tmp_path))

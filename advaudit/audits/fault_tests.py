@@ -23,6 +23,7 @@ from advaudit.audits.common import load_audit_target
 from advaudit.confutil import plain
 from advaudit.data.base import class_index
 from advaudit.errors import require
+from advaudit.faults.features import moved_towards
 from advaudit.faults.search import FaultResult, generator_tests, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_generator, load_target
@@ -82,6 +83,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         summary[f"faults/{kind}/tests_per_second"] = float(ok.sum()) / max(result.seconds, 1e-9)
         for name, values in distances[kind].items():
             summary[f"faults/{kind}/{name}_median"] = float(values[ok].median()) if ok.any() else None
+        feature = plain(audit.get("fault_feature"))
+        if feature and ok.any():  # share of failing tests that moved the injected feature the fault's way
+            moved = moved_towards(seeds[ok], result.tests[ok], str(feature["kind"]), float(feature["direction"]))
+            summary[f"faults/{kind}/feature_moved_share"] = float(moved.float().mean())
     for path in plain(audit.get("transfer_targets"), []) or []:
         other = load_target(str(path)).eval()
         for kind, result in kinds.items():

@@ -141,3 +141,18 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
                            tmp_path / "wrong.pt")
     with pytest.raises(AdvauditError, match="trained on classes"):
         examine(compose_config("examine", [*base, f"generator={wrong}"], tmp_path))
+
+
+def test_injected_feature_direction_is_measured_on_images() -> None:
+    from advaudit.data.bias import add_image_feature
+    from advaudit.faults.features import feature_value, moved_towards
+
+    seeds = torch.full((4, 1, 10, 10), 0.2)
+    patched = add_image_feature(seeds, "patch", 1.0)
+    assert torch.allclose(feature_value(patched, "patch"), torch.ones(4))
+    assert torch.allclose(feature_value(seeds, "brightness"), torch.full((4,), 0.2))
+    tests = torch.cat([patched[:3], seeds[3:] * 0.5])
+    assert moved_towards(seeds, tests, "patch", 1.0).tolist() == [True, True, True, False]
+    assert moved_towards(seeds, tests, "brightness", -1.0).tolist() == [False, False, False, True]
+    with pytest.raises(AdvauditError, match="brightness or patch"):
+        feature_value(seeds, "texture")

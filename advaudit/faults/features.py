@@ -1,0 +1,24 @@
+"""Measure an injected image feature on seeds and tests, to check automatically whether a failing
+test moved that feature in the fault's direction (the paper judged this by eye)."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from advaudit.errors import AdvauditError
+
+
+def feature_value(x: Tensor, kind: str) -> Tensor:
+    """``[B]`` strength of the feature of :func:`advaudit.data.bias.add_image_feature` in ``x`` ``[B, C, H, W]``:
+    ``brightness`` = mean intensity; ``patch`` = mean of the top-left square (1/5 of the side)."""
+    if kind == "brightness":
+        return x.flatten(1).mean(1)
+    if kind == "patch":
+        side = max(2, x.shape[-1] // 5)
+        return x[..., :side, :side].flatten(1).mean(1)
+    raise AdvauditError(f"audit.fault_feature.kind={kind!r} is unknown; use brightness or patch")
+
+
+def moved_towards(seeds: Tensor, tests: Tensor, kind: str, direction: float) -> Tensor:
+    """``[B]`` bool: did the feature change from seed to test with the sign of ``direction``?"""
+    return (feature_value(tests, kind) - feature_value(seeds, kind)) * direction > 0

@@ -23,6 +23,7 @@ from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
 from advaudit.confutil import plain
+from advaudit.data.base import class_index
 from advaudit.errors import require
 from advaudit.report.error_search_report import write_report
 from advaudit.report.records import append_jsonl, read_jsonl
@@ -47,7 +48,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     datamodule = target_datamodule(target, audit.get("dataset"))
     split = datamodule.splits[str(audit.split)]
     require(int(audit.budget) >= 1, f"audit.budget={audit.budget}; the number of queries must be >= 1")
-    critical = _class_index(audit.critical_class, target.class_names)
+    critical = class_index(audit.critical_class, target.class_names)
 
     probs = target.predict_proba(split.x)                       # calibrated, [N, K]
     confidence, predicted = probs.max(1)
@@ -109,7 +110,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         results["oracle_ceiling"] = _ceiling_record(is_error[pools], conf_e[pools], budget)
 
     summary = {
-        "search/method": str(search.name), "search/eligible": len(index), "search/eligible_errors": int(is_error.sum()),
+        "search/method": str(search.name), "search/eligible": len(index),
+        "search/eligible_errors": None if interactive else int(is_error.sum()),
         "search/pool_errors_mean": float(is_error[pools].float().sum(1).mean()),
         "search/replications": replications, "search/pool_size": pool_size, "search/budget": budget,
         **{f"search/{name}/{k}": v for name, f in facts.items() for k, v in f.items()},
@@ -132,16 +134,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for key, path in paths.items():
             wandb_run.log_image(key, path)
     return summary
-
-
-def _class_index(value: Any, class_names: list[str]) -> int:
-    """The critical class as an index, given its name or index."""
-    if isinstance(value, str) and not value.isdigit():
-        require(value in class_names, f"audit.critical_class={value!r} is not one of the target's classes {class_names}")
-        return class_names.index(value)
-    index = int(value)
-    require(0 <= index < len(class_names), f"audit.critical_class={index} is out of range for {len(class_names)} classes")
-    return index
 
 
 def _completed(out: Path) -> dict[str, dict[str, Any]]:

@@ -95,8 +95,9 @@ def write_report(out: Path, results: dict[str, dict[str, Any]], summary: dict[st
 def _markdown(results: dict[str, dict[str, Any]], summary: dict[str, Any], primary: str) -> str:
     budget = int(summary["search/budget"])
     marks = [k for k in (5, 10, 20, 30, 50, 100) if k <= budget] or [budget]
+    errors = summary["search/eligible_errors"]
     lines = [f"# Error search: {primary}", "",
-             f"{summary['search/eligible']} eligible items ({summary['search/eligible_errors']} errors), "
+             f"{summary['search/eligible']} eligible items" + (f" ({errors} errors)" if errors is not None else "") + ", "
              f"{summary['search/replications']} pools of {summary['search/pool_size']}, budget {budget}.", "",
              "| method | " + " | ".join(f"SDR@{k}" for k in marks) + f" | errors@{budget} | spread@{budget} |",
              "|---" * (len(marks) + 3) + "|"]

@@ -25,15 +25,16 @@ class TerminalOracle:
         confidence: ``[n]`` calibrated confidence.
         out: directory for ``answers.jsonl`` and the item images.
         feature_names: column names when items are table rows (printed instead of saved as images).
-        ask: the prompt function (``input`` by default; tests pass a scripted one).
+        ask: the prompt function (``input`` when None; tests pass a scripted one).
     """
 
     def __init__(self, items: Tensor, pool: Tensor, dataset_index: Tensor, predicted: str, confidence: Tensor,
                  out: Path, feature_names: Sequence[str] | None = None,
-                 ask: Callable[[str], str] = input) -> None:
+                 ask: Callable[[str], str] | None = None) -> None:
         self.items, self.pool, self.dataset_index = items, pool, dataset_index
         self.predicted, self.confidence = predicted, confidence
-        self.out, self.feature_names, self.ask = Path(out), feature_names, ask
+        self.out, self.feature_names = Path(out), feature_names
+        self.ask = ask if ask is not None else (lambda prompt: input(prompt))  # resolved at call time
         self.path = self.out / "answers.jsonl"
         self.answers = {int(r["item"]): bool(r["is_error"]) for r in read_jsonl(self.path)} if self.path.exists() else {}
 

@@ -89,10 +89,29 @@ def test_bad_input_is_named(biased_svm: Path, tmp_path: Path) -> None:
         examine(compose_config("examine", search_overrides(biased_svm, "audit.tau=1.0"), tmp_path))
     with pytest.raises(AdvauditError, match="number of queries must be >= 1"):
         examine(compose_config("examine", search_overrides(biased_svm, "audit.budget=0"), tmp_path))
-    with pytest.raises(AdvauditError, match="not one of the target's classes"):
+    with pytest.raises(AdvauditError, match="does not exist; use a name or index"):
         examine(compose_config("examine", search_overrides(biased_svm, "audit.critical_class=cat"), tmp_path))
     with pytest.raises(AdvauditError, match="exceeds the .* items available"):
         examine(compose_config("examine", search_overrides(biased_svm, "audit.pool_size=100000"), tmp_path))
     meta = {"class_names": ["a", "b"], "input_shape": [2], "normalization": {"mean": [0, 0], "std": [1, 1]}}
     with pytest.raises(AdvauditError, match="no predict_proba"):
         SklearnTarget(SVC().fit(torch.rand(10, 2).numpy(), [0, 1] * 5), meta)
+
+
+def test_a_person_answers_in_the_terminal_and_a_rerun_resumes(biased_svm: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from advaudit.tasks import examine
+
+    asked: list[str] = []
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "n")
+    overrides = search_overrides(biased_svm, "oracle=cli", "search=low_confidence", "audit.budget=3",
+                                 "audit.report_at=[3]", "audit.compare=[]")
+    cfg = compose_config("examine", overrides, tmp_path)
+    result = examine(cfg)
+    answers = read_jsonl(Path(cfg.paths.output_dir) / "oracle" / "answers.jsonl")
+    assert len(asked) == 3 and len(answers) == 3 and all(a["is_error"] for a in answers)
+    assert result["search/replications"] == 1 and result["search/eligible_errors"] is None
+    assert result["search/sdr@3"] > 0   # every answer was "wrong prediction"
+    monkeypatch.setattr("builtins.input", lambda prompt: pytest.fail("answered items must not be asked again"))
+    (Path(cfg.paths.output_dir) / "methods.jsonl").unlink()
+    examine(cfg)

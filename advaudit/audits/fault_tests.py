@@ -12,18 +12,20 @@ the tests on other classifiers (e.g. a PGD-trained one: the paper's RQ3).
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from advaudit.audits.common import load_audit_target
 from advaudit.confutil import plain
 from advaudit.data.base import class_index
 from advaudit.errors import require
 from advaudit.faults.features import moved_towards
+from advaudit.faults.foolbox_pgd import foolbox_pixel_tests
 from advaudit.faults.search import FaultResult, generator_tests, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_generator, load_target
@@ -32,6 +34,9 @@ from advaudit.report.records import write_json
 from advaudit.report.wandb_run import open_wandb
 
 log = logging.getLogger(__name__)
+
+# the pixel baseline: foolbox 3's PGD with the margin loss, or advaudit's PGD that stops each image at success
+PIXEL_ENGINES = {"foolbox": foolbox_pixel_tests, "advaudit": pixel_tests}
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -61,18 +66,23 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     y1 = None if destination is None else torch.full((n,), destination, dtype=torch.long)
     kinds: dict[str, FaultResult] = {}
     chunk = int(audit.chunk)
+    # finished chunks are reused by a rerun only when the target, generator and audit settings match
+    fingerprint = json.dumps([str(cfg.target), str(cfg.generator), int(cfg.seed),
+                              OmegaConf.to_container(audit, resolve=True)], sort_keys=True, default=str)
     kinds["generator"] = _chunked(lambda s: generator_tests(
         generator, model, z[s], y0[s], None if y1 is None else y1[s], k=int(audit.k), eps=float(audit.eps),
         kappa=float(audit.kappa), lr=float(audit.lr), max_steps=int(audit.max_steps),
-        anneal=audit.budget == "annealed"), n, chunk)
+        anneal=audit.budget == "annealed", show_progress=True), n, chunk, out / "chunks" / "generator", fingerprint)
+    engine = str(audit.get("pixel_engine", "foolbox"))
+    require(engine in PIXEL_ENGINES, f"audit.pixel_engine={engine!r}; use one of {sorted(PIXEL_ENGINES)}")
     for norm, settings in plain(audit.pixel, {}).items():
-        kinds[f"pixel_{norm}"] = _chunked(lambda s, st=settings, nm=norm: pixel_tests(
+        kinds[f"pixel_{norm}"] = _chunked(lambda s, st=settings, nm=norm: PIXEL_ENGINES[engine](
             model, seeds[s], y0[s], None if y1 is None else y1[s], eps=float(st["eps"]), norm=nm,
-            kappa=float(audit.kappa), steps=int(st["steps"])), n, chunk)
+            kappa=float(audit.kappa), steps=int(st["steps"])), n, chunk, out / "chunks" / f"pixel_{norm}", fingerprint)
 
     summary: dict[str, Any] = {"faults/n_seeds": n, "faults/source": target.class_names[source],
                                "faults/target": None if destination is None else target.class_names[destination],
-                               "faults/budget": str(audit.budget), "faults/eps": float(audit.eps), "faults/k": int(audit.k)}
+                               "faults/budget": str(audit.budget), "faults/pixel_engine": engine, "faults/eps": float(audit.eps), "faults/k": int(audit.k)}
     distances: dict[str, dict[str, torch.Tensor]] = {}
     for kind, result in kinds.items():
         distances[kind] = pixel_distances(seeds, result.tests)
@@ -99,18 +109,59 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     with open_wandb(cfg, job_type="examine", name="fault_tests") as wandb_run:
         plots = _plots(out, seeds, kinds, distances, target.class_names)
         write_json(out / "fault_tests.json", summary)
+        _write_report(out / "report.md", summary, list(kinds), plots)
         wandb_run.log(summary)
         for key, path in plots.items():
             wandb_run.log_image(key, path)
     return summary
 
 
-def _chunked(make: Any, n: int, chunk: int) -> FaultResult:
-    """Run ``make(slice)`` over seed chunks and concatenate the results."""
-    parts = [make(slice(s, min(s + chunk, n))) for s in range(0, n, chunk)]
+def _chunked(make: Any, n: int, chunk: int, cache: Path, fingerprint: str) -> FaultResult:
+    """Run ``make(slice)`` over seed chunks and concatenate the results.
+
+    Each finished chunk is saved under ``cache`` (``<start>-<stop>.pt``) with the audit's
+    ``fingerprint``; a rerun of the same audit loads finished chunks instead of searching again.
+    """
+    cache.mkdir(parents=True, exist_ok=True)
+    parts = []
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        path = cache / f"{start}-{stop}.pt"
+        saved = torch.load(path, weights_only=True) if path.exists() else None
+        if saved is not None and saved.get("fingerprint") == fingerprint:
+            parts.append(FaultResult(**{k: v for k, v in saved.items() if k != "fingerprint"}))
+            log.info("resumed %s from %s", cache.name, path)
+            continue
+        part = make(slice(start, stop))
+        torch.save({**vars(part), "fingerprint": fingerprint}, path)
+        parts.append(part)
     return FaultResult(torch.cat([p.tests for p in parts]), torch.cat([p.success for p in parts]),
                        torch.cat([p.steps for p in parts]), torch.cat([p.final_label for p in parts]),
                        sum(p.seconds for p in parts), torch.cat([p.perturbation_norm for p in parts]))
+
+
+def _write_report(path: Path, summary: dict[str, Any], kinds: list[str], plots: dict[str, Path]) -> Path:
+    """``report.md``: one row per kind of test (success, steps, time, pixel distances, RQ1 / RQ3 columns)."""
+    columns = ["success", "steps_mean", "seconds_per_test", "tests_per_second", "l2_median", "linf_median",
+               "feature_moved_share"]
+    transfer = sorted({k.split("/transfer_acc/")[1] for k in summary if "/transfer_acc/" in k})
+    header = columns + [f"acc on {name}" for name in transfer]
+
+    def cell(value: Any) -> str:
+        return "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+    lines = [f"# Fault tests: {summary['faults/source']} -> {summary['faults/target'] or 'any other class'}", "",
+             f"{summary['faults/n_seeds']} seeds; generator budget {summary['faults/budget']} "
+             f"(eps {summary['faults/eps']}, first {summary['faults/k']} blocks); pixel engine "
+             f"{summary['faults/pixel_engine']}.", "",
+             "| kind | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
+    for kind in kinds:
+        values = [summary.get(f"faults/{kind}/{c}") for c in columns]
+        values += [summary.get(f"faults/{kind}/transfer_acc/{name}") for name in transfer]
+        lines.append(f"| {kind} | " + " | ".join(cell(v) for v in values) + " |")
+    lines += [""] + [f"![{key}]({p.name})" for key, p in plots.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def _plots(out: Path, seeds: torch.Tensor, kinds: dict[str, FaultResult], distances: dict[str, dict[str, torch.Tensor]],

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from advaudit.errors import require
+from advaudit.report.progress import progress
 
 
 @dataclass
@@ -72,12 +73,14 @@ def _project(parts: list[Tensor], eps: Tensor) -> list[Tensor]:
 
 def generator_tests(generator: torch.nn.Module, model: torch.nn.Module, z: Tensor, y0: Tensor, y1: Tensor | None,
                     k: int, eps: float, kappa: float = 1.0, lr: float = 0.003, max_steps: int = 400,
-                    anneal: bool = False, scales: list[Tensor] | None = None) -> FaultResult:
+                    anneal: bool = False, scales: list[Tensor] | None = None,
+                    show_progress: bool = False) -> FaultResult:
     """Perturb the first ``k`` blocks of ``generator`` until ``model`` (logits) fails confidently.
 
     Args:
         z: ``[B, latent]`` and ``y0`` ``[B]``: the seeds; ``y1`` ``[B]`` the target classes (None: untargeted).
         eps: the L2 budget (fixed), or the cap of the annealed budget ``1 + 0.1 t``.
+        show_progress: a bar over steps with the number of seeds already failing.
     """
     require(eps > 0, f"fault_tests eps={eps} must be > 0 (it bounds the perturbation's L2 norm)")
     require(1 <= k <= len(generator.blocks) - 1, f"fault_tests k={k} must be in 1..{len(generator.blocks) - 1}")
@@ -91,6 +94,7 @@ def generator_tests(generator: torch.nn.Module, model: torch.nn.Module, z: Tenso
     steps = torch.full((len(z),), max_steps, dtype=torch.long)
     tests = torch.empty(0)
     norms = torch.zeros(len(z))
+    bar = progress(total=max_steps, desc="generator walk", unit="step", disable=not show_progress)
     for step in range(max_steps + 1):
         budget = torch.full((len(z),), min(1.0 + 0.1 * step, eps) if anneal else eps)
         x = generator(z, y0, [p * s for p, s in zip(parts, scales)])
@@ -101,14 +105,17 @@ def generator_tests(generator: torch.nn.Module, model: torch.nn.Module, z: Tenso
         norms = torch.where(done, norms, current_norm)   # frozen at success, current otherwise
         done |= newly
         tests = x.detach() if step == 0 else torch.where(newly.view(-1, 1, 1, 1), x.detach(), tests)
+        bar.set_postfix(failing=f"{int(done.sum())}/{len(z)}", refresh=False)
         if bool(done.all()) or step == max_steps:
             break
+        bar.update()
         optimizer.zero_grad()
         (loss * (~done).float()).sum().backward()
         optimizer.step()
         with torch.no_grad():
             for p, projected in zip(parts, _project([p.detach() for p in parts], budget)):
                 p.copy_(torch.where(done.view(-1, *([1] * (p.dim() - 1))), p, projected))
+    bar.close()
     tests = torch.where(done.view(-1, 1, 1, 1), tests, x.detach())
     with torch.no_grad():
         label = model(tests).argmax(1)

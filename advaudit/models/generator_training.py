@@ -54,7 +54,8 @@ def train_generator(cfg: DictConfig) -> dict[str, Any]:
     params = {"latent_dim": int(cfg.model.latent_dim), "width": int(cfg.model.width)}
     generator = ConditionalGenerator(datamodule.num_classes, shape, **params)
     critic = ProjectionCritic(datamodule.num_classes, shape, width=int(cfg.model.width))
-    module = GANModule(generator, critic, lr=float(cfg.model.lr))
+    module = GANModule(generator, critic, lr=float(cfg.model.lr), class_weight=float(cfg.model.class_weight),
+                       diversity_weight=float(cfg.model.diversity_weight))
     trainer: pl.Trainer = instantiate(cfg.trainer, logger=False, enable_checkpointing=False)
     trainer.fit(module, train_dataloaders=datamodule.train_dataloader())
     generator = module.generator.cpu().eval()

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import torch
 from torch import nn
 
 from advaudit.errors import AdvauditError
-from advaudit.faults.search import generator_tests, margin_loss, pixel_distances, pixel_tests
+from advaudit.faults.foolbox_pgd import foolbox_pixel_tests
+from advaudit.faults.search import FaultResult, generator_tests, margin_loss, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_generator, load_target, save_generator
 from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic
@@ -60,18 +62,22 @@ def test_generator_walk_reaches_confident_targeted_mistakes_within_the_budget() 
         generator_tests(generator, model, z, y0, y1, k=2, eps=0.0)
 
 
-def test_pixel_baseline_respects_its_ball_and_the_margin() -> None:
+@pytest.mark.parametrize("engine", [pixel_tests, foolbox_pixel_tests], ids=["advaudit", "foolbox"])
+def test_pixel_baseline_respects_its_ball_and_the_margin(engine: Callable[..., FaultResult]) -> None:
     model = linear_model()
     x = torch.rand(12, 1, 12, 12, generator=torch.Generator().manual_seed(2))
     y0 = model(x).argmax(1)
     y1 = (y0 + 1) % 3
     for norm, eps in (("l2", 3.0), ("linf", 0.3)):
-        result = pixel_tests(model, x, y0, y1, eps=eps, norm=norm, kappa=0.5, steps=60)
+        result = engine(model, x, y0, y1, eps=eps, norm=norm, kappa=0.5, steps=60)
         d = pixel_distances(x, result.tests)[norm]
         assert bool((d <= eps + 1e-4).all()) and float(result.success.float().mean()) > 0.5
+        assert float(result.tests.min()) >= 0 and float(result.tests.max()) <= 1
         ok = result.success
         assert bool((margin_loss(model(result.tests[ok]), y0[ok], y1[ok], 0.5) < 1e-5).all())
-    untargeted = pixel_tests(model, x, y0, None, eps=3.0, norm="l2", steps=60)
+        assert bool((margin_loss(model(result.tests[~ok]), y0[~ok], y1[~ok], 0.5) >= 0).all())
+    untargeted = engine(model, x, y0, None, eps=3.0, norm="l2", steps=60)
+    assert float(untargeted.success.float().mean()) > 0.5
     assert bool((untargeted.final_label[untargeted.success] != y0[untargeted.success]).all())
 
 
@@ -132,6 +138,13 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
     assert saved["generator_tests"].shape == (6, 1, 28, 28)
     d = pixel_distances(saved["seeds"], saved["pixel_linf_tests"])["linf"]
     assert bool((d <= 0.1 + 1e-4).all())
+    assert "| generator |" in (out / "report.md").read_text()
+    # a rerun of the same audit reuses the finished chunks: same tests, no search time spent again
+    again = examine(cfg)
+    assert torch.equal(torch.load(out / "tests.pt", weights_only=True)["generator_tests"], saved["generator_tests"])
+    assert again["faults/generator/success"] == result["faults/generator/success"]
+    assert again["faults/generator/seconds_per_test"] == result["faults/generator/seconds_per_test"]  # loaded
+    assert sorted(p.parent.name for p in (out / "chunks").glob("*/*.pt")) == ["generator", "pixel_l2", "pixel_linf"]
     with pytest.raises(AdvauditError, match="are both"):
         examine(compose_config("examine", [*base, f"audit.source_class={source}", f"audit.target_class={source}"],
                                tmp_path))

@@ -24,7 +24,7 @@ from advaudit.audits.common import load_audit_target
 from advaudit.confutil import plain
 from advaudit.data.base import class_index
 from advaudit.errors import require
-from advaudit.faults.features import moved_towards
+from advaudit.faults.features import feature_shift
 from advaudit.faults.foolbox_pgd import foolbox_pixel_tests
 from advaudit.faults.search import FaultResult, generator_tests, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
@@ -95,8 +95,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             summary[f"faults/{kind}/{name}_median"] = float(values[ok].median()) if ok.any() else None
         feature = plain(audit.get("fault_feature"))
         if feature and ok.any():  # share of failing tests that moved the injected feature the fault's way
-            moved = moved_towards(seeds[ok], result.tests[ok], str(feature["kind"]), float(feature["direction"]))
-            summary[f"faults/{kind}/feature_moved_share"] = float(moved.float().mean())
+            shift = feature_shift(seeds[ok], result.tests[ok], str(feature["kind"]), float(feature["direction"]))
+            summary[f"faults/{kind}/feature_moved_share"] = float((shift > 0).float().mean())
+            summary[f"faults/{kind}/feature_shift_mean"] = float(shift.mean())
     for path in plain(audit.get("transfer_targets"), []) or []:
         other = load_target(str(path)).eval()
         for kind, result in kinds.items():
@@ -143,7 +144,7 @@ def _chunked(make: Any, n: int, chunk: int, cache: Path, fingerprint: str) -> Fa
 def _write_report(path: Path, summary: dict[str, Any], kinds: list[str], plots: dict[str, Path]) -> Path:
     """``report.md``: one row per kind of test (success, steps, time, pixel distances, RQ1 / RQ3 columns)."""
     columns = ["success", "steps_mean", "seconds_per_test", "tests_per_second", "l2_median", "linf_median",
-               "feature_moved_share"]
+               "feature_moved_share", "feature_shift_mean"]
     transfer = sorted({k.split("/transfer_acc/")[1] for k in summary if "/transfer_acc/" in k})
     header = columns + [f"acc on {name}" for name in transfer]
 

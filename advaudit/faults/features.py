@@ -19,6 +19,11 @@ def feature_value(x: Tensor, kind: str) -> Tensor:
     raise AdvauditError(f"audit.fault_feature.kind={kind!r} is unknown; use brightness or patch")
 
 
+def feature_shift(seeds: Tensor, tests: Tensor, kind: str, direction: float) -> Tensor:
+    """``[B]`` change of the feature from seed to test, signed so that the fault's direction is positive."""
+    return (feature_value(tests, kind) - feature_value(seeds, kind)) * direction
+
+
 def moved_towards(seeds: Tensor, tests: Tensor, kind: str, direction: float) -> Tensor:
     """``[B]`` bool: did the feature change from seed to test with the sign of ``direction``?"""
-    return (feature_value(tests, kind) - feature_value(seeds, kind)) * direction > 0
+    return feature_shift(seeds, tests, kind, direction) > 0

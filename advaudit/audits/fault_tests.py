@@ -66,9 +66,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     y1 = None if destination is None else torch.full((n,), destination, dtype=torch.long)
     kinds: dict[str, FaultResult] = {}
     chunk = int(audit.chunk)
-    # finished chunks are reused by a rerun only when the target, generator and audit settings match
-    fingerprint = json.dumps([str(cfg.target), str(cfg.generator), int(cfg.seed),
-                              OmegaConf.to_container(audit, resolve=True)], sort_keys=True, default=str)
+    # finished chunks are reused by a rerun only when the settings that make the tests match (a rerun
+    # that only adds transfer targets or a fault feature to score re-scores the saved tests)
+    search_settings = {k: v for k, v in OmegaConf.to_container(audit, resolve=True).items()
+                       if k not in ("transfer_targets", "fault_feature", "metric")}
+    fingerprint = json.dumps([str(cfg.target), str(cfg.generator), int(cfg.seed), search_settings],
+                             sort_keys=True, default=str)
     kinds["generator"] = _chunked(lambda s: generator_tests(
         generator, model, z[s], y0[s], None if y1 is None else y1[s], k=int(audit.k), eps=float(audit.eps),
         kappa=float(audit.kappa), lr=float(audit.lr), max_steps=int(audit.max_steps),

@@ -17,6 +17,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
@@ -180,10 +181,16 @@ def _plots(out: Path, seeds: torch.Tensor, kinds: dict[str, FaultResult], distan
             plots[f"faults/{kind}_pairs"] = image_grid(pairs, out / f"{kind}_pairs.png", titles, columns=8)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     for ax, name in zip(axes, ("l2", "linf")):
-        for kind, result in kinds.items():
-            values = distances[kind][name][result.success].numpy()
-            if len(values):
-                ax.hist(values, bins=20, alpha=0.5, label=kind)
+        found = {kind: distances[kind][name][result.success].double().numpy() for kind, result in kinds.items()}
+        found = {kind: values for kind, values in found.items() if len(values)}
+        if not found:
+            continue
+        # shared bins; a kind that always ends on its ball's surface (one value) still gets a bar
+        low = min(float(v.min()) for v in found.values())
+        high = max(float(v.max()) for v in found.values())
+        bins = np.linspace(low, max(high, low + 1e-3), 31)
+        for kind, values in found.items():
+            ax.hist(values, bins=bins, alpha=0.5, label=kind)
         ax.set_xlabel(f"{name} pixel distance, seed to test")
         ax.legend(fontsize=7)
     plots["faults/distances"] = save_figure(fig, out / "distances.png")

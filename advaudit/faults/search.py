@@ -92,31 +92,31 @@ def generator_tests(generator: torch.nn.Module, model: torch.nn.Module, z: Tenso
     optimizer = torch.optim.Adam(parts, lr=lr)
     done = torch.zeros(len(z), dtype=torch.bool)
     steps = torch.full((len(z),), max_steps, dtype=torch.long)
-    tests = torch.empty(0)
+    tests = torch.zeros((len(z),) + tuple(generator.image_shape))
     norms = torch.zeros(len(z))
     bar = progress(total=max_steps, desc="generator walk", unit="step", disable=not show_progress)
     for step in range(max_steps + 1):
-        budget = torch.full((len(z),), min(1.0 + 0.1 * step, eps) if anneal else eps)
-        x = generator(z, y0, [p * s for p, s in zip(parts, scales)])
-        loss = margin_loss(model(x), y0, y1, kappa)
-        newly = (loss.detach() < 0) & ~done
-        steps[newly] = step
-        current_norm = joint_norm([p.detach() for p in parts])
-        norms = torch.where(done, norms, current_norm)   # frozen at success, current otherwise
-        done |= newly
-        tests = x.detach() if step == 0 else torch.where(newly.view(-1, 1, 1, 1), x.detach(), tests)
+        # only seeds still searching are rendered: a finished seed keeps its first failing test
+        active = (~done).nonzero().squeeze(1)
+        x = generator(z[active], y0[active], [p[active] * s for p, s in zip(parts, scales)])
+        loss = margin_loss(model(x), y0[active], None if y1 is None else y1[active], kappa)
+        success = loss.detach() < 0
+        tests[active] = x.detach()
+        norms[active] = joint_norm([p.detach()[active] for p in parts])
+        steps[active[success]] = step
+        done[active[success]] = True
         bar.set_postfix(failing=f"{int(done.sum())}/{len(z)}", refresh=False)
         if bool(done.all()) or step == max_steps:
             break
         bar.update()
         optimizer.zero_grad()
-        (loss * (~done).float()).sum().backward()
+        loss[~success].sum().backward()
         optimizer.step()
         with torch.no_grad():
+            budget = torch.full((len(z),), min(1.0 + 0.1 * step, eps) if anneal else eps)
             for p, projected in zip(parts, _project([p.detach() for p in parts], budget)):
                 p.copy_(torch.where(done.view(-1, *([1] * (p.dim() - 1))), p, projected))
     bar.close()
-    tests = torch.where(done.view(-1, 1, 1, 1), tests, x.detach())
     with torch.no_grad():
         label = model(tests).argmax(1)
     return FaultResult(tests, done, steps, label, time.perf_counter() - start, norms)

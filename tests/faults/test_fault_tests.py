@@ -170,3 +170,14 @@ def test_injected_feature_direction_is_measured_on_images() -> None:
     assert torch.allclose(feature_shift(seeds, tests, "patch", 1.0), torch.tensor([0.8, 0.8, 0.8, -0.1]))
     with pytest.raises(AdvauditError, match="brightness or patch"):
         feature_value(seeds, "texture")
+
+
+def test_distance_histograms_survive_tests_that_all_sit_on_the_ball(tmp_path: Path) -> None:
+    from advaudit.audits.fault_tests import _plots
+
+    seeds = torch.zeros(5, 1, 8, 8)
+    tests = seeds + 0.1  # Linf PGD that always ends on its ball's surface: one distinct distance
+    result = FaultResult(tests, torch.ones(5, dtype=torch.bool), torch.ones(5, dtype=torch.long),
+                         torch.zeros(5, dtype=torch.long), 0.0, torch.ones(5))
+    plots = _plots(tmp_path, seeds, {"pixel_linf": result}, {"pixel_linf": pixel_distances(seeds, tests)}, ["a"])
+    assert plots["faults/distances"].is_file() and (tmp_path / "pixel_linf_pairs.png").is_file()

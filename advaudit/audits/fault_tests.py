@@ -67,26 +67,33 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     y1 = None if destination is None else torch.full((n,), destination, dtype=torch.long)
     kinds: dict[str, FaultResult] = {}
     chunk = int(audit.chunk)
-    # finished chunks are reused by a rerun only when the settings that make the tests match (a rerun
-    # that only adds transfer targets or a fault feature to score re-scores the saved tests)
-    search_settings = {k: v for k, v in OmegaConf.to_container(audit, resolve=True).items()
-                       if k not in ("transfer_targets", "fault_feature", "metric")}
-    fingerprint = json.dumps([str(cfg.target), str(cfg.generator), int(cfg.seed), search_settings],
-                             sort_keys=True, default=str)
+    # finished chunks are reused by a rerun only when the settings that make that kind of test match:
+    # a rerun that adds transfer targets re-scores saved tests; one that changes only the pixel
+    # baseline keeps the generator tests
+    audit_settings = OmegaConf.to_container(audit, resolve=True)
+
+    def fingerprint(*keys: str) -> str:
+        shared = ("source_class", "target_class", "n_seeds", "chunk", "kappa")
+        return json.dumps([str(cfg.target), str(cfg.generator), int(cfg.seed),
+                           {key: audit_settings.get(key) for key in shared + keys}], sort_keys=True, default=str)
+
     kinds["generator"] = _chunked(lambda s: generator_tests(
         generator, model, z[s], y0[s], None if y1 is None else y1[s], k=int(audit.k), eps=float(audit.eps),
         kappa=float(audit.kappa), lr=float(audit.lr), max_steps=int(audit.max_steps),
-        anneal=audit.budget == "annealed", show_progress=True), n, chunk, out / "chunks" / "generator", fingerprint)
+        anneal=audit.budget == "annealed", show_progress=True), n, chunk, out / "chunks" / "generator",
+        fingerprint("k", "eps", "budget", "lr", "max_steps"))
     engine = str(audit.get("pixel_engine", "foolbox"))
     require(engine in PIXEL_ENGINES, f"audit.pixel_engine={engine!r}; use one of {sorted(PIXEL_ENGINES)}")
     for norm, settings in plain(audit.pixel, {}).items():
         kinds[f"pixel_{norm}"] = _chunked(lambda s, st=settings, nm=norm: PIXEL_ENGINES[engine](
             model, seeds[s], y0[s], None if y1 is None else y1[s], eps=float(st["eps"]), norm=nm,
-            kappa=float(audit.kappa), steps=int(st["steps"])), n, chunk, out / "chunks" / f"pixel_{norm}", fingerprint)
+            kappa=float(audit.kappa), steps=int(st["steps"])), n, chunk, out / "chunks" / f"pixel_{norm}",
+            fingerprint("pixel_engine", "pixel"))
 
     summary: dict[str, Any] = {"faults/n_seeds": n, "faults/source": target.class_names[source],
                                "faults/target": None if destination is None else target.class_names[destination],
-                               "faults/budget": str(audit.budget), "faults/pixel_engine": engine, "faults/eps": float(audit.eps), "faults/k": int(audit.k)}
+                               "faults/budget": str(audit.budget), "faults/pixel_engine": engine,
+                               "faults/eps": float(audit.eps), "faults/k": int(audit.k)}
     distances: dict[str, dict[str, torch.Tensor]] = {}
     for kind, result in kinds.items():
         distances[kind] = pixel_distances(seeds, result.tests)
@@ -104,11 +111,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             summary[f"faults/{kind}/feature_shift_mean"] = float(shift.mean())
     for path in plain(audit.get("transfer_targets"), []) or []:
         other = load_target(str(path)).eval()
+        name = Path(str(path)).parent.parent.name
+        # the other model's accuracy on the unperturbed seeds: how much of its error the tests cause
+        summary[f"faults/seeds/transfer_acc/{name}"] = float((other.predict_proba(seeds).argmax(1) == y0).float().mean())
         for kind, result in kinds.items():
             ok = result.success
             if ok.any():
                 accuracy = float((other.predict_proba(result.tests[ok]).argmax(1) == y0[ok]).float().mean())
-                summary[f"faults/{kind}/transfer_acc/{Path(str(path)).parent.parent.name}"] = accuracy
+                summary[f"faults/{kind}/transfer_acc/{name}"] = accuracy
     torch.save({"seeds": seeds, "y0": y0, "z": z, **{f"{k}_tests": r.tests for k, r in kinds.items()},
                 **{f"{k}_success": r.success for k, r in kinds.items()}}, out / "tests.pt")
     with open_wandb(cfg, job_type="examine", name="fault_tests") as wandb_run:
@@ -160,7 +170,7 @@ def _write_report(path: Path, summary: dict[str, Any], kinds: list[str], plots: 
              f"(eps {summary['faults/eps']}, first {summary['faults/k']} blocks); pixel engine "
              f"{summary['faults/pixel_engine']}.", "",
              "| kind | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
-    for kind in kinds:
+    for kind in ["seeds"] * bool(transfer) + kinds:
         values = [summary.get(f"faults/{kind}/{c}") for c in columns]
         values += [summary.get(f"faults/{kind}/transfer_acc/{name}") for name in transfer]
         lines.append(f"| {kind} | " + " | ".join(cell(v) for v in values) + " |")

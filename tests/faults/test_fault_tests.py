@@ -144,6 +144,13 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
     assert torch.equal(torch.load(out / "tests.pt", weights_only=True)["generator_tests"], saved["generator_tests"])
     assert again["faults/generator/success"] == result["faults/generator/success"]
     assert again["faults/generator/seconds_per_test"] == result["faults/generator/seconds_per_test"]  # loaded
+    assert "faults/seeds/transfer_acc/checkpoints" not in again and any("faults/seeds/transfer_acc/" in k for k in again)
+    # changing only the pixel baseline keeps the generator tests and searches the pixel ones again
+    other_engine = examine(compose_config("examine", [*base, f"audit.source_class={source}",
+                                                      f"audit.target_class={other}", "audit.eps=50",
+                                                      "audit.pixel_engine=advaudit"], tmp_path))
+    assert other_engine["faults/generator/seconds_per_test"] == result["faults/generator/seconds_per_test"]
+    assert other_engine["faults/pixel_l2/seconds_per_test"] != result["faults/pixel_l2/seconds_per_test"]
     assert sorted(p.parent.name for p in (out / "chunks").glob("*/*.pt")) == ["generator", "pixel_l2", "pixel_linf"]
     with pytest.raises(AdvauditError, match="are both"):
         examine(compose_config("examine", [*base, f"audit.source_class={source}", f"audit.target_class={source}"],

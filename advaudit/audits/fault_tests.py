@@ -60,7 +60,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     require(float(audit.eps) > 0, f"audit.eps={audit.eps} must be > 0 (the L2 budget on the perturbation)")
     for p in generator.parameters():
         p.requires_grad_(False)
-    model = target.logits
+    model = target  # an nn.Module whose forward gives uncalibrated logits
 
     n = int(audit.n_seeds)
     z, y0, seeds = sample_seeds(generator, model, source, n, seed=int(cfg.seed))

@@ -23,7 +23,3 @@ def feature_shift(seeds: Tensor, tests: Tensor, kind: str, direction: float) -> 
     """``[B]`` change of the feature from seed to test, signed so that the fault's direction is positive."""
     return (feature_value(tests, kind) - feature_value(seeds, kind)) * direction
 
-
-def moved_towards(seeds: Tensor, tests: Tensor, kind: str, direction: float) -> Tensor:
-    """``[B]`` bool: did the feature change from seed to test with the sign of ``direction``?"""
-    return feature_shift(seeds, tests, kind, direction) > 0

@@ -37,20 +37,12 @@ def _margin_pgd(base: type, kappa: float, source: Tensor | None) -> Any:
     return MarginPGD
 
 
-class _LogitsModule(torch.nn.Module):
-    """Wraps a logits callable (e.g. ``TorchTarget.logits``) as the ``nn.Module`` foolbox expects."""
-
-    def __init__(self, logits: Callable[[Tensor], Tensor]) -> None:
-        super().__init__()
-        self.logits = logits
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.logits(x)
-
-
-def foolbox_pixel_tests(model: Callable[[Tensor], Tensor], x: Tensor, y0: Tensor, y1: Tensor | None, eps: float,
+def foolbox_pixel_tests(model: torch.nn.Module, x: Tensor, y0: Tensor, y1: Tensor | None, eps: float,
                         norm: str = "l2", kappa: float = 1.0, steps: int = 100) -> FaultResult:
-    """foolbox PGD on ``x`` ``[B, C, H, W]`` in [0, 1] towards ``y1`` ``[B]`` (None: away from ``y0``)."""
+    """foolbox PGD on ``x`` ``[B, C, H, W]`` in [0, 1] towards ``y1`` ``[B]`` (None: away from ``y0``).
+
+    ``model`` maps images to logits ``[B, K]`` (a :class:`~advaudit.models.target.TorchTarget` does).
+    """
     import foolbox as fb
 
     require(eps > 0, f"pixel baseline eps={eps} must be > 0")
@@ -58,8 +50,7 @@ def foolbox_pixel_tests(model: Callable[[Tensor], Tensor], x: Tensor, y0: Tensor
     start = time.perf_counter()
     base = fb.attacks.L2PGD if norm == "l2" else fb.attacks.LinfPGD
     attack = _margin_pgd(base, kappa, None if y1 is not None else y0)(steps=steps, random_start=False)
-    module = model if isinstance(model, torch.nn.Module) else _LogitsModule(model)
-    fmodel = fb.PyTorchModel(module.eval(), bounds=(0.0, 1.0))
+    fmodel = fb.PyTorchModel(model.eval(), bounds=(0.0, 1.0))
     criterion = fb.criteria.TargetedMisclassification(y1) if y1 is not None else fb.criteria.Misclassification(y0)
     tests = attack.run(fmodel, x, criterion, epsilon=eps).detach()
     with torch.no_grad():

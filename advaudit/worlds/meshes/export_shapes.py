@@ -9,7 +9,9 @@ ShapeNetCore v2 layout ``<dir>/<synset>/<id>/models/model_normalized.obj`` (Shap
 barrel or vase: they go to its ``trash_bin`` and ``jar`` synsets).
 
 Primitives become meshes exactly: boxes are boxes; frustums and clipped spheroids are solids of
-revolution of their (radius, height) profiles with ``sections`` segments around the axis.
+revolution of their (radius, height) profiles with ``sections`` segments around the axis. Objects
+are written inside the unit sphere exactly as ShapeWorld places them (its bound scaled to 1; the
+manifest says ``normalised``), so MeshWorld with ``object_radius=0.6`` has ShapeWorld's geometry.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import torch
 from advaudit.errors import require
 from advaudit.worlds.meshes.layouts import SHAPENET_SYNSETS, SYNSET_OF
 from advaudit.worlds.shapes import ShapeWorld
-from advaudit.worlds.shapes.catalogue import build_primitives
+from advaudit.worlds.shapes.catalogue import OBJECT_RADIUS, build_primitives
 
 SECTIONS = 32
 PROFILE_STEPS = 12
@@ -90,14 +92,16 @@ def export_shapes(out_dir: str | Path, instances_per_class: Mapping[str, int] | 
                 instance_id = int(z.ids[index])
                 relative = _relative_path(layout, class_name, split, instance_id)
                 (out / relative).parent.mkdir(parents=True, exist_ok=True)
-                primitives_to_mesh(prims, g).export(out / relative)
+                mesh = primitives_to_mesh(prims, g)
+                mesh.vertices = mesh.vertices / OBJECT_RADIUS  # ShapeWorld's bounding sphere -> the unit sphere
+                mesh.export(out / relative)
                 manifest[relative.as_posix()] = {"split": split, "class": class_name, "shapeworld_id": instance_id,
                                                  "albedo": [round(float(c), 6) for c in z.data["albedo"][index]]}
     path = out / "manifest.json"
     names = world.class_names if layout == "plain" else [
         SHAPENET_SYNSETS[SYNSET_OF.get(c) or SHAPENET_STAND_INS[c]] for c in world.class_names]
     path.write_text(json.dumps({"source": {"world": "shapes", "seed": seed, "counts": world.counts},
-                                "classes": names, "meshes": manifest}, indent=1))
+                                "classes": names, "normalised": True, "meshes": manifest}, indent=1))
     return path
 
 

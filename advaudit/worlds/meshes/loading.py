@@ -2,15 +2,14 @@
 
 A normalised mesh is ``vertices`` ``[V, 3]`` float32 (y up, bounding-box centre at the origin,
 farthest vertex at distance 1) and ``faces`` ``[F, 3]`` int32. The cache is one ``.npz`` per
-mesh, keyed by the file's absolute path, size, modification time and the up axis, so an edited
-file is reloaded. A file that does not load (or has no triangles) is skipped, named in a warning
-and counted, never fatal, unless no mesh of a class is left.
+mesh, keyed by the file's absolute path, size, modification time, the up axis and whether it was
+rescaled, so an edited file is reloaded. Errors from the readers propagate; MeshWorld names,
+skips and counts the files that fail.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +17,6 @@ import numpy as np
 
 from advaudit.errors import AdvauditError
 
-log = logging.getLogger(__name__)
 CACHE_VERSION = 1
 
 
@@ -43,9 +41,12 @@ def _to_y_up(vertices: np.ndarray, up_axis: str) -> np.ndarray:
     raise AdvauditError(f"up_axis={up_axis!r}; use y (ShapeNet, glTF) or z (ModelNet, most CAD)")
 
 
-def normalise(vertices: np.ndarray, faces: np.ndarray, up_axis: str = "y") -> NormalisedMesh:
-    """Rotate to y up, centre the bounding box at 0 and scale the farthest vertex to distance 1."""
+def normalise(vertices: np.ndarray, faces: np.ndarray, up_axis: str = "y", rescale: bool = True) -> NormalisedMesh:
+    """Rotate to y up, centre the bounding box at 0 and scale the farthest vertex to distance 1
+    (``rescale=False``: only rotate, for meshes already placed inside the unit sphere)."""
     v = _to_y_up(np.asarray(vertices, dtype=np.float64), up_axis)
+    if not rescale:
+        return NormalisedMesh(v.astype(np.float32), np.asarray(faces, dtype=np.int32))
     v = v - (v.min(0) + v.max(0)) / 2
     radius = float(np.linalg.norm(v, axis=1).max())
     if not np.isfinite(radius) or radius <= 0:
@@ -53,7 +54,7 @@ def normalise(vertices: np.ndarray, faces: np.ndarray, up_axis: str = "y") -> No
     return NormalisedMesh((v / radius).astype(np.float32), np.asarray(faces, dtype=np.int32))
 
 
-def read_mesh(path: Path, up_axis: str = "y") -> NormalisedMesh:
+def read_mesh(path: Path, up_axis: str = "y", rescale: bool = True) -> NormalisedMesh:
     """Load any trimesh-readable file (scenes are flattened into one mesh) and normalise it."""
     import trimesh
 
@@ -63,43 +64,26 @@ def read_mesh(path: Path, up_axis: str = "y") -> NormalisedMesh:
     vertices, faces = np.asarray(mesh.vertices), np.asarray(mesh.faces)
     if not np.isfinite(vertices).all():
         raise ValueError("non-finite vertex coordinates")
-    return normalise(vertices, faces, up_axis)
+    return normalise(vertices, faces, up_axis, rescale)
 
 
-def _cache_path(cache_dir: Path, path: Path, up_axis: str) -> Path:
+def _cache_path(cache_dir: Path, path: Path, up_axis: str, rescale: bool) -> Path:
     stat = path.stat()
-    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{up_axis}|{CACHE_VERSION}"
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{up_axis}|{rescale}|{CACHE_VERSION}"
     return cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
 
 
-def load_mesh(path: Path, up_axis: str = "y", cache_dir: Path | None = None) -> NormalisedMesh:
+def load_mesh(path: Path, up_axis: str = "y", cache_dir: Path | None = None,
+              rescale: bool = True) -> NormalisedMesh:
     """:func:`read_mesh` through the on-disk cache (when ``cache_dir`` is given)."""
-    cached = _cache_path(cache_dir, path, up_axis) if cache_dir is not None else None
+    cached = _cache_path(cache_dir, path, up_axis, rescale) if cache_dir is not None else None
     if cached is not None and cached.exists():
         with np.load(cached) as stored:
             return NormalisedMesh(stored["vertices"], stored["faces"])
-    mesh = read_mesh(path, up_axis)
+    mesh = read_mesh(path, up_axis, rescale)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(".tmp.npz")
         np.savez(tmp, vertices=mesh.vertices, faces=mesh.faces)
         tmp.replace(cached)
     return mesh
-
-
-def load_meshes(paths: list[Path], up_axis: str = "y",
-                cache_dir: Path | None = None) -> tuple[list[NormalisedMesh | None], list[str]]:
-    """Load every path; failures become ``None`` and a line ``"<path>: <reason>"`` in the second list."""
-    meshes: list[NormalisedMesh | None] = []
-    failures: list[str] = []
-    for path in paths:
-        try:
-            meshes.append(load_mesh(path, up_axis, cache_dir))
-        except Exception as error:  # any reader error: skip this file, keep the others
-            meshes.append(None)
-            failures.append(f"{path}: {type(error).__name__}: {error}".splitlines()[0])
-    for line in failures:
-        log.warning("skipped mesh %s", line)
-    if failures:
-        log.warning("%d of %d meshes did not load and were skipped", len(failures), len(paths))
-    return meshes, failures

@@ -39,6 +39,7 @@ from advaudit.worlds.meshes.mitsuba_setup import load_mitsuba
 FOV_DEGREES = 50.0
 GROUND_HALF_SIZE = 60.0
 HIDDEN_Y = -1.0e4
+MASK_SPP = 16
 LIGHTING = slice(0, 8)  # the sun's 4 and the point light's 4 factors
 
 
@@ -72,8 +73,8 @@ def srgb(linear: np.ndarray) -> np.ndarray:
     return np.where(x <= 0.0031308, 12.92 * x, 1.055 * np.power(x, 1 / 2.4) - 0.055)
 
 
-def _film(width: int, height: int) -> dict:
-    return {"type": "hdrfilm", "width": width, "height": height, "pixel_format": "rgb",
+def _film(width: int, height: int, alpha: bool = False) -> dict:
+    return {"type": "hdrfilm", "width": width, "height": height, "pixel_format": "rgba" if alpha else "rgb",
             "rfilter": {"type": "box"}}
 
 
@@ -119,8 +120,9 @@ class MitsubaRenderer:
             "environment": {"type": "constant", "radiance": {"type": "rgb", "value": float(ambient)}},
         })
         self.params = mi.traverse(self.scene)
-        self._sensors: dict[int, tuple[Any, Any]] = {}
-        self._mask_integrator = mi.load_dict({"type": "aov", "aovs": "depth:depth"})
+        self._sensors: dict[tuple[int, bool], tuple[Any, list[Any]]] = {}
+        # masks: the film's alpha (the share of a pixel's samples that hit a surface)
+        self._mask_integrator = mi.load_dict({"type": "direct", "emitter_samples": 1, "bsdf_samples": 0})
         self._lowest = 0.0
         self._ground_at: float | None = None
 
@@ -166,30 +168,29 @@ class MitsubaRenderer:
         self.params["lamp.intensity.value"] = mi.Color3f(float(s[4]) * 1000.0 / (4 * math.pi))
         self.params.update()
 
-    def _sensor(self, k: int) -> tuple[Any, Any]:
-        """A sensor with ``k`` cameras (``batch`` when k > 1) and its parameter table, cached by k."""
-        if k not in self._sensors:
+    def _sensor(self, k: int, alpha: bool = False) -> tuple[Any, list[Any]]:
+        """A sensor with ``k`` cameras (``batch`` when k > 1) and each camera's parameter table,
+        cached by k (``alpha``: RGBA films, for masks). (Traversing a ``batch`` sensor lists only its first camera, so the cameras
+        are built first and traversed one by one.)"""
+        if (k, alpha) not in self._sensors:
             mi, size = self.mi, self.size
-            camera = {"type": "perspective", "fov": FOV_DEGREES, "fov_axis": "x", "near_clip": 0.01,
-                      "film": _film(size, size), "sampler": {"type": "independent"}}
-            if k == 1:
-                sensor = mi.load_dict(camera)
-            else:
-                sensor = mi.load_dict({"type": "batch", "film": _film(size * k, size),
-                                       "sampler": {"type": "independent"},
-                                       **{f"c{i}": dict(camera) for i in range(k)}})
-            self._sensors[k] = (sensor, mi.traverse(sensor))
-        return self._sensors[k]
+            cameras = [mi.load_dict({"type": "perspective", "fov": FOV_DEGREES, "fov_axis": "x", "near_clip": 0.01,
+                                     "film": _film(size, size, alpha), "sampler": {"type": "independent"}})
+                       for _ in range(k)]
+            sensor = cameras[0] if k == 1 else mi.load_dict({
+                "type": "batch", "film": _film(size * k, size, alpha), "sampler": {"type": "independent"},
+                **{f"c{i}": camera for i, camera in enumerate(cameras)}})
+            self._sensors[k, alpha] = (sensor, [mi.traverse(camera) for camera in cameras])
+        return self._sensors[k, alpha]
 
-    def _aim(self, k: int, cameras: np.ndarray) -> Any:
+    def _aim(self, k: int, cameras: np.ndarray, alpha: bool = False) -> Any:
         """Point the ``k``-camera sensor's cameras at the object from ``cameras`` ``[k, 4]``."""
         T = self.mi.ScalarTransform4f
-        sensor, params = self._sensor(k)
-        for i, (d, az, el, roll) in enumerate(cameras):
+        sensor, tables = self._sensor(k, alpha)
+        for params, (d, az, el, roll) in zip(tables, cameras):
             origin, up = camera_frame(float(d), float(az), float(el), float(roll))
-            key = "to_world" if k == 1 else f"c{i}.to_world"
-            params[key] = T().look_at(origin=origin.tolist(), target=[0.0, 0.0, 0.0], up=up.tolist())
-        params.update()
+            params["to_world"] = T().look_at(origin=origin.tolist(), target=[0.0, 0.0, 0.0], up=up.tolist())
+            params.update()
         return sensor
 
     # -- rendering ------------------------------------------------------------------------------
@@ -219,11 +220,11 @@ class MitsubaRenderer:
         for group in self._groups(s):
             self._place_ground(bool(above[group[0]]) and not masks)
             self._set_lighting(s[group[0]])
-            sensor = self._aim(len(group), s[group, 8:12])
+            sensor = self._aim(len(group), s[group, 8:12], alpha=masks)
             if masks:
                 image = np.asarray(self.mi.render(self.scene, sensor=sensor, integrator=self._mask_integrator,
-                                                  spp=1, seed=self.seed))
-                tiles = image[..., -1] > 0
+                                                  spp=MASK_SPP, seed=self.seed))
+                tiles = image[..., 3] >= 0.5
             else:
                 tiles = srgb(np.asarray(self.mi.render(self.scene, sensor=sensor, spp=self.spp,
                                                        seed=self.seed))[..., :3] * self.exposure)

@@ -5,6 +5,7 @@ as ShapeWorld, so examiners, configs and experiments carry over)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -89,6 +90,9 @@ class MeshWorld:
         self.root = Path(root)
         self.layout, by_class = discover(self.root, classes, layout)
         self.up_axis = ("z" if self.layout == "modelnet" else "y") if up_axis == "auto" else up_axis
+        manifest = self.root / "manifest.json"
+        # meshes exported already normalised (export_shapes) keep their coordinates exactly
+        self.rescale = not (manifest.exists() and json.loads(manifest.read_text()).get("normalised", False))
         self.class_names = list(by_class)
         fractions = {"train": 0.7, "val": 0.1, "test": 0.2, **dict(split_fractions or {})}
         require(all(fractions[s] >= 0 for s in SPLITS) and sum(fractions[s] for s in SPLITS) > 0,
@@ -134,7 +138,7 @@ class MeshWorld:
             record = self.records[index]
             try:
                 self._meshes[index] = load_mesh(record.path, self.up_axis, self.cache_dir / "meshes"
-                                                if self.cache_dir else None)
+                                                if self.cache_dir else None, self.rescale)
             except Exception as error:  # a broken file: named, skipped and counted
                 self._meshes[index] = None
                 self.skipped.append(f"{record.path}: {type(error).__name__}: {error}".splitlines()[0])

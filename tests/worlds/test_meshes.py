@@ -163,7 +163,7 @@ def test_every_factor_visibly_changes_the_image(world: MeshWorld) -> None:
 
 def test_batched_cameras_render_what_single_cameras_do(world: MeshWorld, exported: Path, tmp_path: Path) -> None:
     unbatched = MeshWorld(str(exported), image_size=SIZE, spp=64, threads=1, batch_cameras=False)
-    batched = MeshWorld(str(exported), image_size=SIZE, spp=64, threads=1)
+    batched = MeshWorld(str(exported), image_size=SIZE, spp=64, threads=1, batch_cameras=True)
     z = batched.instances("test").subset(torch.tensor([3]))
     s = batched.random_conditions(1, 4, torch.Generator().manual_seed(1))
     s[:, :, :8] = s[:, :1, :8]  # shared lighting: one pass of a 4-camera batch sensor

@@ -20,10 +20,15 @@ The geometry conventions (y up; azimuth about y from +z; the sun's Euler order) 
 so the same ``s`` puts the camera and lights in the same places in both worlds.
 
 Rendering is Mitsuba's ``path`` integrator (``max_depth`` bounces, ``spp`` samples per pixel),
-linear radiance times ``exposure``, then the sRGB transfer curve, clipped to [0, 1]. Queries of one
+linear radiance times ``exposure``, then the sRGB transfer curve, clipped to [0, 1]. Every query is
+one ``mi.render`` call of the one scene, its parameters updated in place (no scene rebuild, no
+kernel recompilation: Dr.Jit's kernel cache hits). With ``batch_cameras``, queries of one
 instance that share all eight lighting factors are rendered in one pass with a ``batch`` sensor
-(one camera per query); the others one call each (lights are scene-wide in Mitsuba, so queries
-with different lighting cannot share a pass).
+(lights are scene-wide in Mitsuba, so queries with different lighting cannot share a pass). Off by
+default: measured on CPU at 32 px / 16 spp (benchmarks/mesh_render_speed.py, docs/RESULTS.md)
+path tracing dominates the per-call overhead, so one pass of q cameras is no faster than q calls,
+and each new group size compiles a new kernel. (``dr.freeze`` of the render call halved the CPU
+time per render on a fixed scene but crashed Mitsuba 3.9.1 when the mesh was swapped: not used.)
 """
 
 from __future__ import annotations
@@ -98,7 +103,7 @@ class MitsubaRenderer:
 
     def __init__(self, image_size: int = 32, spp: int = 16, max_depth: int = 3, object_radius: float = 0.6,
                  ambient: float = 0.15, exposure: float = 1.0, ground: bool = True,
-                 ground_albedo: tuple[float, float, float] = (0.36, 0.33, 0.30), batch_cameras: bool = True,
+                 ground_albedo: tuple[float, float, float] = (0.36, 0.33, 0.30), batch_cameras: bool = False,
                  max_batch: int = 16, device: str = "cpu", threads: int | None = None, seed: int = 0) -> None:
         self.mi = mi = load_mitsuba(device, threads)
         self.size, self.spp, self.seed = int(image_size), int(spp), int(seed)

@@ -75,7 +75,7 @@ class MeshWorld:
                  instances_per_class: Mapping[str, int | None] | None = None,
                  builtin_instances: Mapping[str, int] | None = None, seed: int = 0, up_axis: str = "auto",
                  object_radius: float = 0.6, ambient: float = 0.15, exposure: float = 1.0, ground: bool = True,
-                 batch_cameras: bool = True, factors: Mapping[str, Any] | None = None,
+                 batch_cameras: bool = False, factors: Mapping[str, Any] | None = None,
                  cache_dir: str | None = None, device: str = "cpu", threads: int | None = None) -> None:
         require(8 <= int(image_size) <= 1024, f"image_size={image_size}; use 8..1024 pixels")
         require(int(spp) >= 1, f"spp={spp}; use >= 1 samples per pixel")

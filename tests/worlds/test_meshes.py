@@ -194,3 +194,20 @@ def test_train_and_examine_on_a_shapenet_layout_folder(make_cfg, tmp_path: Path)
     assert len(steps) == 10 * 3  # one instance per ShapeNet class (best per class), 3 BO queries each
     assert len({r["label"] for r in steps}) == 10
     assert all(0.0 <= p <= 1.0 for r in steps for p in r["true_prob"])
+
+
+def test_faces_wound_the_wrong_way_are_shaded_like_the_others(tmp_path: Path) -> None:
+    """Real meshes (ShapeNet's too) have inverted faces; they must not render black."""
+    ball = trimesh.creation.icosphere(2)
+    _write(tmp_path / "ball/out.obj", ball)
+    inverted = ball.copy()
+    inverted.invert()
+    _write(tmp_path / "inverted/in.obj", inverted)
+    grey = {"albedo": [0.6, 0.6, 0.6]}
+    (tmp_path / "manifest.json").write_text(json.dumps({"meshes": {"ball/out.obj": grey, "inverted/in.obj": grey}}))
+    world = MeshWorld(str(tmp_path), image_size=SIZE, spp=16, threads=1,
+                      split_fractions={"train": 1.0, "val": 0.0, "test": 0.0})
+    z = world.instances("train")
+    s = torch.tensor([[30.0, 0, 0, 4, 1, 8, 45, 45, 2.5, 30, 30, 0]]).repeat(2, 1, 1)
+    x = world.render(z, s)
+    assert float(x[1].mean()) > 0.9 * float(x[0].mean()) and float((x[0] - x[1]).abs().mean()) < 0.03

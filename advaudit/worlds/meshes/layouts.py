@@ -18,7 +18,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Mapping, Sequence
 
 from advaudit.errors import AdvauditError, require
 
@@ -70,38 +70,35 @@ def detect_layout(root: Path) -> str:
     return "plain"
 
 
+def _class_folders(root: Path, classes: set[str] | None, names: Mapping[str, str] | None = None
+                   ) -> Iterator[tuple[Path, str]]:
+    """``(folder, class name)`` for the class folders of ``root`` that ``classes`` selects (by
+    class name or folder name); ``names`` maps folder names to class names (ShapeNet synsets)."""
+    for folder in sorted(d for d in root.iterdir() if d.is_dir()):
+        name = (names or {}).get(folder.name, folder.name)
+        if classes is None or name in classes or folder.name in classes:
+            yield folder, name
+
+
+def _is_mesh(path: Path) -> bool:
+    return path.is_file() and path.suffix.lower() in MESH_SUFFIXES
+
+
 def _shapenet(root: Path, classes: set[str] | None) -> dict[str, list[MeshRecord]]:
-    out: dict[str, list[MeshRecord]] = {}
-    for synset_dir in sorted(d for d in root.iterdir() if d.is_dir()):
-        name = SHAPENET_SYNSETS.get(synset_dir.name, synset_dir.name)
-        if classes is not None and name not in classes and synset_dir.name not in classes:
-            continue
-        out[name] = [MeshRecord(p, name, f"{synset_dir.name}/{p.parent.parent.name}")
-                     for p in sorted(synset_dir.glob(f"*/{SHAPENET_FILE.as_posix()}"))]
-    return out
+    return {name: [MeshRecord(p, name, f"{folder.name}/{p.parent.parent.name}")
+                   for p in sorted(folder.glob(f"*/{SHAPENET_FILE.as_posix()}"))]
+            for folder, name in _class_folders(root, classes, SHAPENET_SYNSETS)}
 
 
 def _modelnet(root: Path, classes: set[str] | None) -> dict[str, list[MeshRecord]]:
-    out: dict[str, list[MeshRecord]] = {}
-    for class_dir in sorted(d for d in root.iterdir() if d.is_dir()):
-        if classes is not None and class_dir.name not in classes:
-            continue
-        out[class_dir.name] = [MeshRecord(p, class_dir.name, f"{class_dir.name}/{split}/{p.stem}", split)
-                               for split in ("train", "test")
-                               for p in sorted((class_dir / split).glob("*"))
-                               if p.suffix.lower() in MESH_SUFFIXES]
-    return out
+    return {name: [MeshRecord(p, name, f"{name}/{split}/{p.stem}", split)
+                   for split in ("train", "test") for p in sorted((folder / split).glob("*")) if _is_mesh(p)]
+            for folder, name in _class_folders(root, classes)}
 
 
 def _plain(root: Path, classes: set[str] | None) -> dict[str, list[MeshRecord]]:
-    out: dict[str, list[MeshRecord]] = {}
-    for class_dir in sorted(d for d in root.iterdir() if d.is_dir()):
-        if classes is not None and class_dir.name not in classes:
-            continue
-        out[class_dir.name] = [MeshRecord(p, class_dir.name, f"{class_dir.name}/{p.stem}")
-                               for p in sorted(class_dir.iterdir())
-                               if p.is_file() and p.suffix.lower() in MESH_SUFFIXES]
-    return out
+    return {name: [MeshRecord(p, name, f"{name}/{p.stem}") for p in sorted(folder.iterdir()) if _is_mesh(p)]
+            for folder, name in _class_folders(root, classes)}
 
 
 def _apply_manifest(root: Path, found: dict[str, list[MeshRecord]]) -> dict[str, list[MeshRecord]]:

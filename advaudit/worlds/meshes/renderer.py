@@ -3,7 +3,7 @@
 The scene (built once, reused for every instance and query):
 
 - the object: a triangle mesh (swapped in place with ``mi.traverse`` when the instance changes),
-  diffuse with the instance's albedo, scaled to bounding radius ``object_radius``;
+  two-sided diffuse with the instance's albedo, scaled to bounding radius ``object_radius``;
 - a ground plane (diffuse, ``ground_albedo``) touching the object's lowest point. Table 1 lets the
   camera go down to -90 degrees elevation; a camera below the plane would only see its underside,
   so for those views the plane is moved out of the scene (the object stays visible from below);
@@ -45,6 +45,7 @@ FOV_DEGREES = 50.0
 GROUND_HALF_SIZE = 60.0
 HIDDEN_Y = -1.0e4
 MASK_SPP = 16
+ALBEDO_KEY = "object.bsdf.brdf_0.reflectance.value"
 LIGHTING = slice(0, 8)  # the sun's 4 and the point light's 4 factors
 
 
@@ -133,9 +134,11 @@ class MitsubaRenderer:
 
     # -- scene set-up ---------------------------------------------------------------------------
     def _mesh(self, name: str, albedo: list[float]) -> Any:
-        """An empty triangle mesh with a diffuse BSDF of reflectance ``albedo``."""
+        """An empty triangle mesh with a two-sided diffuse BSDF of reflectance ``albedo`` (two-sided:
+        real meshes, ShapeNet's included, often have faces wound the wrong way)."""
         props = self.mi.Properties()
-        props["bsdf"] = self.mi.load_dict({"type": "diffuse", "reflectance": {"type": "rgb", "value": albedo}})
+        props["bsdf"] = self.mi.load_dict({"type": "twosided", "bsdf": {
+            "type": "diffuse", "reflectance": {"type": "rgb", "value": albedo}}})
         return self.mi.Mesh(name, 3, 1, props=props)
 
     @staticmethod
@@ -152,7 +155,7 @@ class MitsubaRenderer:
     def set_object(self, mesh: NormalisedMesh, albedo: np.ndarray) -> None:
         """Put ``mesh`` (scaled to ``object_radius``) with diffuse ``albedo`` ``[3]`` in the scene."""
         self._set_geometry(self.params, "object.", mesh.vertices * self.object_radius, mesh.faces)
-        self.params["object.bsdf.reflectance.value"] = self.mi.Color3f(*[float(c) for c in albedo])
+        self.params[ALBEDO_KEY] = self.mi.Color3f(*[float(c) for c in albedo])
         self.params.update()
         self._lowest = mesh.lowest * self.object_radius
 

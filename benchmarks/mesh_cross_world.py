@@ -2,7 +2,7 @@
 same test objects under the same conditions.
 
     .venv/bin/python benchmarks/mesh_cross_world.py --target <target.pt> [--target ...]
-        [--m 10] [--spp 16] [--out /tmp/mesh_cross_world]
+        [--m 10] [--spp 16] [--factors '{"camera_distance": [2, 3.5]}'] [--out /tmp/mesh_cross_world]
 
 ShapeWorld's test objects are exported as meshes (``export_shapes``: identical geometry, ids and
 colours; tests/worlds/test_meshes.py checks the silhouettes agree), then each of the instances is
@@ -48,6 +48,8 @@ def main() -> None:
     parser.add_argument("--per-class", type=int, default=10, help="test instances per class")
     parser.add_argument("--spp", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0, help="ShapeWorld's seed (the targets' world)")
+    parser.add_argument("--factors", type=json.loads, default=None,
+                        help='factor bounds overrides (JSON), e.g. \'{"camera_distance": [2, 3.5]}\'')
     parser.add_argument("--out", default="/tmp/mesh_cross_world")
     args = parser.parse_args()
     configure_threads(1)
@@ -61,9 +63,10 @@ def main() -> None:
         target = load_target(path)
         size = int(target.input_shape[-1])
         if size not in images:
-            shapes = ShapeWorld(image_size=size, instances_per_class={"test": args.per_class}, seed=args.seed)
+            shapes = ShapeWorld(image_size=size, instances_per_class={"test": args.per_class}, seed=args.seed,
+                                factors=args.factors)
             meshes = MeshWorld(str(root), image_size=size, spp=args.spp, threads=1, seed=args.seed,
-                               split_fractions={"train": 0, "val": 0, "test": 1})
+                               split_fractions={"train": 0, "val": 0, "test": 1}, factors=args.factors)
             z_shape, z_mesh = shapes.instances("test"), meshes.instances("test")
             assert z_shape.labels.tolist() == z_mesh.labels.tolist()
             s = shapes.random_conditions(len(z_shape), args.m, torch.Generator().manual_seed(args.seed))
@@ -71,7 +74,7 @@ def main() -> None:
         x_shape, x_mesh, labels = images[size]
         acc_s, prob_s = per_instance(target, x_shape, labels, args.m)
         acc_m, prob_m = per_instance(target, x_mesh, labels, args.m)
-        row = {"target": path, "size": size, "n_instances": len(labels), "m": args.m,
+        row = {"target": path, "size": size, "n_instances": len(labels), "m": args.m, "factors": args.factors,
                "shapeworld_acc": mean_with_ci(acc_s), "meshworld_acc": mean_with_ci(acc_m),
                "acc_gap": mean_with_ci(acc_s - acc_m), "shapeworld_true_prob": mean_with_ci(prob_s),
                "meshworld_true_prob": mean_with_ci(prob_m), "true_prob_gap": mean_with_ci(prob_s - prob_m)}

@@ -25,6 +25,7 @@ class MeshesDataModule(ShapesDataModule):
 
     Args:
         m: renders per training instance (validation / test instances get ``m_eval`` each).
+        image_size: the renders' side in pixels (as ``dataset=shapes``; experiments set it).
         world: MeshWorld arguments (``root``, ``image_size``, ``spp``, ``instances_per_class``, ...;
             see :class:`~advaudit.worlds.meshes.MeshWorld`).
         factors: training-time factor bounds overrides (validation and test keep the world's).
@@ -32,14 +33,14 @@ class MeshesDataModule(ShapesDataModule):
         cache_dir: where rendered splits (and normalised meshes) are cached.
     """
 
-    def __init__(self, m: int = 10, m_eval: int = 10, world: Mapping[str, Any] | None = None,
+    def __init__(self, m: int = 10, m_eval: int = 10, image_size: int = 32, world: Mapping[str, Any] | None = None,
                  factors: Mapping[str, Any] | None = None, eval_factors: Mapping[str, Any] | None = None,
                  cache_dir: str | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("val_fraction", 0.0)
         ArrayDataModule.__init__(self, **kwargs)  # ShapesDataModule.__init__ would build a ShapeWorld
         require(m >= 1 and m_eval >= 1, f"m={m}, m_eval={m_eval}: renders per instance must be >= 1")
         self.m, self.m_eval = int(m), int(m_eval)
-        world_args = {"cache_dir": cache_dir, **dict(world or {})}
+        world_args = {"cache_dir": cache_dir, **dict(world or {}), "image_size": int(image_size)}
         self.world = MeshWorld(**world_args)
         self.train_factors = configure_factors(self.world.factors, factors)
         self.eval_factors = configure_factors(self.world.factors, eval_factors)

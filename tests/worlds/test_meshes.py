@@ -180,13 +180,14 @@ def test_train_and_examine_on_a_shapenet_layout_folder(make_cfg, tmp_path: Path)
 
     root = tmp_path / "ShapeNetCore.v2"
     export_shapes(root, {"train": 2, "val": 1, "test": 1}, layout="shapenet")
-    world = [f"root={root}", "image_size=16", "spp=2", "threads=1"]
+    world = [f"root={root}", "spp=2", "threads=1"]
     trained = train(make_cfg("train", ["dataset=meshes", "model=cnn", "dataset.m=2", "dataset.m_eval=1",
-                                       *[f"dataset.world.{w}" for w in world], "trainer.max_epochs=1",
+                                       "dataset.image_size=16", *[f"dataset.world.{w}" for w in world],
+                                       "trainer.max_epochs=1",
                                        "logger=none", "callbacks=none", "+trainer.enable_progress_bar=false",
                                        "+trainer.enable_model_summary=false", f"paths.output_dir={tmp_path / 'train'}"]))
     cfg = make_cfg("examine", [f"target={trained['checkpoint']}", "audit=worst_case", "world=meshes",
-                               *[f"world.{w}" for w in world], "examiner=bo", "examiner.q=1", "examiner.adam_steps=2",
+                               "world.image_size=16", *[f"world.{w}" for w in world], "examiner=bo", "examiner.q=1", "examiner.adam_steps=2",
                                "audit.budget=3", "audit.report_budgets=[0,3]", "audit.selection_renders=1",
                                "logger=none", f"paths.output_dir={tmp_path / 'examine'}"])
     examine(cfg)
@@ -211,3 +212,13 @@ def test_faces_wound_the_wrong_way_are_shaded_like_the_others(tmp_path: Path) ->
     s = torch.tensor([[30.0, 0, 0, 4, 1, 8, 45, 45, 2.5, 30, 30, 0]]).repeat(2, 1, 1)
     x = world.render(z, s)
     assert float(x[1].mean()) > 0.9 * float(x[0].mean()) and float((x[0] - x[1]).abs().mean()) < 0.03
+
+
+def test_builtin_root_exports_shapeworld_once_into_the_cache(tmp_path: Path) -> None:
+    world = MeshWorld("builtin", builtin_instances={"train": 1, "val": 1, "test": 1}, cache_dir=str(tmp_path))
+    manifest = world.root / "manifest.json"
+    assert world.root.parent == tmp_path and world.class_names == ShapeWorld().class_names
+    assert len(world.records) == 30 and len(world.instances("val")) == 10
+    stamp = manifest.stat().st_mtime_ns
+    again = MeshWorld("builtin", builtin_instances={"train": 1, "val": 1, "test": 1}, cache_dir=str(tmp_path))
+    assert again.root == world.root and manifest.stat().st_mtime_ns == stamp  # reused, not re-exported

@@ -57,9 +57,14 @@ class MeshRecord:
     albedo: tuple[float, float, float] | None = field(default=None, compare=False)
 
 
+def _folders(root: Path) -> list[Path]:
+    """Sub-folders of ``root``, hidden ones (``.git``, ``.cache``) left out."""
+    return sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
+
+
 def detect_layout(root: Path) -> str:
     """``shapenet``, ``modelnet`` or ``plain`` (see the module docstring)."""
-    folders = [d for d in sorted(root.iterdir()) if d.is_dir()]
+    folders = _folders(root)
     require(folders, f"mesh folder {root} has no class sub-folders; expected <class>/<meshes> "
             "(plain), <synset>/<model>/models/model_normalized.obj (ShapeNetCore) or "
             "<class>/{train,test}/*.off (ModelNet)")
@@ -74,7 +79,7 @@ def _class_folders(root: Path, classes: set[str] | None, names: Mapping[str, str
                    ) -> Iterator[tuple[Path, str]]:
     """``(folder, class name)`` for the class folders of ``root`` that ``classes`` selects (by
     class name or folder name); ``names`` maps folder names to class names (ShapeNet synsets)."""
-    for folder in sorted(d for d in root.iterdir() if d.is_dir()):
+    for folder in _folders(root):
         name = (names or {}).get(folder.name, folder.name)
         if classes is None or name in classes or folder.name in classes:
             yield folder, name

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from advaudit.errors import require
+from advaudit.report.progress import progress
 from advaudit.worlds.meshes.layouts import MeshRecord, discover
 from advaudit.worlds.meshes.loading import NormalisedMesh, load_mesh
 from advaudit.worlds.meshes.renderer import MitsubaRenderer
@@ -154,7 +155,9 @@ class MeshWorld:
     def instances(self, split: str) -> Instances:
         require(split in SPLITS, f"unknown split {split!r}; use {list(SPLITS)}")
         index = self._split_index[split]
-        loaded = [i for i in index if self.mesh(i) is not None]
+        fresh = sum(i not in self._meshes for i in index)
+        loaded = [i for i in progress(index, desc=f"loading meshes/{split}", unit="mesh", disable=fresh < 200)
+                  if self.mesh(i) is not None]
         failed = len(index) - len(loaded)
         if failed:
             log.warning("%s: %d of %d meshes did not load and are skipped (world.skipped lists them)",

@@ -178,8 +178,8 @@ class MitsubaRenderer:
 
     def _sensor(self, k: int, alpha: bool = False) -> tuple[Any, list[Any]]:
         """A sensor with ``k`` cameras (``batch`` when k > 1) and each camera's parameter table,
-        cached by k (``alpha``: RGBA films, for masks). (Traversing a ``batch`` sensor lists only its first camera, so the cameras
-        are built first and traversed one by one.)"""
+        cached by ``(k, alpha)`` (``alpha``: RGBA films, for masks). Traversing a ``batch`` sensor
+        lists only its first camera, so the cameras are built first and traversed one by one."""
         if (k, alpha) not in self._sensors:
             mi, size = self.mi, self.size
             cameras = [mi.load_dict({"type": "perspective", "fov": FOV_DEGREES, "fov_axis": "x", "near_clip": 0.01,

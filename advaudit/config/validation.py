@@ -11,6 +11,8 @@ warning. Nothing is changed: a request is honoured exactly or refused.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import math
 from enum import Enum
 from pathlib import Path
@@ -86,6 +88,8 @@ def validate(cfg: DictConfig, task: str) -> list[str]:
     """
     checks = Checks()
     checks.number(cfg, "threads", "threads", low=1, integer=True)
+    for group in ("audit", "examiner", "world", "search", "dataset"):
+        _check_known_keys(cfg.get(group), group, checks)
     if task == "train":
         _check_train(cfg, checks)
     elif task == "examine":
@@ -361,6 +365,23 @@ def _check_fault_tests(audit: DictConfig, generator: Any, checks: Checks) -> Non
             eps, steps = settings.get("eps"), settings.get("steps")
             checks.require(eps is None or (isinstance(eps, (int, float)) and eps > 0), f"audit.pixel.{kind}.eps={eps} must be > 0")
             checks.require(steps is None or (isinstance(steps, int) and steps >= 1), f"audit.pixel.{kind}.steps={steps} must be >= 1")
+
+
+def _check_known_keys(node: Any, path: str, checks: Checks) -> None:
+    """Keys added with ``+`` that the schema does not declare: nothing would read them, so refuse."""
+    if not isinstance(node, DictConfig):
+        return
+    schema = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(schema):
+        return
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    for key in node.keys():
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            hint = f"; did you mean {path}.{close[0]}?" if close else f"; its settings are {sorted(fields)}"
+            checks.problems.append(f"{path}.{key} is not a setting advaudit reads here (nothing would use it){hint}")
+        else:
+            _check_known_keys(node._get_node(key), f"{path}.{key}", checks)
 
 
 # -- factors ------------------------------------------------------------------------------------

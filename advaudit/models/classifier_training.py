@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from advaudit.confutil import plain
 from advaudit.data.base import ArrayDataModule
+from advaudit.errors import check_finite
 from advaudit.models.calibration import expected_calibration_error, fit_temperature
 from advaudit.models.classifier import ClassifierModule, collect_logits
 from advaudit.models.io import save_target
@@ -99,6 +100,8 @@ def train_classifier(cfg: DictConfig) -> dict[str, Any]:
 
     target = module.target.cpu().eval()
     val_logits, val_y = collect_logits(target, datamodule.val_dataloader())
+    check_finite(val_logits, "the trained model on the validation split: training diverged; lower "
+                 f"model.optimizer.lr (now {cfg.model.optimizer.get('lr')})")
     ece_before = expected_calibration_error(val_logits.softmax(1), val_y)
     temperature = fit_temperature(val_logits, val_y)
     target.temperature.fill_(temperature)

@@ -242,12 +242,15 @@ def space_unit(space: Any, s: np.ndarray) -> np.ndarray:
     return factor_to_unit(free, space.free_factors).numpy()
 
 
-def _fmt(result: dict[str, Any], key: str) -> str:
-    """``mean [lo, hi]`` of ``key`` (``n/a`` when missing or NaN)."""
+def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
+    """``mean [lo, hi]`` of ``key`` (as percentages with ``percent``; ``n/a`` when missing or NaN)."""
     value = result.get(key)
     if value is None or value != value:
         return "n/a"
-    return f"{value:.4f} [{result[key + '/lo']:.4f}, {result[key + '/hi']:.4f}]"
+    low, high = result[key + "/lo"], result[key + "/hi"]
+    if percent:
+        return f"{100 * value:.0f}% [{100 * low:.0f}%, {100 * high:.0f}%]"
+    return f"{value:.4f} [{low:.4f}, {high:.4f}]"
 
 
 def _markdown(cfg: DictConfig, result: dict[str, Any], budgets: list[int], plots: dict[str, Path]) -> str:
@@ -272,7 +275,7 @@ def _markdown(cfg: DictConfig, result: dict[str, Any], budgets: list[int], plots
 - **E_T = {_fmt(result, 'examine/E_T')}**: the paper's metric (Algorithm 1), mean true-class probability
   of the examiner's proposals at its last iteration; **worst = {_fmt(result, 'examine/worst')}**: mean
   lowest true-class probability over valid proposals (95% bootstrap intervals over instances)
-- a valid misclassified condition was found for {_fmt(result, 'examine/failure_rate')} of instances
+- a valid misclassified condition was found for {_fmt(result, 'examine/failure_rate', percent=True)} of instances
 - validity: {100 * result['examine/invalid_share']:.1f}% of proposals invalid ({checks});
   {100 * result['examine/random_invalid_share']:.1f}% of random conditions invalid
 - accuracy under random valid conditions: {'n/a' if accuracy is None else f'{100 * accuracy:.1f}%'}

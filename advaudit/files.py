@@ -27,7 +27,7 @@ def describe_path(path: str | Path) -> str:
     if path.is_dir():
         return "a directory"
     if not path.exists():
-        return "missing (no such file or directory)" if not path.is_symlink() else "a broken symlink"
+        return "missing (it does not exist)" if not path.is_symlink() else "a broken symlink (its target does not exist)"
     if not path.is_file():
         return "not a regular file"
     if not os.access(path, os.R_OK):

@@ -85,6 +85,7 @@ class Oracle(str, Enum):
 class ValidityConf:
     in_frame: bool = True
     min_height_px: float = 6
+    min_content_kept: float = 0.8
     reference: Optional[str] = None
     reference_min_prob: float = 0.5
 
@@ -93,7 +94,7 @@ class ValidityConf:
 class WorstCaseAuditConf:
     name: str = "worst_case"
     run: str = "advaudit.audits.worst_case.run"
-    metric: Optional[str] = None
+    metric: Optional[str] = "examine/E_T"
     budget: int = 500
     budget_unit: BudgetUnit = BudgetUnit.queries
     report_budgets: List[int] = field(default_factory=lambda: [0, 100, 300, 500])

@@ -245,12 +245,11 @@ def _check_worst_case(audit: DictConfig, examiner: DictConfig | None, world: Dic
             checks.warn(budget <= n_init, f"audit.budget={budget} <= examiner.n_init={n_init}: BO only ever "
                         "proposes its random initial points")
         reports = _plain(_get(audit, "report_budgets")) or []
-        beyond = [b for b in reports if b > budget]
-        negative = [b for b in reports if b < 0]
-        checks.require(not beyond, f"audit.report_budgets {beyond} exceed audit.budget={budget}; report at "
-                       f"budgets <= {budget} (e.g. audit.report_budgets={sorted({b for b in reports if 0 <= b <= budget} | {budget})}) "
-                       f"or raise audit.budget to {max(beyond) if beyond else budget}")
-        checks.require(not negative, f"audit.report_budgets {negative} are negative; budgets start at 0")
+        outside = [b for b in reports if b > budget or b < 0]
+        inside = sorted({b for b in reports if 0 <= b <= budget} | {budget})
+        checks.require(not outside, f"audit.report_budgets={reports} has {outside} outside [0, audit.budget={budget}] "
+                       f"({unit}); report at budgets within it (e.g. audit.report_budgets={inside}) or raise "
+                       f"audit.budget to {max(outside + [budget])}")
         checks.warn(len(set(reports)) != len(reports), f"audit.report_budgets={reports} repeats a budget")
     for key in ("selection_renders", "checkpoint_every"):
         checks.number(audit, key, f"audit.{key}", low=1, integer=True)
@@ -263,6 +262,7 @@ def _check_worst_case(audit: DictConfig, examiner: DictConfig | None, world: Dic
     if validity is not None:
         checks.number(validity, "min_height_px", "audit.validity.min_height_px", low=0)
         checks.number(validity, "reference_min_prob", "audit.validity.reference_min_prob", low=0, high=1)
+        checks.number(validity, "min_content_kept", "audit.validity.min_content_kept", low=0, high=1)
         reference = _get(validity, "reference")
         if reference:
             _check_file(checks, reference, "audit.validity.reference", "a target.pt used as the reference judge")
@@ -356,7 +356,7 @@ def _check_fault_tests(audit: DictConfig, generator: Any, checks: Checks) -> Non
     feature = _plain(_get(audit, "fault_feature"))
     if feature:
         checks.require(feature.get("kind") in ("patch", "brightness"),
-                       f"audit.fault_feature.kind={feature.get('kind')!r}; use patch or brightness")
+                       f"audit.fault_feature.kind={feature.get('kind')!r}; use brightness or patch")
         checks.require(feature.get("direction", 1) in (1, -1),
                        f"audit.fault_feature.direction={feature.get('direction')!r}; use +1 or -1")
     for kind, settings in (_plain(_get(audit, "pixel")) or {}).items():
@@ -374,13 +374,15 @@ def _check_known_keys(node: Any, path: str, checks: Checks) -> None:
     schema = OmegaConf.get_type(node)
     if not dataclasses.is_dataclass(schema):
         return
-    fields = {f.name: f for f in dataclasses.fields(schema)}
+    fields = [f.name for f in dataclasses.fields(schema)]
+    unknown = [str(key) for key in node.keys() if key not in fields]
+    if unknown:
+        close = {k: difflib.get_close_matches(k, fields, n=1) for k in unknown}
+        hints = [f"{path}.{c[0]} for {path}.{k}" for k, c in close.items() if c]
+        hint = f"; did you mean {', '.join(hints)}?" if hints else f"; its settings are {fields}"
+        checks.problems.append(f"{path} has unknown keys {unknown} (nothing would read them){hint}")
     for key in node.keys():
-        if key not in fields:
-            close = difflib.get_close_matches(str(key), list(fields), n=1)
-            hint = f"; did you mean {path}.{close[0]}?" if close else f"; its settings are {sorted(fields)}"
-            checks.problems.append(f"{path}.{key} is not a setting advaudit reads here (nothing would use it){hint}")
-        else:
+        if key in fields:
             _check_known_keys(node._get_node(key), f"{path}.{key}", checks)
 
 

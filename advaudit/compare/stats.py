@@ -109,7 +109,7 @@ def paired_test(pairs: pd.DataFrame, seed_diffs: np.ndarray, metric: Metric) -> 
     if len(pairs):
         means = pairs.groupby("instance")[["a", "b"]].mean()
         return {**_wilcoxon(means["a"].to_numpy() - means["b"].to_numpy()), "units": "instances"}
-    if len(seed_diffs):
+    if len(seed_diffs) >= 2:
         out = {**_wilcoxon(seed_diffs), "units": "seeds"}
         if len(seed_diffs) < 6:
             out["note"] = f"{len(seed_diffs)} seeds: Wilcoxon over seeds cannot reach p < 0.05 below 6 seeds"
@@ -157,7 +157,7 @@ def verdict(row: dict[str, Any], metric: Metric, names: dict[str, str], audit: s
             if math.isfinite(row.get("p", float("nan"))) else "no paired test possible")
     detail = f"{metric.words}: {interval}; {test}"
     if "only_a" in row:
-        outcome = "failed" if metric.column == "failed" else f"had {metric.column}"
+        outcome = {"failed": "failed", "correct": "was right"}.get(str(metric.column), f"had {metric.column}")
         detail += f"; only {a} {outcome} on {row['only_a']}, only {b} on {row['only_b']} (instance x seed)"
     significant = math.isfinite(row.get("p_holm", float("nan"))) and row["p_holm"] < ALPHA
     if not significant or metric.higher_is_better is None or row["diff"] == 0:

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 
 def sweep_id() -> str | None:
@@ -52,15 +52,25 @@ def run_group(task_name: str) -> str:
 
 
 def wandb_settings(cfg: DictConfig) -> dict[str, Any]:
-    """The W&B options of ``cfg.logger.wandb`` (with defaults when the logger group is absent)."""
+    """The W&B options of ``cfg.logger.wandb`` (with defaults when the logger group is absent).
+
+    Only the keys used here are resolved, so a config whose other values need Hydra's runtime
+    (``${hydra:...}``, e.g. at the end of a multirun) still gives its settings.
+    """
     logger = OmegaConf.select(cfg, "logger.wandb", default=None)
-    options = OmegaConf.to_container(logger, resolve=True) if logger is not None else {}
-    mode = options.get("mode") or os.environ.get("WANDB_MODE", "offline")
+
+    def option(key: str) -> Any:
+        if logger is None:
+            return None
+        value = OmegaConf.select(logger, key, default=None, throw_on_resolution_failure=False)
+        return OmegaConf.to_container(value, resolve=True) if isinstance(value, (DictConfig, ListConfig)) else value
+
+    mode = option("mode") or os.environ.get("WANDB_MODE", "offline")
     if logger is None and OmegaConf.select(cfg, "logger", default=None) is not None:
         mode = "disabled"  # a logger group without wandb (logger=none / csv) means: no W&B
-    task = str(OmegaConf.select(cfg, "task_name", default=None) or "advaudit")
-    return {"project": options.get("project", "advaudit"), "mode": mode,
-            "group": options.get("group") or run_group(task), "tags": list(options.get("tags") or [])}
+    task = str(OmegaConf.select(cfg, "task_name", default=None, throw_on_resolution_failure=False) or "advaudit")
+    return {"project": option("project") or "advaudit", "mode": mode, "group": option("group") or run_group(task),
+            "tags": [str(t) for t in option("tags") or []]}
 
 
 def run_tags(cfg: DictConfig, base: list[str]) -> list[str]:
@@ -221,10 +231,10 @@ def log_checkpoint_output(run: Any, path: Path, aliases: list[str], metadata: Ma
     return artifact
 
 
-def log_comparison(summary: dict[str, Any], out: Path, config: Mapping[str, Any] | None = None,
+def log_comparison(summary: dict[str, Any], out: Path, config: DictConfig | Mapping[str, Any] | None = None,
                    sweep_id: str | None = None) -> None:
     """Log a comparison (``advaudit.compare``) as W&B Tables and images, in its sweep's group."""
-    cfg = OmegaConf.create(dict(config or {}))
+    cfg = config if isinstance(config, DictConfig) else OmegaConf.create(dict(config or {}))
     settings = wandb_settings(cfg)
     if settings["mode"] == "disabled":
         return

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from advaudit.errors import AdvauditError
 
@@ -64,7 +64,7 @@ class SweepEnd(Callback):
             from advaudit.report.wandb_run import log_comparison
 
             try:
-                log_comparison(summary, sweep_dir / "comparison", _plain(config), sweep_id=sweep_dir.name)
+                log_comparison(summary, sweep_dir / "comparison", config, sweep_id=sweep_dir.name)
             except Exception as error:
                 log.warning("logging the comparison to W&B failed: %s", error)
 
@@ -82,13 +82,3 @@ def report_failures(failures: list[Any], sweep_dir: Path, total: int) -> Path:
     log.error(message)
     print(message, file=sys.stderr)
     return path
-
-
-def _plain(config: DictConfig) -> dict[str, Any]:
-    """The sweep's config without the hydra node, resolved where it can be."""
-    try:
-        container = OmegaConf.to_container(config, resolve=True, throw_on_missing=False)
-    except Exception:
-        container = OmegaConf.to_container(config, resolve=False)
-    container.pop("hydra", None)  # type: ignore[union-attr]
-    return container  # type: ignore[return-value]

@@ -20,6 +20,7 @@ SEEDS=${SEEDS:-"0 1 2"}
 Q=32
 PY=.venv/bin/python
 export WANDB_MODE=${WANDB_MODE:-offline} ADVAUDIT_PROGRESS=${ADVAUDIT_PROGRESS:-0} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # this checkout's advaudit, also for benchmarks/*.py
 budgets() {  # examiner, T... -> "budget report_budgets" in queries (RL and random: T iterations of q)
   local ex=$1; shift; local scale=1; [ "$ex" = bo ] || scale=$Q
   local list="0" last=0

@@ -88,9 +88,8 @@ def metric_table(groups: dict[tuple[str, str], list[Path]], names: list[str], it
             q = len(next(iter(loaded[0].values()))[0]["true_prob"])
             available = min(len(next(iter(s.values()))) for s in loaded)
             cells = [cell([e_t(s, t) for s in loaded]) if t <= available else "—" for t in iterations]
-            last = min(iterations[-1], available)
-            lines.append(f"| {name} | {examiner} | {len(dirs)} | " + " | ".join(cells)
-                         + f" | {cell([worst(s, last * q) for s in loaded], 4)} |")
+            final = cell([worst(s, iterations[-1] * q) for s in loaded], 4) if iterations[-1] <= available else "—"
+            lines.append(f"| {name} | {examiner} | {len(dirs)} | " + " | ".join(cells) + f" | {final} |")
     return lines + [""]
 
 

@@ -9,16 +9,18 @@
 #   of its range), examines both with each examiner and seed, and writes
 #   OUT/concentration_FACTOR/concentration.{md,json} (late proposals outside [LOW, HIGH]).
 # Sizes (environment): EXAMINERS="rl bo random" SEEDS="0 1" RL_BUDGET=3200 (queries: 100 RL
-#   iterations of 32) BO_BUDGET=512 RANDOM_BUDGET=3200 LAST=64 (late window, queries).
+#   iterations of 32) BO_BUDGET=512 RANDOM_BUDGET=640 LAST=64 (late window, queries; random search's
+#   share needs only enough late proposals, not a long run).
 # Resumable: finished targets and examinations are skipped; an interrupted examination resumes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -eq 4 ] || { echo "usage: $0 OUT FACTOR LOW HIGH" >&2; exit 2; }
 OUT=$1 FACTOR=$2 LOW=$3 HIGH=$4
 EXAMINERS=${EXAMINERS:-"rl bo random"} SEEDS=${SEEDS:-"0 1"}
-RL_BUDGET=${RL_BUDGET:-3200} BO_BUDGET=${BO_BUDGET:-512} RANDOM_BUDGET=${RANDOM_BUDGET:-3200} LAST=${LAST:-64}
+RL_BUDGET=${RL_BUDGET:-3200} BO_BUDGET=${BO_BUDGET:-512} RANDOM_BUDGET=${RANDOM_BUDGET:-640} LAST=${LAST:-64}
 PY=.venv/bin/python
 export WANDB_MODE=${WANDB_MODE:-offline} ADVAUDIT_PROGRESS=${ADVAUDIT_PROGRESS:-0} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # this checkout's advaudit, also for benchmarks/*.py
 train() {  # name, overrides...
   local name=$1; shift
   [ -f "$OUT/train_$name/checkpoints/target.pt" ] || \

@@ -9,7 +9,8 @@
 #   of its range), examines both with each examiner and seed, and writes
 #   OUT/concentration_FACTOR/concentration.{md,json} (late proposals outside [LOW, HIGH]).
 # Sizes (environment): EXAMINERS="rl bo random" SEEDS="0 1" RL_BUDGET=3200 (queries: 100 RL
-#   iterations of 32) BO_BUDGET=512 RANDOM_BUDGET=640 LAST=64 (late window, queries; random search's
+#   iterations of 32) RL_LR=0.01 (at 100 iterations the paper's 0.001 barely moves the policy:
+#   benchmarks/rl_concentration_synthetic.py, docs/RESULTS.md) BO_BUDGET=512 RANDOM_BUDGET=640 LAST=64 (late window, queries; random search's
 #   share needs only enough late proposals, not a long run).
 # Resumable: finished targets and examinations are skipped; an interrupted examination resumes.
 set -euo pipefail
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 [ $# -eq 4 ] || { echo "usage: $0 OUT FACTOR LOW HIGH" >&2; exit 2; }
 OUT=$1 FACTOR=$2 LOW=$3 HIGH=$4
 EXAMINERS=${EXAMINERS:-"rl bo random"} SEEDS=${SEEDS:-"0 1"}
-RL_BUDGET=${RL_BUDGET:-3200} BO_BUDGET=${BO_BUDGET:-512} RANDOM_BUDGET=${RANDOM_BUDGET:-640} LAST=${LAST:-64}
+RL_BUDGET=${RL_BUDGET:-3200} RL_LR=${RL_LR:-0.01} BO_BUDGET=${BO_BUDGET:-512} RANDOM_BUDGET=${RANDOM_BUDGET:-640} LAST=${LAST:-64}
 PY=.venv/bin/python
 export WANDB_MODE=${WANDB_MODE:-offline} ADVAUDIT_PROGRESS=${ADVAUDIT_PROGRESS:-0} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # this checkout's advaudit, also for benchmarks/*.py
@@ -32,8 +33,9 @@ train "weak_$FACTOR" "dataset.factors={$FACTOR:[$LOW,$HIGH]}"
 runs=()
 for target in control "weak_$FACTOR"; do for ex in $EXAMINERS; do for seed in $SEEDS; do
   dir="$OUT/examine_${target}_${ex}_s$seed"
-  b=$(budget "$ex")
-  [ -f "$dir/result.json" ] || $PY examine.py experiment=examiner/planted_weakness examiner="$ex" seed="$seed" \
+  b=$(budget "$ex") options=()
+  [ "$ex" = rl ] && options=("examiner.lr=$RL_LR")
+  [ -f "$dir/result.json" ] || $PY examine.py experiment=examiner/planted_weakness examiner="$ex" "${options[@]}" seed="$seed" \
     audit.budget="$b" "audit.report_budgets=[0,$((b / 2)),$b]" \
     target="$OUT/train_$target/checkpoints/target.pt" hydra.run.dir="$dir" logger=none
   runs+=("$dir")

@@ -128,8 +128,7 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
         if r["step"] < first:
             continue
         entry = per_instance.setdefault(int(r["instance"]), {"inside": [], "true_prob": []})
-        values = np.asarray(r["s"], dtype=np.float64)[:, column]
-        entry["inside"].extend(region.contains(values).tolist())
+        entry["inside"].extend(in_region.tolist())
         entry["true_prob"].extend(r["true_prob"])
     rows = [{"instance": i, "share": float(np.mean(v["inside"])), "n": len(v["inside"]),
              "late_true_prob": float(np.mean(v["true_prob"]))} for i, v in sorted(per_instance.items())]

@@ -31,11 +31,12 @@ class MeshesDataModule(ShapesDataModule):
         factors: training-time factor bounds overrides (validation and test keep the world's).
         eval_factors: factor bounds overrides for validation and test.
         cache_dir: where rendered splits (and normalised meshes) are cached.
+        fresh: new random training conditions every epoch (as ``dataset=shapes``).
     """
 
     def __init__(self, m: int = 10, m_eval: int = 10, image_size: int = 32, world: Mapping[str, Any] | None = None,
                  factors: Mapping[str, Any] | None = None, eval_factors: Mapping[str, Any] | None = None,
-                 cache_dir: str | None = None, **kwargs: Any) -> None:
+                 cache_dir: str | None = None, fresh: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("val_fraction", 0.0)
         ArrayDataModule.__init__(self, **kwargs)  # ShapesDataModule.__init__ would build a ShapeWorld
         require(m >= 1 and m_eval >= 1, f"m={m}, m_eval={m_eval}: renders per instance must be >= 1")
@@ -45,6 +46,10 @@ class MeshesDataModule(ShapesDataModule):
         self.train_factors = configure_factors(self.world.factors, factors)
         self.eval_factors = configure_factors(self.world.factors, eval_factors)
         self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.fresh = bool(fresh)
+        require(not (self.fresh and (self.bias or self.limit.get("train") is not None)),
+                "dataset.fresh=true re-renders the training split every epoch, so dataset.bias and "
+                "dataset.limit.train do not apply; use dataset.factors, or set dataset.fresh=false")
         files = [(r.name, r.path.stat().st_size, r.path.stat().st_mtime_ns) for r in self.world.records]
         self.key = hashlib.sha256(json.dumps({
             "world": "meshes", "m": self.m, "m_eval": self.m_eval,
@@ -52,4 +57,4 @@ class MeshesDataModule(ShapesDataModule):
             "files": files, "classes": self.world.class_names,
             "factors": [(f.name, f.low, f.high) for f in self.train_factors],
             "eval_factors": [(f.name, f.low, f.high) for f in self.eval_factors], "seed": self.seed,
-            "version": 1}, sort_keys=True, default=str).encode()).hexdigest()[:16]
+            "fresh": self.fresh, "version": 1}, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -222,3 +222,17 @@ def test_builtin_root_exports_shapeworld_once_into_the_cache(tmp_path: Path) -> 
     stamp = manifest.stat().st_mtime_ns
     again = MeshWorld("builtin", builtin_instances={"train": 1, "val": 1, "test": 1}, cache_dir=str(tmp_path))
     assert again.root == world.root and manifest.stat().st_mtime_ns == stamp  # reused, not re-exported
+
+
+def test_world_and_dataset_configs_are_typed_by_their_schemas(make_cfg) -> None:
+    from hydra.errors import ConfigCompositionException
+
+    cfg = make_cfg("examine", ["world=meshes", "world.spp=4"])
+    assert cfg.world.spp == 4 and cfg.world.batch_cameras is False
+    assert make_cfg("train", ["dataset=meshes", "dataset.image_size=16"]).dataset.world.root == "builtin"
+    with pytest.raises(ConfigCompositionException, match="spp"):
+        make_cfg("examine", ["world=meshes", "world.spp=many"])
+    from advaudit.config.validation import validate
+
+    with pytest.raises(AdvauditError, match="sppp"):
+        validate(make_cfg("examine", ["world=meshes", "+world.sppp=4", "audit=gallery"]), "examine")

@@ -138,7 +138,12 @@ def _check_train(cfg: DictConfig, checks: Checks) -> None:
         quality = _get(model, "quality_target")
         if quality:
             _check_file(checks, quality, "model.quality_target", "a classifier target.pt written by train.py")
-    _check_dataset(cfg.get("dataset"), "dataset", checks)
+    dataset = cfg.get("dataset")
+    if model is not None and _get(model, "kind") == "sklearn" and dataset is not None:
+        checks.require(str(_get(dataset, "_target_")).endswith("TabularDataModule"),
+                       f"model={_get(model, 'estimator')} is a black box for tables; use dataset=tabular "
+                       "(or a torch model for images)")
+    _check_dataset(dataset, "dataset", checks)
 
 
 def _check_learning_rate(checks: Checks, lr: Any, key: str) -> None:

@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 
 def write_failure(out: Path, task: str, cfg: DictConfig, error: BaseException,
                   summary: Callable[[DictConfig], dict[str, Any]]) -> dict[str, Any]:
-    """Write the failure record ``<out>/result.json``; returns it.
+    """Write the failure record ``<out>/result.json`` (``result.failed.json`` when ``result.json``
+    holds a finished run's results, which a refused rerun must not erase); returns it.
 
     ``{"status": "failed", "error": <one line>, "error_kind": "user" | "bug" | "interrupted",
     "task": "train" | "examine", "config": summary(cfg)}`` (the resolved config; unresolved when
@@ -39,8 +40,11 @@ def write_failure(out: Path, task: str, cfg: DictConfig, error: BaseException,
         record["config"] = summary(cfg)
     except Exception:  # an interpolation that does not resolve may be the very error
         record["config"] = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
+    path = out / "result.json"
+    if _status(path) == "ok":  # a refused rerun must not erase the finished run's results
+        path = out / "result.failed.json"
     try:
-        write_json(out / "result.json", record)
+        write_json(path, record)
     except OSError as write_error:  # the run dir itself may be the problem; the message still reaches the user
         log.warning("could not write the failure record to %s: %s", out, write_error)
     return record
@@ -121,8 +125,14 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
 
 def _failed_on_user_error(out: Path) -> bool:
     """The earlier run in ``out`` ended on a user error (so it left no results to protect)."""
+    return _status(out / "result.json") == ("failed", "user")
+
+
+def _status(path: Path) -> str | tuple[str, str] | None:
+    """``"ok"``, ``("failed", error_kind)`` or ``None`` (no readable record) for ``result.json``."""
     try:
-        record = json.loads((out / "result.json").read_text())
+        record = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
-        return False
-    return record.get("status") == "failed" and record.get("error_kind") == "user"
+        return None
+    status = record.get("status", "ok")
+    return "ok" if status == "ok" else (status, record.get("error_kind"))

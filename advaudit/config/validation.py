@@ -29,6 +29,8 @@ _WORLD_FACTORS = {
     "advaudit.worlds.shapes.world.ShapeWorld": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
     "advaudit.worlds.transforms.TransformWorld": ("advaudit.worlds.transforms", "GEOMETRIC+COLOUR"),
     "advaudit.data.shapes.ShapesDataModule": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
+    "advaudit.worlds.meshes.MeshWorld": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
+    "advaudit.data.meshes.MeshesDataModule": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
 }
 SEARCH_METHODS = ("adversarial_distance", "gad", "random", "low_confidence", "lakkaraju", "bansal_weld",
                   "facility_locations")

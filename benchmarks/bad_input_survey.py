@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bad_input_survey_"))
+    (root / "files").mkdir()
     files = make_bad_files(root / "files", args.target.resolve())
     table = cases(files)
     batch = {name: {"script": script, "args": [*QUIET, *argv, f"hydra.run.dir={root / 'runs' / name}"]}

@@ -244,9 +244,10 @@ def _check_worst_case(audit: DictConfig, examiner: DictConfig | None, world: Dic
     if checks.require(isinstance(budget, int) and budget >= 1,
                       f"audit.budget={budget}: the examination budget ({unit} per instance) must be >= 1; "
                       "the nearest valid value is 1"):
-        if unit == "queries" and q > 1:
-            checks.warn(budget < q, f"audit.budget={budget} queries is less than one batch of examiner.q={q}: "
-                        f"the examiner never learns from a full batch ({_get(examiner, 'name')})")
+        if unit == "queries" and str(_get(examiner, "name")) == "rl":
+            checks.warn(budget <= q, f"audit.budget={budget} queries is at most one RL iteration of examiner.q={q}: "
+                        "the policy is never updated before its last proposals, so E_T is that of its "
+                        "untrained (near-uniform) policy")
         n_init = _get(examiner, "n_init") if examiner is not None else None
         if n_init is not None and unit == "queries":
             checks.warn(budget <= n_init, f"audit.budget={budget} <= examiner.n_init={n_init}: BO only ever "

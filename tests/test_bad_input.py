@@ -147,10 +147,9 @@ CASE_NAMES = list(cases({k: Path(k) for k in ("target", "missing", "dir", "empty
 def batch_results(bad_files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """Every case run once, in one interpreter; ``name -> {"code", "stdout", "stderr", "run_dir"}``."""
     root = tmp_path_factory.mktemp("bad_input_runs")
-    cases = {}
-    for name, (script, args, _) in cases(bad_files).items():
-        cases[name] = {"script": script, "args": [*QUIET, *args, f"hydra.run.dir={root / name}"]}
-    (root / "cases.json").write_text(json.dumps(cases))
+    batch = {name: {"script": script, "args": [*QUIET, *args, f"hydra.run.dir={root / name}"]}
+             for name, (script, args, _) in cases(bad_files).items()}
+    (root / "cases.json").write_text(json.dumps(batch))
     done = subprocess.run([sys.executable, "-m", "tests.cli_batch", str(root / "cases.json"), str(root / "out.json")],
                           cwd=REPO, env=ENV, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

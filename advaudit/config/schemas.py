@@ -153,7 +153,8 @@ class FaultTestsAuditConf:
     pixel: Dict[str, Any] = field(default_factory=dict)
     transfer_targets: List[str] = field(default_factory=list)
     metric: Optional[str] = None
-    fault_feature: Any = None  # null or a mapping (checked in validation)
+    fault_feature: Any = None  # null, {kind, direction} or a list of them (checked in validation)
+    judge: Optional[str] = None
 
 
 @dataclass

@@ -361,12 +361,16 @@ def _check_fault_tests(audit: DictConfig, generator: Any, checks: Checks) -> Non
     _check_learning_rate(checks, _get(audit, "lr"), "audit.lr")
     for i, path in enumerate(_plain(_get(audit, "transfer_targets")) or []):
         _check_file(checks, path, f"audit.transfer_targets[{i}]", "a target.pt written by train.py")
-    feature = _plain(_get(audit, "fault_feature"))
-    if feature:
-        checks.require(feature.get("kind") in ("patch", "brightness"),
-                       f"audit.fault_feature.kind={feature.get('kind')!r}; use brightness or patch")
-        checks.require(feature.get("direction", 1) in (1, -1),
-                       f"audit.fault_feature.direction={feature.get('direction')!r}; use +1 or -1")
+    features = _plain(_get(audit, "fault_feature")) or []
+    for i, feature in enumerate(features if isinstance(features, list) else [features]):
+        key = "audit.fault_feature" + (f"[{i}]" if isinstance(features, list) else "")
+        if checks.require(isinstance(feature, Mapping) and "kind" in feature,
+                          f"{key}={feature!r} must be {{kind: <feature>, direction: +1|-1}}"):
+            checks.require(feature.get("direction", 1) in (1, -1),
+                           f"{key}.direction={feature.get('direction')!r}; use +1 or -1")
+    judge = _get(audit, "judge")
+    if judge:
+        _check_file(checks, judge, "audit.judge", "a classifier target.pt of another architecture")
     for kind, settings in (_plain(_get(audit, "pixel")) or {}).items():
         checks.require(kind in ("l2", "linf"), f"audit.pixel.{kind}: unknown pixel baseline; use l2 or linf")
         if isinstance(settings, Mapping):

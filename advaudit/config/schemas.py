@@ -124,6 +124,7 @@ class ErrorSearchAuditConf:
     dataset: Any = None
     critical_class: Any = 0
     tau: float = 0.65
+    box: Any = "auto"  # auto | observed | [low, high]
     pool_size: int = 2000
     replications: int = 1000
     budget: int = 50
@@ -152,7 +153,8 @@ class FaultTestsAuditConf:
     pixel: Dict[str, Any] = field(default_factory=dict)
     transfer_targets: List[str] = field(default_factory=list)
     metric: Optional[str] = None
-    fault_feature: Any = None  # null or a mapping (checked in validation)
+    fault_feature: Any = None  # null, {kind, direction} or a list of them (checked in validation)
+    judge: Optional[str] = None
 
 
 @dataclass
@@ -231,15 +233,24 @@ class ShapesWorldConf:
 
 
 @dataclass
-class MeshesWorldConf:
-    """``world=meshes`` (issue 14): real meshes rendered by Mitsuba 3 (advaudit.worlds.meshes)."""
+class TransformsWorldConf:
+    _target_: str = "advaudit.worlds.transforms.TransformWorld"
+    dataset: Any = None
+    factors: Any = None  # null or a mapping (checked in validation)
+    padding_mode: PaddingMode = PaddingMode.zeros
+    device: str = "auto"
+
+
+@dataclass
+class MeshWorldConf:
+    """``conf/world/meshes.yaml`` (MeshWorld, Mitsuba 3); wire with ``defaults: [meshes_schema, _self_]``."""
 
     _target_: str = "advaudit.worlds.meshes.MeshWorld"
     root: str = "builtin"
     layout: str = "auto"
     classes: Optional[List[str]] = None
     split_fractions: Dict[str, float] = field(default_factory=lambda: {"train": 0.7, "val": 0.1, "test": 0.2})
-    instances_per_class: Optional[Dict[str, Optional[int]]] = None
+    instances_per_class: Any = None
     builtin_instances: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
     seed: int = 0
     up_axis: str = "auto"
@@ -255,15 +266,6 @@ class MeshesWorldConf:
     cache_dir: Optional[str] = None
     device: str = "auto"
     threads: Optional[int] = None
-
-
-@dataclass
-class TransformsWorldConf:
-    _target_: str = "advaudit.worlds.transforms.TransformWorld"
-    dataset: Any = None
-    factors: Any = None  # null or a mapping (checked in validation)
-    padding_mode: PaddingMode = PaddingMode.zeros
-    device: str = "auto"
 
 
 # -- search -------------------------------------------------------------------------------------
@@ -321,34 +323,16 @@ class GADConf:
 
 
 @dataclass
-class ClustersConf:
-    clusters: int = 10
-    exploration: float = 2.0
-
-
-@dataclass
-class BansalWeldConf:
-    clusters: int = 10
-    anchors: int = 128
-
-
-@dataclass
-class FacilityLocationsConf:
-    alpha: float = 0.5
-    anchors: int = 128
-    ridge: float = 1.0
-
-
-@dataclass
 class SearchConf:
     name: str = "adversarial_distance"
     adversarial_distance: AdversarialDistanceConf = field(default_factory=AdversarialDistanceConf)
     gad: GADConf = field(default_factory=GADConf)
     random: Dict[str, Any] = field(default_factory=dict)
     low_confidence: Dict[str, Any] = field(default_factory=dict)
-    lakkaraju: ClustersConf = field(default_factory=ClustersConf)
-    bansal_weld: BansalWeldConf = field(default_factory=BansalWeldConf)
-    facility_locations: FacilityLocationsConf = field(default_factory=FacilityLocationsConf)
+    # the adaptive policies' parameters are passed to their constructors, which name unknown ones
+    lakkaraju: Dict[str, Any] = field(default_factory=dict)
+    bansal_weld: Dict[str, Any] = field(default_factory=dict)
+    facility_locations: Dict[str, Any] = field(default_factory=dict)
 
 
 # -- dataset ------------------------------------------------------------------------------------
@@ -424,7 +408,7 @@ class ShapesDatasetConf(DatasetConf):
 
 @dataclass
 class MeshesDatasetConf(DatasetConf):
-    """``dataset=meshes`` (issue 14); ``world`` takes MeshWorld's keys but ``image_size``."""
+    """``conf/dataset/meshes.yaml``; ``world`` takes MeshWorld's keys but ``image_size``."""
 
     _target_: str = "advaudit.data.meshes.MeshesDataModule"
     m: int = 10
@@ -492,7 +476,7 @@ SCHEMAS: list[tuple[str | None, str, type]] = [
     ("examiner", "rl_schema", RLExaminerConf),
     ("world", "shapes_schema", ShapesWorldConf),
     ("world", "transforms_schema", TransformsWorldConf),
-    ("world", "meshes_schema", MeshesWorldConf),
+    ("world", "meshes_schema", MeshWorldConf),
     ("search", "search_schema", SearchConf),
     ("dataset", "fashion_mnist_schema", FashionMNISTDatasetConf),
     ("dataset", "digits_schema", DigitsDatasetConf),

@@ -109,7 +109,7 @@ def _checkpoint(out: Path, key: str, examiner: Any, step: int) -> None:
 def budget_in_queries(audit: DictConfig, q: int) -> tuple[int, list[int]]:
     """``audit.budget`` and ``audit.report_budgets`` in queries per instance (refused, never changed,
     when they cannot be honoured)."""
-    unit = str(audit.get("budget_unit", "queries"))
+    unit = str(getattr(audit.get("budget_unit", "queries"), "value", audit.get("budget_unit", "queries")))
     require(unit in BUDGET_UNITS, f"audit.budget_unit={unit!r}; use one of {list(BUDGET_UNITS)}")
     budget = int(audit.budget)
     require(budget >= 1, f"audit.budget={budget}: the examination budget ({unit} per instance) must be >= 1")

@@ -384,6 +384,7 @@ class ShapesDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.shapes.ShapesDataModule"
     m: int = 10
     m_eval: int = 10
+    fresh: bool = False  # new random training conditions every epoch (issue 11)
     image_size: int = 32
     instances_per_class: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
     world_seed: int = 0

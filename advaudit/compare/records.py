@@ -46,6 +46,18 @@ class RunRecord:
         return {k: float(v) for k, v in self.result.items()
                 if "/" in k and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
+    def unresolved_config(self) -> dict[str, Any]:
+        """The config as Hydra saved it before resolving (``.hydra/config.yaml``), else ``config``."""
+        path = self.run_dir / ".hydra" / "config.yaml"
+        if path.exists():
+            try:
+                from omegaconf import OmegaConf
+
+                return OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # type: ignore[return-value]
+            except Exception:  # unreadable: the resolved config is still a faithful record
+                pass
+        return self.config
+
     def per_instance(self) -> pd.DataFrame | None:
         """One row per examined instance (``instance``, ``label``, scores, ``failed``), or None."""
         if self._per_instance is None:

@@ -46,7 +46,7 @@ def render_worst(world: Any, run: Any, split: str) -> tuple[Any, torch.Tensor, p
     require(not unknown, f"{run.run_dir}: instances {unknown[:5]} are not in the {split} split of the rebuilt "
             "world; was the world config changed after the run?")
     z = pool.subset(torch.as_tensor([position[int(i)] for i in frame["instance"]], dtype=torch.long))
-    s = torch.as_tensor(conditions[names].to_numpy(np.float32))
+    s = torch.tensor(conditions[names].to_numpy(np.float32))
     return z, s, frame
 
 
@@ -54,10 +54,10 @@ def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
     """The failure-transfer matrix of ``group`` (a worst-case group) over ``seeds`` (module docstring)."""
     from advaudit.worlds import build_world
 
-    design_audit = group.design.get("audit") or {}
-    split = str(design_audit.get("selection_split", "val"))
-    calibrated = bool(design_audit.get("calibrated", False))
-    world = build_world(group.design["world"])
+    config = group.runs[0].config  # resolved; every run of the group shares these sections
+    split = str((config.get("audit") or {}).get("selection_split", "val"))
+    calibrated = bool((config.get("audit") or {}).get("calibrated", False))
+    world = build_world(config["world"])
     targets = {t: _load_target(t) for t in group.targets}
     rows = []
     for seed in seeds:

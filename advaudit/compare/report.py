@@ -95,12 +95,13 @@ def compare_group(group: Group, out: Path, replay: bool) -> dict[str, Any]:
 
 def _world(group: Group) -> tuple[Any, list[Any]]:
     """The group's world rebuilt from its config (None when the audit has no world)."""
-    if not group.design.get("world") or group.audit not in ("worst_case",):
+    world_cfg = group.runs[0].config.get("world")  # resolved (the design may hold interpolations)
+    if not world_cfg or group.audit not in ("worst_case",):
         return None, []
     try:
         from advaudit.worlds import build_world
 
-        world = build_world(group.design["world"])
+        world = build_world(world_cfg)
         return world, list(world.factors)
     except Exception as error:
         group.notes.append(f"world could not be rebuilt from the run config: {error}")

@@ -5,7 +5,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from advaudit.cli import run_task
+from advaudit.cli import run_cli, run_task
 from advaudit.sweep.targets import main_argv
 from advaudit.tasks import examine
 
@@ -17,4 +17,4 @@ def main(cfg: DictConfig) -> float | None:
 
 if __name__ == "__main__":
     sys.argv = main_argv(sys.argv)  # target=glob:PATTERN / target=list:FILE -> a sweep over checkpoints
-    main()
+    run_cli(main)

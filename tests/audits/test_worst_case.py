@@ -121,7 +121,6 @@ def test_a_killed_examination_resumes_to_the_same_result(make_cfg, tiny_shapes_t
 @pytest.mark.parametrize("extra,message", [
     (["audit.budget=0"], "budget=0"),
     (["audit.report_budgets=[0,100]"], r"has \[100\] outside \[0, audit.budget=12\]"),
-    (["audit.budget_unit=epochs"], "budget_unit='epochs'"),
     (["+audit.validity.min_px=3"], r"unknown keys \['min_px'\]"),
     (["audit.selection=random", "audit.n_instances=500"], "only 20 instances"),
     (["audit.fixed_random=[sun_rot_x,sun_rot_y,sun_rot_z,sun_energy,light_energy,light_distance,light_azimuth,"

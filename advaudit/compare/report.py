@@ -124,6 +124,12 @@ def write_files(summary: dict[str, Any], out: Path) -> dict[str, str]:
     return files
 
 
+def verdict_metrics(group: dict[str, Any]) -> list[str]:
+    """The metrics whose verdicts head the report: those tested per instance, else the first."""
+    paired = list(dict.fromkeys(r["metric"] for r in group["pairs"] if r.get("units") in ("instances", "instance x seed")))
+    return paired or group["metrics"][:1]
+
+
 def _fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return "–" if not math.isfinite(value) else f"{value:.{digits}f}"
@@ -149,8 +155,7 @@ def markdown(summary: dict[str, Any]) -> str:
         lines += [f"- note: {n}" for n in group["notes"]]
         if group["pairs"]:
             lines += ["", "### Verdicts", ""]
-            primary = group["metrics"][0] if group["metrics"] else None
-            lines += [f"- {r['verdict']}" for r in group["pairs"] if r["metric"] == primary]
+            lines += [f"- {r['verdict']}" for r in group["pairs"] if r["metric"] in verdict_metrics(group)]
         lines += ["", "### Per checkpoint (mean, 95% interval)", "", "| metric | checkpoint | mean | 95% interval | over | seeds |",
                   "|---|---|---|---|---|---|"]
         lines += [f"| {r['metric']} | {names[r['target']]} | {_fmt(r['mean'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] | "

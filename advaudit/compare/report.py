@@ -173,12 +173,12 @@ def markdown(summary: dict[str, Any]) -> str:
             lines += ["", "### Replay: do the others share each checkpoint's worst cases?", "",
                       "Share of the row checkpoint's failures (its worst valid conditions, re-rendered) on which the "
                       "column checkpoint fails too; last row: the column's failure rate under random conditions.", "",
-                      "| worst conditions of \\ scored on | " + " | ".join(names[t] for t in targets) + " | failures |",
-                      "|---|" + "---|" * (len(targets) + 1)]
+                      "| worst conditions of \\ scored on | " + " | ".join(names[t] for t in targets)
+                      + " | failures | reproduced |", "|---|" + "---|" * (len(targets) + 2)]
             lines += [f"| {names[a]} | " + " | ".join(_fmt(replay["transfer"][a][b], 2) for b in targets)
-                      + f" | {replay['source_failures'][a]} |" for a in targets]
+                      + f" | {replay['source_failures'][a]} | {_fmt(replay['reproduced'][a], 2)} |" for a in targets]
             lines += ["| random conditions | " + " | ".join(_fmt(replay["random_failure_rate"][b], 2) for b in targets)
-                      + " | |"]
+                      + " | | |"]
         if group["per_factor"]:
             lines += ["", "### Where the worst cases lie (against uniform random conditions)", "",
                       "| checkpoint | factor | mean | lowest fifth | highest fifth | KS | KS p |", "|---|---|---|---|---|---|---|"]

@@ -41,6 +41,7 @@ def test_replay_of_identical_weights_transfers_every_failure(tiny_shapes_target:
     replay = group["replay"]
     a, b = str(tiny_shapes_target), str(twin)
     assert replay["true_prob"][a][a] == pytest.approx(replay["true_prob"][a][b], abs=1e-6)
+    assert replay["reproduced"] == {a: 1.0, b: 1.0}      # re-rendering gives back the recorded worst cases
     if replay["source_failures"][a]:
         assert replay["transfer"][a] == {a: 1.0, b: 1.0}
     worst = next(r for r in group["pairs"] if r["metric"] == "examine/worst")

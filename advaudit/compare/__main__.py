@@ -34,10 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     except AdvauditError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    from advaudit.compare.report import verdict_metrics
+
     for group in summary["groups"]:
         print(f"\n{group['label']}:")
         for row in group["pairs"]:
-            if row["metric"] == group["metrics"][0]:
+            if row["metric"] in verdict_metrics(group):
                 print(f"  {row['verdict']}")
     for failure in summary["failed"]:
         print(f"failed: {failure['run_dir']}: {failure['error']}")

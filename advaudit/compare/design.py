@@ -1,10 +1,13 @@
 """Which runs can be compared with which: groups of runs that differ only in the checkpoint.
 
-Two runs are comparable when their resolved configs agree on everything that defines the
-examination (audit settings, world, examiner or search method, dataset override) and differ only
-in ``target`` and ``seed`` (and in bookkeeping such as output paths or thread counts). Runs that
-differ in anything else are put in separate groups and the report names the keys that differ,
-instead of mixing them in one table.
+Two runs are comparable when their configs agree on everything that defines the examination
+(the sections the audit reads: its settings, the world and examiner of a worst-case audit, the
+search methods of an error search, the generator of fault tests) and differ only in ``target``
+and ``seed``. The config compared is the one Hydra saved before resolving interpolations
+(``<run>/.hydra/config.yaml``), so a value that follows the seed (``seed: ${seed}``) does not split
+replications of one design; runs without it fall back to the resolved config in result.json.
+Runs that differ in anything else are put in separate groups and the report names the keys that
+differ, instead of mixing them in one table.
 """
 
 from __future__ import annotations
@@ -24,18 +27,16 @@ BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device"
 AUDIT_BOOKKEEPING = {"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk"}
 
 
-# the config groups each audit reads; the others (e.g. ``search`` in a worst-case run, whose
-# ``${seed}`` interpolations differ per seed) do not define the examination
-AUDIT_SECTIONS = {"worst_case": {"audit", "world", "examiner"}, "gallery": {"audit", "world"},
-                  "error_search": {"audit", "search", "oracle"}, "fault_tests": {"audit", "generator"},
-                  "evaluate": {"audit"}}
+# the config sections each audit reads (others: everything but BOOKKEEPING)
+SECTIONS = {"worst_case": ("audit", "world", "examiner"), "evaluate": ("audit",),
+            "error_search": ("audit", "search", "oracle"), "fault_tests": ("audit", "generator"),
+            "gallery": ("audit", "world")}
 
 
-def design_of(config: dict[str, Any]) -> dict[str, Any]:
-    """The part of a resolved config that defines the examination (see module docstring)."""
-    audit = (config.get("audit") or {}).get("name") if isinstance(config.get("audit"), dict) else None
-    sections = AUDIT_SECTIONS.get(str(audit))
-    design = {k: v for k, v in config.items() if k not in BOOKKEEPING and (sections is None or k in sections)}
+def design_of(config: dict[str, Any], audit: str | None = None) -> dict[str, Any]:
+    """The part of a config that defines the examination (see module docstring)."""
+    sections = SECTIONS.get(str(audit))
+    design = {k: v for k, v in config.items() if (k in sections if sections else k not in BOOKKEEPING)}
     if isinstance(design.get("audit"), dict):
         design["audit"] = {k: v for k, v in design["audit"].items() if k not in AUDIT_BOOKKEEPING}
     return design
@@ -103,7 +104,7 @@ def group_runs(records: Iterable[RunRecord]) -> list[Group]:
     for record in records:
         if not record.ok or record.audit == "train":
             continue
-        design = design_of(record.config)
+        design = design_of(record.unresolved_config(), record.audit)
         key = (str(record.audit), _key(design))
         buckets.setdefault(key, []).append(record)
         designs[key] = design

@@ -46,6 +46,18 @@ class RunRecord:
         return {k: float(v) for k, v in self.result.items()
                 if "/" in k and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
+    def unresolved_config(self) -> dict[str, Any]:
+        """The config as Hydra saved it before resolving (``.hydra/config.yaml``), else ``config``."""
+        path = self.run_dir / ".hydra" / "config.yaml"
+        if path.exists():
+            try:
+                from omegaconf import OmegaConf
+
+                return OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # type: ignore[return-value]
+            except Exception:  # unreadable: the resolved config is still a faithful record
+                pass
+        return self.config
+
     def per_instance(self) -> pd.DataFrame | None:
         """One row per examined instance (``instance``, ``label``, scores, ``failed``), or None."""
         if self._per_instance is None:
@@ -64,13 +76,13 @@ def discover_runs(roots: Iterable[str | Path]) -> list[RunRecord]:
     for root in roots:
         root = Path(root)
         require(root.exists(), f"{root} does not exist; pass run folders, multirun folders or result.json files")
-        files = [root] if root.is_file() else sorted(root.rglob("result.json"))
+        files = [root] if root.is_file() else sorted(root.rglob("result.json"), key=_natural)
         for path in files:
             if path.parent.resolve() not in seen:
                 seen.add(path.parent.resolve())
                 records.append(read_run(path.parent))
         if root.is_dir():
-            for hydra_dir in sorted(root.rglob(".hydra")):
+            for hydra_dir in sorted(root.rglob(".hydra"), key=_natural):
                 job = hydra_dir.parent
                 if job.resolve() not in seen and not (job / "result.json").exists() and _is_job(job):
                     seen.add(job.resolve())
@@ -78,6 +90,11 @@ def discover_runs(roots: Iterable[str | Path]) -> list[RunRecord]:
     require(records, f"no result.json under {[str(r) for r in roots]}; pass the folders train.py / "
             "examine.py wrote (outputs/<task>/runs/... or outputs/<task>/multiruns/...)")
     return records
+
+
+def _natural(path: Path) -> list[tuple[int, int, str]]:
+    """Sort key that puts job 2 before job 10."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in path.parts]
 
 
 def read_run(run_dir: str | Path) -> RunRecord:

@@ -1,13 +1,17 @@
 """Replay: the worst conditions found for one checkpoint, rendered and scored on every other.
 
-For each examined instance of checkpoint A whose worst valid condition made A fail, the world is
-rebuilt from A's run config, the instance is taken by id from the split it was examined on, the
-condition is rendered, and checkpoint B scores the image. ``transfer[A, B]`` is the share of A's
-failures on which B fails too (the diagonal re-checks that A's own failures reproduce, so it is
-1 unless rendering is not deterministic); ``true_prob[A, B]`` is B's mean true-class probability
-on A's worst conditions of all instances. The control is B's failure rate under random
-conditions (``1 - examine/random_accuracy`` of B's own run): a transfer rate well above it means
-B shares A's weaknesses rather than failing everywhere.
+For every examined instance of checkpoint A with a worst valid condition, the world is rebuilt
+from A's run config, the instance is taken by id from the split it was examined on, the condition
+is rendered, and every checkpoint B (A included) scores the image. A's *failures* are the
+instances whose re-rendered worst condition A itself misclassifies (the lowest true-class
+probability is not always a misclassification when probabilities are near uniform).
+``transfer[A, B]`` is the share of A's failures on which B fails too (1 on the diagonal by
+construction); ``true_prob[A, B]`` is B's mean true-class probability on A's worst conditions of
+all instances; ``reproduced[A]`` is the share of instances whose re-scored true-class probability
+on A matches the recorded one (1 unless rendering is not deterministic or the world config
+changed). The control is B's failure rate under random conditions (``1 -
+examine/random_accuracy`` of B's own run): a transfer rate well above it means B shares A's
+weaknesses rather than failing everywhere.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ def render_worst(world: Any, run: Any, split: str) -> tuple[Any, torch.Tensor, p
     require(not unknown, f"{run.run_dir}: instances {unknown[:5]} are not in the {split} split of the rebuilt "
             "world; was the world config changed after the run?")
     z = pool.subset(torch.as_tensor([position[int(i)] for i in frame["instance"]], dtype=torch.long))
-    s = torch.as_tensor(conditions[names].to_numpy(np.float32, copy=True))
+    s = torch.tensor(conditions[names].to_numpy(np.float32))
     return z, s, frame
 
 
@@ -54,10 +58,10 @@ def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
     """The failure-transfer matrix of ``group`` (a worst-case group) over ``seeds`` (module docstring)."""
     from advaudit.worlds import build_world
 
-    design_audit = group.design.get("audit") or {}
-    split = str(design_audit.get("selection_split", "val"))
-    calibrated = bool(design_audit.get("calibrated", False))
-    world = build_world(group.design["world"])
+    config = group.runs[0].config  # resolved; every run of the group shares these sections
+    split = str((config.get("audit") or {}).get("selection_split", "val"))
+    calibrated = bool((config.get("audit") or {}).get("calibrated", False))
+    world = build_world(config["world"])
     targets = {t: _load_target(t) for t in group.targets}
     rows = []
     for seed in seeds:
@@ -71,14 +75,21 @@ def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
             images = torch.cat([world.render(z.subset(torch.arange(i, min(i + batch, len(frame)))),
                                              s[i:i + batch, None, :]).cpu() for i in range(0, len(frame), batch)])
             labels = z.labels.cpu()
+            recorded = frame["worst"].astype(float).to_numpy() if "worst" in frame else None
+            scores = {}
             for scored, target in targets.items():
                 probs = target.predict_proba(images, calibrated=calibrated).cpu()
                 true_prob = probs.gather(1, labels.view(-1, 1)).squeeze(1)
-                failed = probs.argmax(1) != labels
+                scores[scored] = (true_prob, probs.argmax(1) != labels)
+            source_failed = scores[source][1]
+            reproduced = (np.abs(scores[source][0].numpy() - recorded) < 1e-4 if recorded is not None
+                          else np.full(len(frame), np.nan))
+            for scored, (true_prob, failed) in scores.items():
                 rows.extend({"seed": seed, "source": source, "scored": scored, "instance": int(i),
-                             "source_failed": bool(f), "true_prob": float(p), "failed": bool(b)}
-                            for i, f, p, b in zip(frame["instance"], frame["failed"], true_prob.tolist(),
-                                                  failed.tolist()))
+                             "source_failed": bool(f), "true_prob": float(p), "failed": bool(b),
+                             "reproduced": float(r)}
+                            for i, f, p, b, r in zip(frame["instance"], source_failed.tolist(), true_prob.tolist(),
+                                                     failed.tolist(), reproduced.tolist()))
     return summarise_replay(pd.DataFrame(rows), group, seeds)
 
 
@@ -90,15 +101,18 @@ def summarise_replay(rows: pd.DataFrame, group: Group, seeds: list[int]) -> dict
     transfer: dict[str, dict[str, float]] = {}
     true_prob: dict[str, dict[str, float]] = {}
     counts: dict[str, int] = {}
+    reproduced: dict[str, float] = {}
     for source in group.targets:
         mine = rows[rows["source"] == source] if len(rows) else rows
         failures = mine[mine["source_failed"]] if len(mine) else mine
         counts[source] = int(len(failures[failures["scored"] == source])) if len(failures) else 0
         transfer[source] = {t: float(failures[failures["scored"] == t]["failed"].mean()) if counts[source] else
                             float("nan") for t in group.targets}
+        own = mine[mine["scored"] == source] if len(mine) else mine
+        reproduced[source] = float(own["reproduced"].mean()) if len(own) else float("nan")
         true_prob[source] = {t: float(mine[mine["scored"] == t]["true_prob"].mean()) if len(mine) else float("nan")
                              for t in group.targets}
     control = {t: float(1 - np.nanmean([run_value(group.run(t, s), random_accuracy) for s in seeds
                                         if group.run(t, s) is not None])) for t in group.targets}
-    return {"transfer": transfer, "true_prob": true_prob, "source_failures": counts,
+    return {"transfer": transfer, "true_prob": true_prob, "source_failures": counts, "reproduced": reproduced,
             "random_failure_rate": control, "rows": rows}

@@ -95,12 +95,13 @@ def compare_group(group: Group, out: Path, replay: bool) -> dict[str, Any]:
 
 def _world(group: Group) -> tuple[Any, list[Any]]:
     """The group's world rebuilt from its config (None when the audit has no world)."""
-    if not group.design.get("world") or group.audit not in ("worst_case",):
+    world_cfg = group.runs[0].config.get("world")  # resolved (the design may hold interpolations)
+    if not world_cfg or group.audit not in ("worst_case",):
         return None, []
     try:
         from advaudit.worlds import build_world
 
-        world = build_world(group.design["world"])
+        world = build_world(world_cfg)
         return world, list(world.factors)
     except Exception as error:
         group.notes.append(f"world could not be rebuilt from the run config: {error}")
@@ -121,6 +122,12 @@ def write_files(summary: dict[str, Any], out: Path) -> dict[str, str]:
     (out / "comparison.md").write_text(markdown(summary))
     files["md"] = str(out / "comparison.md")
     return files
+
+
+def verdict_metrics(group: dict[str, Any]) -> list[str]:
+    """The metrics whose verdicts head the report: those tested per instance, else the first."""
+    paired = list(dict.fromkeys(r["metric"] for r in group["pairs"] if r.get("units") in ("instances", "instance x seed")))
+    return paired or group["metrics"][:1]
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -148,8 +155,7 @@ def markdown(summary: dict[str, Any]) -> str:
         lines += [f"- note: {n}" for n in group["notes"]]
         if group["pairs"]:
             lines += ["", "### Verdicts", ""]
-            primary = group["metrics"][0] if group["metrics"] else None
-            lines += [f"- {r['verdict']}" for r in group["pairs"] if r["metric"] == primary]
+            lines += [f"- {r['verdict']}" for r in group["pairs"] if r["metric"] in verdict_metrics(group)]
         lines += ["", "### Per checkpoint (mean, 95% interval)", "", "| metric | checkpoint | mean | 95% interval | over | seeds |",
                   "|---|---|---|---|---|---|"]
         lines += [f"| {r['metric']} | {names[r['target']]} | {_fmt(r['mean'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] | "
@@ -167,12 +173,12 @@ def markdown(summary: dict[str, Any]) -> str:
             lines += ["", "### Replay: do the others share each checkpoint's worst cases?", "",
                       "Share of the row checkpoint's failures (its worst valid conditions, re-rendered) on which the "
                       "column checkpoint fails too; last row: the column's failure rate under random conditions.", "",
-                      "| worst conditions of \\ scored on | " + " | ".join(names[t] for t in targets) + " | failures |",
-                      "|---|" + "---|" * (len(targets) + 1)]
+                      "| worst conditions of \\ scored on | " + " | ".join(names[t] for t in targets)
+                      + " | failures | reproduced |", "|---|" + "---|" * (len(targets) + 2)]
             lines += [f"| {names[a]} | " + " | ".join(_fmt(replay["transfer"][a][b], 2) for b in targets)
-                      + f" | {replay['source_failures'][a]} |" for a in targets]
+                      + f" | {replay['source_failures'][a]} | {_fmt(replay['reproduced'][a], 2)} |" for a in targets]
             lines += ["| random conditions | " + " | ".join(_fmt(replay["random_failure_rate"][b], 2) for b in targets)
-                      + " | |"]
+                      + " | | |"]
         if group["per_factor"]:
             lines += ["", "### Where the worst cases lie (against uniform random conditions)", "",
                       "| checkpoint | factor | mean | lowest fifth | highest fifth | KS | KS p |", "|---|---|---|---|---|---|---|"]

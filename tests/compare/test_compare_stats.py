@@ -135,3 +135,22 @@ def test_cli_writes_report_and_names_bad_folder(tmp_path: Path, capsys: pytest.C
     assert compare_main([str(tmp_path / "r"), "--no-replay"]) == 0
     data = json.loads((tmp_path / "r" / "comparison" / "comparison.json").read_text())
     assert data["groups"][0]["targets"] == {"A.pt": "A", "B.pt": "B"}
+
+
+def test_audits_without_per_instance_records_are_compared_over_seeds(tmp_path: Path) -> None:
+    from advaudit.report.records import write_json
+
+    for seed, (a, b) in enumerate([(0.9, 0.5), (0.8, 0.4), (0.85, 0.45)]):
+        for name, success in (("A.pt", a), ("B.pt", b)):
+            config = {"target": name, "seed": seed, "generator": "g.pt",
+                      "audit": {"name": "fault_tests", "eps": 4.0, "k": 2}}
+            write_json(tmp_path / f"{name}{seed}" / "result.json",
+                       {"status": "ok", "audit": "fault_tests", "target": name, "faults/generator/success": success,
+                        "faults/generator/transfer_acc/other": 0.3, "config": config})
+    [group] = compare_runs([tmp_path], tmp_path / "out", replay=False)["groups"]
+    assert group["metrics"] == ["faults/generator/success", "faults/generator/transfer_acc/other"]
+    success_a = next(r for r in group["checkpoints"] if r["target"] == "A.pt" and r["metric"].endswith("success"))
+    assert success_a["mean"] == pytest.approx(0.85) and success_a["interval_over"] == "seeds"
+    pair = _pair(group, "faults/generator/success")
+    assert pair["diff"] == pytest.approx(0.4) and pair["units"] == "seeds" and "6 seeds" in pair["note"]
+    assert pair["p"] == pytest.approx(0.25)     # exact Wilcoxon, 3 positive differences: 2 / 2^3

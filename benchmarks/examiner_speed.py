@@ -11,7 +11,7 @@ Two objectives:
 
 ``--baseline REV`` also runs ``advaudit/examiners/bo.py`` as it was at git revision ``REV`` on the
 same problem in the same process (old vs new under the same machine load); ``--profile`` prints the
-top torch.profiler entries of the BO examiner.
+top cProfile entries of the BO examiner.
 
     .venv/bin/python benchmarks/examiner_speed.py --target <shapes target.pt> [--examiners random,rl,bo,tpe] \
         [--instances 55] [--budget 500] [--threads 1] [--baseline main] [--profile 100]
@@ -112,12 +112,17 @@ def run_target(examiner, world, target, z, space, budget: int) -> dict[str, floa
     return result
 
 
-def profile_bo(make: Callable[[], Any], evaluate_factory: Callable[[Any], dict], top: int = 12) -> None:
-    from torch.profiler import ProfilerActivity, profile
+def profile_bo(make: Callable[[], Any], evaluate_factory: Callable[[Any], dict], top: int = 14) -> None:
+    """cProfile's top functions by cumulative time (torch.profiler's table took minutes to aggregate
+    the many small ops of a 100-step run)."""
+    import cProfile
+    import pstats
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        evaluate_factory(make())
-    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=top))
+    profiler = cProfile.Profile()
+    profiler.enable()
+    evaluate_factory(make())
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(top)
 
 
 def main() -> None:
@@ -131,7 +136,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--baseline", default=None, help="git revision of bo.py to run as well (same run)")
     parser.add_argument("--profile", type=int, default=0, metavar="BUDGET",
-                        help="torch.profiler top entries for BO over a run of BUDGET queries (0: no profile)")
+                        help="cProfile top entries for BO over a run of BUDGET queries (0: no profile)")
     parser.add_argument("--bo-options", default="", help="k=v,... passed to the current BOExaminer")
     args = parser.parse_args()
     if not args.planted and not args.target:
@@ -178,7 +183,7 @@ def main() -> None:
     if args.profile:
         for name, baseline, opts in runs:
             if name.startswith("bo"):
-                print(f"\ntorch.profiler, {name}, {args.profile} queries (self CPU time):")
+                print(f"\ncProfile, {name}, {args.profile} queries (cumulative time):")
                 profile_bo(lambda: make_examiner("bo", n, dims, args.seed, baseline, opts),
                            lambda ex: task(ex, args.profile))
 

@@ -17,8 +17,8 @@ instance, Adam refines them, and the best restart is chosen *per instance*.
 ``beta = kappa^2``: bayes_opt's default kappa = 2.576 gives beta = 6.64.
 
 Everything after the fit runs on ``device`` (history, factor, candidates); the factor is kept in
-float64 (near-duplicate points make ``K`` ill-conditioned); ``acquisition_dtype`` sets the dtype
-of the candidate products.
+float64 (near-duplicate points make ``K`` ill-conditioned), and so is the posterior mean;
+``acquisition_dtype`` (default float32) sets the dtype of the variance's O(n^2 R) product.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class BOExaminer(HistoryMixin):
         fit_max_points: hyperparameters are fitted on at most this many observations per instance
             (a random subset that always keeps the best point); the posterior always uses all.
         raw_samples, restarts, adam_steps, adam_lr: acquisition optimisation.
-        acquisition_dtype: ``float64`` or ``float32`` for the candidate kernel products.
+        acquisition_dtype: ``float32`` or ``float64`` for the variance's candidate product.
         seed: Sobol and initial-point seed.
         device: where the posterior and the acquisition run (``cuda`` batches the N GPs on a GPU).
 
@@ -66,7 +66,7 @@ class BOExaminer(HistoryMixin):
                  n_init: int = 2, refit_every: int = 10, refit_growth: float = 1.3, fit_maxiter: int = 40,
                  fit_max_points: int = 128,
                  raw_samples: int = 256, restarts: int = 4, adam_steps: int = 15, adam_lr: float = 0.03,
-                 acquisition_dtype: str = "float64",
+                 acquisition_dtype: str = "float32",
                  seed: int = 0, device: str | torch.device = "cpu", **_: Any) -> None:
         from advaudit.errors import require
 
@@ -152,19 +152,20 @@ class BOExaminer(HistoryMixin):
         if self._refit_due():
             self._fit()
             self.last_fit_size = self.X.shape[1]
-            self._factor.reset(*self._hyper_tensors())
+            self._factor.reset(*self._hyper_tensors(), self.X, self.Y)
         self._factor.extend_to(self.X, self.Y)
 
     # -- acquisition --------------------------------------------------------------------------------
     def _ucb(self, cand: Tensor, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
         """UCB ``[N, R]`` at candidates ``[N, R, d]`` (standardised outcome space); ``context`` from
-        :meth:`_GrowingFactor.context`."""
+        :meth:`_GrowingFactor.context`. The mean (``k^T a``, O(nR)) stays in float64; the variance's
+        O(n^2 R) product ``L^-1 k`` runs in ``acquisition_dtype``."""
         X, inverse, a, mean = context
-        k = self._factor.kernel(X, cand.to(X.dtype))               # [N, n, R]
-        v = inverse @ k                                             # L^-1 k, [N, n, R]
+        k = self._factor.kernel(X, cand.to(X.dtype))               # [N, n, R] float64
         mu = mean[:, None] + (a.unsqueeze(1) @ k).squeeze(1)
+        v = inverse @ k.to(inverse.dtype)                            # L^-1 k, [N, n, R]
         var = (1 - (v * v).sum(1)).clamp_min(1e-12)
-        return mu + self.beta.to(X).sqrt() * var.sqrt()
+        return mu + self.beta.to(X).sqrt() * var.to(mu.dtype).sqrt()
 
     def ask(self) -> Tensor:
         if self.X.shape[1] < self.n_init:
@@ -216,8 +217,7 @@ class BOExaminer(HistoryMixin):
         self.restart_wins = state.get("restart_wins", torch.zeros(self.restarts, dtype=torch.long)).clone()
         self._factor = _GrowingFactor(self.n_instances, self.device)
         if self.hyperparameters is not None:  # replay the factor exactly as it was grown
-            self._factor.reset(*self._hyper_tensors())
-            self._factor.extend_to(self.X[:, : self.last_fit_size], self.Y[:, : self.last_fit_size])
+            self._factor.reset(*self._hyper_tensors(), self.X[:, : self.last_fit_size], self.Y[:, : self.last_fit_size])
 
 
 def _hyper_state(model) -> dict[str, Tensor]:
@@ -227,18 +227,29 @@ def _hyper_state(model) -> dict[str, Tensor]:
 class _GrowingFactor:
     """Cholesky factor ``L`` ``[N, n, n]`` of ``K + noise I`` and ``L^-1``, grown one point at a time.
 
-    Buffers double in capacity, so appending a point costs O(n^2) (one triangular product), and the
-    factor after k appends is the same whenever they are applied (resume replays them).
+    A refit factorises from scratch; between refits, buffers double in capacity, so appending a point
+    costs O(n^2) (one triangular product). The factor is a function of the history and the refit
+    points alone, so a resumed examiner rebuilds it bit for bit.
     """
 
     def __init__(self, n_instances: int, device: torch.device) -> None:
         self.n_instances, self.device = n_instances, device
         self.n = 0
 
-    def reset(self, lengthscale: Tensor, noise: Tensor, mean: Tensor) -> None:
+    def reset(self, lengthscale: Tensor, noise: Tensor, mean: Tensor, X: Tensor, Y: Tensor) -> None:
+        """New hyperparameters: factorise the history ``X`` ``[N, n, d]``, ``Y`` ``[N, n]`` from scratch
+        (one batched Cholesky, O(n^3), once per refit)."""
         self.lengthscale, self.noise, self.mean = (t.to(self.device) for t in (lengthscale, noise, mean))
+        n = X.shape[1]
         self.n = 0
-        self._grow(64, 1)
+        self._grow(max(64, 2 * n), X.shape[-1])
+        X, Y = X.to(self.device, torch.float64), Y.to(self.device, torch.float64)
+        eye = torch.eye(n, dtype=torch.float64, device=self.device)
+        L = torch.linalg.cholesky(self.kernel(X, X) + (self.noise[:, None, None] + _JITTER) * eye)
+        self._L[:, :n, :n] = L
+        self._Linv[:, :n, :n] = torch.linalg.solve_triangular(L, eye.expand_as(L), upper=False)
+        self._X[:, :n], self._Y[:, :n] = X, Y
+        self.n = n
 
     def _grow(self, capacity: int, d: int) -> None:
         old = (self.n, getattr(self, "_L", None), getattr(self, "_Linv", None), getattr(self, "_X", None), getattr(self, "_Y", None))
@@ -290,7 +301,7 @@ class _GrowingFactor:
             self.n = i + 1
 
     def context(self, dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """What UCB needs, in ``dtype``: ``X`` ``[N, n, d]``, ``L^-1`` ``[N, n, n]``, ``a = K^-1 (y_std - m)``
+        """What UCB needs: ``X`` ``[N, n, d]``, ``L^-1`` ``[N, n, n]`` (in ``dtype``), ``a = K^-1 (y_std - m)``
         ``[N, n]`` and the constant mean ``m`` ``[N]``, with ``y`` standardised per instance as
         BoTorch's ``Standardize`` does."""
         Y = self.Y
@@ -299,4 +310,4 @@ class _GrowingFactor:
         inverse = self.inverse
         alpha = inverse @ (y - self.mean[:, None]).unsqueeze(-1)           # L^-1 (y - m)
         a = (inverse.transpose(1, 2) @ alpha).squeeze(-1)
-        return self.X.to(dtype), inverse.to(dtype), a.to(dtype), self.mean.to(dtype)
+        return self.X, inverse.to(dtype), a, self.mean

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -91,6 +92,7 @@ def main() -> None:
     parser.add_argument("--pool-size", type=int, default=250)
     parser.add_argument("--replications", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--reference-cache", default=None, help="file to save/reuse the reference distances")
     parser.add_argument("--skip", default="", help="comma list of parts to skip: ceiling,compare,full,quality")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -132,13 +134,22 @@ def main() -> None:
         items, conf, is_error = split.x[index], confidence[index], split.y[index] != args.critical_class
         print(f"\nquality: {len(index)} eligible items (predicted class {args.critical_class}, confidence > "
               f"{args.tau}), {int(is_error.sum())} errors among them", flush=True)
-        start = time.perf_counter()
-        reference, _, q_ref = attack(items, split.x, labels, box, steps=args.reference_steps, binary_steps=12,
-                                     direction_fn=margin_direction(target))
-        print(f"reference (HSJ with the exact boundary normal, {args.reference_steps} steps, 12 bisections): "
-              f"{time.perf_counter() - start:.1f} s, {q_ref:.0f} forward queries/item", flush=True)
-        half, _, _ = attack(items, split.x, labels, box, steps=args.reference_steps // 2, binary_steps=12,
-                            direction_fn=margin_direction(target))
+        cache = Path(args.reference_cache) if args.reference_cache else None
+        key = [args.target, index.tolist(), args.reference_steps]
+        saved = torch.load(cache, weights_only=True) if cache and cache.exists() else None
+        if saved is not None and saved["key"] == key:
+            reference, half, q_ref = saved["reference"], saved["half"], saved["queries"]
+            print(f"reference distances loaded from {cache}")
+        else:
+            start = time.perf_counter()
+            reference, _, q_ref = attack(items, split.x, labels, box, steps=args.reference_steps, binary_steps=12,
+                                         direction_fn=margin_direction(target))
+            print(f"reference (HSJ with the exact boundary normal, {args.reference_steps} steps, 12 bisections): "
+                  f"{time.perf_counter() - start:.1f} s, {q_ref:.0f} forward queries/item", flush=True)
+            half, _, _ = attack(items, split.x, labels, box, steps=args.reference_steps // 2, binary_steps=12,
+                                direction_fn=margin_direction(target))
+            if cache:
+                torch.save({"key": key, "reference": reference, "half": half, "queries": q_ref}, cache)
         pools = draw_pools(len(index), min(args.pool_size, len(index)), args.replications,
                            torch.Generator().manual_seed(0))
         ks = (5, 10, 20)

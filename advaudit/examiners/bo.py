@@ -7,7 +7,7 @@ every time the data has grown enough. Between refits the hyperparameters are fix
 Cholesky factor ``L`` of ``K + noise I`` (and its inverse ``L^-1``) only *grows*: each new point
 appends one row (``l = L^-1 k``, ``d = sqrt(k(x, x) + noise - |l|^2)``), O(n^2) per step instead of
 the O(n^3) refactorisation and per-step model construction that dominated the cost before
-(docs/RESULTS.md, "BO profile").
+(docs/RESULTS.md, "Performance (issue 15)").
 
 Acquisition: UCB(x) = mu(x) + sqrt(beta) * sigma(x) in the standardised outcome space (the same
 argmax as in the raw space), with ``mu = m + k^T a`` (``a = K^-1 (y - m)``) and
@@ -120,6 +120,7 @@ class BOExaminer(HistoryMixin):
 
     def _fit(self) -> None:
         """Refit the hyperparameters (warm start); a failure keeps the previous ones, loudly."""
+        from botorch.exceptions.warnings import OptimizationWarning
         from botorch.fit import fit_gpytorch_mll
         from gpytorch.mlls import ExactMarginalLogLikelihood
 
@@ -128,8 +129,8 @@ class BOExaminer(HistoryMixin):
         before = _hyper_state(model)
         mll = ExactMarginalLogLikelihood(model.likelihood, model)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # L-BFGS stopping at maxiter is expected with warm starts
+            with warnings.catch_warnings():  # L-BFGS stopping at maxiter is expected with warm starts
+                warnings.filterwarnings("ignore", category=OptimizationWarning)
                 fit_gpytorch_mll(mll, optimizer_kwargs={"options": {"maxiter": self.fit_maxiter}})
             self.hyperparameters = _hyper_state(model)
         except Exception as error:  # noqa: BLE001 - any fit failure must keep the examination going
@@ -224,11 +225,16 @@ def _hyper_state(model) -> dict[str, Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items() if k.startswith(_HYPER_PREFIXES)}
 
 
-class _GrowingFactor:
-    """Cholesky factor ``L`` ``[N, n, n]`` of ``K + noise I`` and ``L^-1``, grown one point at a time.
+def _capacity(n: int) -> int:
+    """Buffer size for ``n`` points: 25% headroom (memory is N x capacity^2 float64)."""
+    return n + max(64, n // 4)
 
-    A refit factorises from scratch; between refits, buffers double in capacity, so appending a point
-    costs O(n^2) (one triangular product). The factor is a function of the history and the refit
+
+class _GrowingFactor:
+    """The inverse ``L^-1`` ``[N, n, n]`` of the Cholesky factor of ``K + noise I``, grown one point at a time.
+
+    A refit factorises from scratch; between refits, buffers grow with 25% headroom, so appending a
+    point costs amortised O(n^2) (one triangular product). The factor is a function of the history and the refit
     points alone, so a resumed examiner rebuilds it bit for bit.
     """
 
@@ -242,26 +248,22 @@ class _GrowingFactor:
         self.lengthscale, self.noise, self.mean = (t.to(self.device) for t in (lengthscale, noise, mean))
         n = X.shape[1]
         self.n = 0
-        self._grow(max(64, 2 * n), X.shape[-1])
+        self._grow(_capacity(n), X.shape[-1])
         X, Y = X.to(self.device, torch.float64), Y.to(self.device, torch.float64)
         eye = torch.eye(n, dtype=torch.float64, device=self.device)
         L = torch.linalg.cholesky(self.kernel(X, X) + (self.noise[:, None, None] + _JITTER) * eye)
-        self._L[:, :n, :n] = L
         self._Linv[:, :n, :n] = torch.linalg.solve_triangular(L, eye.expand_as(L), upper=False)
         self._X[:, :n], self._Y[:, :n] = X, Y
         self.n = n
 
     def _grow(self, capacity: int, d: int) -> None:
-        old = (self.n, getattr(self, "_L", None), getattr(self, "_Linv", None), getattr(self, "_X", None), getattr(self, "_Y", None))
-        shape = (self.n_instances, capacity, capacity)
-        self._L = torch.zeros(shape, dtype=torch.float64, device=self.device)
-        self._Linv = torch.zeros(shape, dtype=torch.float64, device=self.device)
+        old = (self.n, getattr(self, "_Linv", None), getattr(self, "_X", None), getattr(self, "_Y", None))
+        self._Linv = torch.zeros(self.n_instances, capacity, capacity, dtype=torch.float64, device=self.device)
         self._X = torch.zeros(self.n_instances, capacity, d, dtype=torch.float64, device=self.device)
         self._Y = torch.zeros(self.n_instances, capacity, dtype=torch.float64, device=self.device)
-        n, L, Linv, X, Y = old
+        n, Linv, X, Y = old
         if n:
-            self._L[:, :n, :n], self._Linv[:, :n, :n] = L[:, :n, :n], Linv[:, :n, :n]
-            self._X[:, :n], self._Y[:, :n] = X[:, :n], Y[:, :n]
+            self._Linv[:, :n, :n], self._X[:, :n], self._Y[:, :n] = Linv[:, :n, :n], X[:, :n], Y[:, :n]
 
     @property
     def X(self) -> Tensor:
@@ -285,15 +287,14 @@ class _GrowingFactor:
     def extend_to(self, X: Tensor, Y: Tensor) -> None:
         """Append the points of the history ``X`` ``[N, n', d]``, ``Y`` ``[N, n']`` (n' >= n) beyond the first ``n``."""
         if self._X.shape[-1] != X.shape[-1]:
-            self._grow(self._L.shape[1], X.shape[-1])
+            self._grow(self._Linv.shape[1], X.shape[-1])
         for i in range(self.n, X.shape[1]):
-            if i == self._L.shape[1]:
-                self._grow(2 * i, X.shape[-1])
+            if i == self._Linv.shape[1]:
+                self._grow(_capacity(i), X.shape[-1])
             x = X[:, i: i + 1].to(self.device, torch.float64)    # [N, 1, d]
             k = self.kernel(self.X, x).squeeze(-1)               # [N, i]
             l = (self.inverse @ k.unsqueeze(-1)).squeeze(-1)      # L^-1 k, [N, i]
             d = (1 + self.noise + _JITTER - (l * l).sum(-1)).clamp_min(_JITTER).sqrt()  # [N]
-            self._L[:, i, :i], self._L[:, i, i] = l, d
             self._Linv[:, i, :i] = -(l.unsqueeze(1) @ self.inverse).squeeze(1) / d[:, None]
             self._Linv[:, i, i] = 1 / d
             self._X[:, i] = x.squeeze(1)

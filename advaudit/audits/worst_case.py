@@ -109,7 +109,7 @@ def _checkpoint(out: Path, key: str, examiner: Any, step: int) -> None:
 def budget_in_queries(audit: DictConfig, q: int) -> tuple[int, list[int]]:
     """``audit.budget`` and ``audit.report_budgets`` in queries per instance (refused, never changed,
     when they cannot be honoured)."""
-    unit = str(audit.get("budget_unit", "queries"))
+    unit = str(getattr(audit.get("budget_unit", "queries"), "value", audit.get("budget_unit", "queries")))
     require(unit in BUDGET_UNITS, f"audit.budget_unit={unit!r}; use one of {list(BUDGET_UNITS)}")
     budget = int(audit.budget)
     require(budget >= 1, f"audit.budget={budget}: the examination budget ({unit} per instance) must be >= 1")
@@ -159,7 +159,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         u = examiner.ask()[:, :take]
         s = space.assemble(u)
         x, valid, checks = judge.render(z, s.to(device))
-        probs = target.predict_proba(x, calibrated=calibrated)
+        probs = target.predict_proba(x, calibrated=calibrated, context={
+            "step": step, "instance": z.ids.cpu(), "condition": s, "factors": [f.name for f in world.factors]})
         true_prob = probs.gather(1, labels.repeat_interleave(take).to(probs.device).view(-1, 1)).view(len(z), -1).cpu()
         predicted = probs.argmax(1).view(len(z), -1).cpu()
         examiner.tell(u, true_prob if strength else 1 - true_prob)

@@ -15,7 +15,7 @@ from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS, build_primi
 from advaudit.worlds.shapes.renderer import render_scenes
 
 # Table 1 of the paper (angles in degrees; camera azimuth spans half a turn as in the paper).
-DEFAULT_FACTORS = [
+TABLE1_FACTORS = [
     Factor("sun_rot_x", 0.0, 360.0, "deg"), Factor("sun_rot_y", 0.0, 360.0, "deg"),
     Factor("sun_rot_z", 0.0, 360.0, "deg"), Factor("sun_energy", 0.0, 5.0, "W/m2"),
     Factor("light_energy", 0.3, 1.0, "kW"), Factor("light_distance", 8.0, 20.0, "m"),
@@ -23,6 +23,13 @@ DEFAULT_FACTORS = [
     Factor("camera_distance", 1.0, 5.0, "m"), Factor("camera_azimuth", 0.0, 180.0, "deg"),
     Factor("camera_elevation", -90.0, 90.0, "deg"), Factor("camera_roll", 0.0, 360.0, "deg"),
 ]
+# The default S: Table 1 with camera distance narrowed to [1.5, 4] m so that every condition keeps
+# the label visible (Sec. 2.1). Measured on 600 random renders per range of 100 val instances at
+# 32 px: below 1.5 m the object overflows the frame (88% of renders at 1.0-1.2 m, 45% at 1.2-1.4 m,
+# 8% at 1.4-1.5 m, 0% above); above 4 m it is under 6 px tall on 6-14% of renders (2.6% at 3.5-4 m).
+# The paper's bounds: ``world.factors={camera_distance:[1,5]}`` or ``world=shapes_table1``.
+DEFAULT_FACTORS = [f if f.name != "camera_distance" else Factor("camera_distance", 1.5, 4.0, "m")
+                   for f in TABLE1_FACTORS]
 SPLIT_OFFSETS = {"train": 0, "val": 1_000_000, "test": 2_000_000}
 
 

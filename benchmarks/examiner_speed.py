@@ -1,71 +1,191 @@
-"""Examiner throughput on ShapeWorld: queries/s and the examiner's own time as a share of
-render + forward, per examiner, for N instances x budget queries.
+"""Examiner throughput: queries/s and the examiner's own time as a share of render + forward.
 
-    .venv/bin/python benchmarks/examiner_speed.py --target <shapes target.pt> \
-        [--examiners random,rl,bo,tpe] [--instances 55] [--budget 500] [--threads 2]
+Two objectives:
+- ``--target <shapes target.pt>``: the worst-case loop on ShapeWorld (render, forward, true-class
+  probability), N test instances x budget queries; quality = mean final true-class probability
+  (the lowest found) and E_T (the true-class probability of the last proposal, mean over instances).
+- ``--planted``: a synthetic objective with a known answer and no model: each instance's loss is a
+  smooth background plus a bump of height 0.5 on a planted interval of one factor
+  (``u[k] in [0.7, 0.9]``, like the planted elevation weakness); quality = the best loss found and
+  the share of the last 100 proposals inside the planted interval (random search: 0.2).
+
+``--baseline REV`` also runs ``advaudit/examiners/bo.py`` as it was at git revision ``REV`` on the
+same problem in the same process (old vs new under the same machine load); ``--profile`` prints the
+top cProfile entries of the BO examiner.
+
+    .venv/bin/python benchmarks/examiner_speed.py --target <shapes target.pt> [--examiners random,rl,bo,tpe] \
+        [--instances 55] [--budget 500] [--threads 1] [--baseline main] [--profile 100]
+    .venv/bin/python benchmarks/examiner_speed.py --planted --examiners bo --baseline main
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import Any, Callable
 
 import torch
 
-from advaudit.audits.worst_case import ConditionSpace
 from advaudit.examiners import build_examiner
-from advaudit.models import load_target
 from advaudit.runtime import configure_threads
-from advaudit.worlds.shapes import ShapeWorld
 
 DEFAULTS = {"random": {"q": 32}, "rl": {"q": 32}, "bo": {"q": 1}, "tpe": {"q": 1}, "cmaes": {"q": 1}}
+PLANTED_FACTOR, PLANTED = 0, (0.7, 0.9)
+N_DIMS_PLANTED = 9
 
 
-def examine_timed(name: str, world: ShapeWorld, target, n: int, budget: int, seed: int) -> dict[str, float]:
-    z = world.instances("test")
-    z = z.subset(torch.randperm(len(z), generator=torch.Generator().manual_seed(seed))[:n])
-    space = ConditionSpace(list(world.factors), ["sun_rot_x", "sun_rot_y", "sun_rot_z"], n,
-                           torch.Generator().manual_seed(seed))
-    examiner = build_examiner({"name": name, **DEFAULTS[name]}, n, len(space.free), seed=seed)
-    labels = z.labels
+def baseline_examiner_class(rev: str) -> type:
+    """``BOExaminer`` from ``advaudit/examiners/bo.py`` at git revision ``rev`` (a temporary module)."""
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(["git", "show", f"{rev}:advaudit/examiners/bo.py"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "bo_baseline.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("bo_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bo_baseline"] = module
+    spec.loader.exec_module(module)
+    return module.BOExaminer
+
+
+def planted_loss(u: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
+    """``[N, q, C] -> [N, q]``: background ``0.2 + 0.1 sum_c sin(3 u_c + phase)/C`` plus a smooth
+    step of 0.5 on ``u[PLANTED_FACTOR] in PLANTED``."""
+    low, high = PLANTED
+    x = u[..., PLANTED_FACTOR]
+    bump = torch.sigmoid((x - low) * 80) * torch.sigmoid((high - x) * 80)
+    background = 0.2 + 0.1 * torch.sin(3 * u + phase[:, None]).mean(-1)
+    return background + 0.5 * bump
+
+
+def loop(examiner, evaluate: Callable[[torch.Tensor], torch.Tensor], budget: int) -> dict[str, float]:
+    """Ask/tell for ``budget`` queries; ``evaluate`` ``[N, q, C] -> [N, q]`` loss (higher = worse)."""
     t_examiner = t_model = 0.0
     for _ in range(math.ceil(budget / examiner.q)):
         start = time.perf_counter()
         u = examiner.ask()
         t_examiner += time.perf_counter() - start
         start = time.perf_counter()
-        x = world.render(z, space.assemble(u))
-        p = target.predict_proba(x, calibrated=False)
-        true_prob = p.gather(1, labels.repeat_interleave(examiner.q).view(-1, 1)).view(n, -1)
+        loss = evaluate(u)
         t_model += time.perf_counter() - start
         start = time.perf_counter()
-        examiner.tell(u, 1 - true_prob)
+        examiner.tell(u, loss)
         t_examiner += time.perf_counter() - start
-    queries = examiner.Y.shape[1] * n
-    return {"queries": queries, "seconds": t_examiner + t_model, "examiner_s": t_examiner, "model_s": t_model,
-            "best": float(1 - examiner.Y.max(1).values.mean())}
+    return {"queries": examiner.Y.shape[1] * examiner.n_instances, "seconds": t_examiner + t_model,
+            "examiner_s": t_examiner, "model_s": t_model}
+
+
+def make_examiner(name: str, n: int, dims: int, seed: int, baseline: type | None, options: dict[str, Any]):
+    if baseline is not None:
+        return baseline(n, dims, seed=seed, **options)
+    return build_examiner({"name": name, **DEFAULTS[name], **options}, n, dims, seed=seed)
+
+
+def run_planted(examiner, n: int, budget: int, seed: int) -> dict[str, float]:
+    phase = torch.rand(n, N_DIMS_PLANTED, generator=torch.Generator().manual_seed(seed + 1)) * 6.28
+    result = loop(examiner, lambda u: planted_loss(u.double(), phase.double()), budget)
+    late = examiner.X[:, -100:, PLANTED_FACTOR]
+    result["best"] = float(examiner.Y.max(1).values.mean())
+    result["late_in_planted"] = float(((late >= PLANTED[0]) & (late <= PLANTED[1])).double().mean())
+    return result
+
+
+def run_target(examiner, world, target, z, space, budget: int) -> dict[str, float]:
+    n = len(z)
+    labels = z.labels
+
+    def evaluate(u: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            x = world.render(z, space.assemble(u))
+            p = target.predict_proba(x, calibrated=False)
+        return 1 - p.gather(1, labels.repeat_interleave(u.shape[1]).view(-1, 1)).view(n, -1).cpu()
+
+    result = loop(examiner, evaluate, budget)
+    result["best"] = float(1 - examiner.Y.max(1).values.mean())       # lowest true-class prob found
+    result["E_T"] = float(1 - examiner.Y[:, -examiner.q:].mean())      # at the final proposal(s)
+    return result
+
+
+def profile_bo(make: Callable[[], Any], evaluate_factory: Callable[[Any], dict], top: int = 14) -> None:
+    """cProfile's top functions by cumulative time (torch.profiler's table took minutes to aggregate
+    the many small ops of a 100-step run)."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    evaluate_factory(make())
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(top)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--target", required=True)
+    parser.add_argument("--target")
+    parser.add_argument("--planted", action="store_true", help="synthetic planted-interval objective, no model")
     parser.add_argument("--examiners", default="random,rl,bo,tpe")
     parser.add_argument("--instances", type=int, default=55)
     parser.add_argument("--budget", type=int, default=500)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--baseline", default=None, help="git revision of bo.py to run as well (same run)")
+    parser.add_argument("--profile", type=int, default=0, metavar="BUDGET",
+                        help="cProfile top entries for BO over a run of BUDGET queries (0: no profile)")
+    parser.add_argument("--bo-options", default="", help="k=v,... passed to the current BOExaminer")
     args = parser.parse_args()
+    if not args.planted and not args.target:
+        parser.error("give --target <target.pt> or --planted")
     threads = configure_threads(args.threads)
-    target = load_target(args.target)
-    world = ShapeWorld(image_size=target.input_shape[-1])
-    print(f"N={args.instances}, budget={args.budget} queries/instance, {threads} torch threads")
-    print("| examiner | queries/s | total s | render+forward s | examiner s | examiner / (render+forward) | E (mean best true prob) |")
-    print("|---|---|---|---|---|---|---|")
-    for name in args.examiners.split(","):
-        r = examine_timed(name, world, target, args.instances, args.budget, args.seed)
+    options = {k: (float(v) if "." in v else int(v) if v.lstrip("-").isdigit() else v)
+               for k, v in (kv.split("=") for kv in args.bo_options.split(",") if kv)}
+    n, budget = args.instances, args.budget
+    if args.planted:
+        dims = N_DIMS_PLANTED
+        task = lambda ex, b=budget: run_planted(ex, n, b, args.seed)  # noqa: E731
+    else:
+        from advaudit.audits.worst_case import ConditionSpace
+        from advaudit.models import load_target
+        from advaudit.worlds.shapes import ShapeWorld
+
+        target = load_target(args.target)
+        world = ShapeWorld(image_size=target.input_shape[-1])
+        z = world.instances("test")
+        z = z.subset(torch.randperm(len(z), generator=torch.Generator().manual_seed(args.seed))[:n])
+        n = len(z)
+        space = ConditionSpace(list(world.factors), ["sun_rot_x", "sun_rot_y", "sun_rot_z"], n,
+                               torch.Generator().manual_seed(args.seed))
+        dims = len(space.free)
+        task = lambda ex, b=budget: run_target(ex, world, target, z, space, b)  # noqa: E731
+    print(f"N={n}, budget={budget} queries/instance, {threads} torch threads, "
+          f"{'planted objective' if args.planted else args.target}")
+    print("| examiner | queries/s | total s | model s | examiner s | examiner / model | best | quality |")
+    print("|---|---|---|---|---|---|---|---|")
+    runs = [(name, None, options if name == "bo" else {}) for name in args.examiners.split(",")]
+    if args.baseline and "bo" in args.examiners.split(","):
+        runs.insert(0, (f"bo@{args.baseline}", baseline_examiner_class(args.baseline), {}))
+    for name, baseline, opts in runs:
+        examiner = make_examiner(name.split("@")[0], n, dims, args.seed, baseline, opts)
+        r = task(examiner)
+        quality = (f"late in planted {r['late_in_planted']:.2f}" if args.planted else f"E_T {r['E_T']:.4f}")
+        extra = ""
+        if hasattr(examiner, "n_fits"):
+            extra = f" (fits {examiner.n_fits}, fit s {examiner.fit_seconds:.1f}"
+            extra += f", failed {getattr(examiner, 'failed_fits', 'n/a')})"
         print(f"| {name} | {r['queries'] / r['seconds']:,.0f} | {r['seconds']:.1f} | {r['model_s']:.1f} | "
-              f"{r['examiner_s']:.1f} | {100 * r['examiner_s'] / r['model_s']:.1f}% | {r['best']:.4f} |", flush=True)
+              f"{r['examiner_s']:.1f}{extra} | {100 * r['examiner_s'] / max(r['model_s'], 1e-9):.1f}% | "
+              f"{r['best']:.4f} | {quality} |", flush=True)
+    if args.profile:
+        for name, baseline, opts in runs:
+            if name.startswith("bo"):
+                print(f"\ncProfile, {name}, {args.profile} queries (cumulative time):")
+                profile_bo(lambda: make_examiner("bo", n, dims, args.seed, baseline, opts),
+                           lambda ex: task(ex, args.profile))
 
 
 if __name__ == "__main__":

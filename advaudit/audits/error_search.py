@@ -29,6 +29,7 @@ from advaudit.report.error_search_report import write_report
 from advaudit.report.records import append_jsonl, read_jsonl
 from advaudit.report.wandb_run import open_wandb
 from advaudit.search.adversarial_distance import LowessSettings, distance_values, pool_scores
+from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import build_policy
 from advaudit.search.features import pca_features
 from advaudit.search.metrics import oracle_ceiling, sdr_curve, spread_curve
@@ -63,8 +64,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     facts: dict[str, Any] = {}
     item_scores: dict[str, torch.Tensor] = {}
     distances: dict[str, torch.Tensor] = {}
-    inputs = ScoreInputs(items, index, split.x, predicted, split.x.min(0).values, split.x.max(0).values,
-                         critical, target)
+    low, high = attack_box(split.x, plain(audit.get("box", "auto"), "auto"))
+    inputs = ScoreInputs(items, index, split.x, predicted, low, high, critical, target)
     for name in methods:
         if name in SCORED:
             method_cfg = search[name]

@@ -204,6 +204,7 @@ class BOExaminerConf:
     restarts: int = 4
     adam_steps: int = 15
     adam_lr: float = 0.03
+    acquisition_dtype: str = "float32"  # float32 | float64: the variance product L^-1 k (issue 15)
 
 
 @dataclass

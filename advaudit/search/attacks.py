@@ -11,7 +11,8 @@ Two backends, both returning one adversarial per item (or a marked failure):
     initialisation fails on one item; that chunk is retried item by item and failures are marked.
 
 Every function takes raw inputs ``[N, *shape]`` in the target's input box ``[low, high]`` and a
-``label_fn`` mapping ``[B, *shape] -> [B]`` predicted labels.
+``label_fn`` mapping ``[B, *shape] -> [B]`` predicted labels. :func:`attack_box` decides that box:
+the data's real box ([0, 1] for images, the paper's pixel units), not each pixel's observed range.
 """
 
 from __future__ import annotations
@@ -41,9 +42,100 @@ class AttackResult:
     queries: int
 
 
+def attack_box(x: Tensor, box: Any = "auto") -> tuple[Tensor, Tensor]:
+    """The box ``low``, ``high`` ``[*shape]`` attacks stay in and whose width is the MAE's unit.
+
+    Args:
+        x: ``[N, *shape]`` items of the split (images ``[N, C, H, W]`` or tables ``[N, F]``).
+        box: ``auto``: ``[0, 1]`` for images (every advaudit image dataset is in [0, 1]; distances
+            are then in pixel units, as in the adversarial-distance paper's MAE), each feature's
+            observed ``[min, max]`` for tables (columns in different units count alike);
+            ``observed``: each feature's observed range for images too; or ``[low, high]`` numbers.
+
+    Raises :class:`AdvauditError` when the items lie outside the box.
+    """
+    if isinstance(box, str):
+        require(box in ("auto", "observed"), f"box={box!r}; use auto, observed or [low, high]")
+        if box == "auto" and x.dim() > 2:
+            box = (0.0, 1.0)
+        else:
+            return x.min(0).values, x.max(0).values
+    require(len(box) == 2 and float(box[0]) < float(box[1]), f"box={list(box)} must be [low, high] with low < high")
+    low, high = float(box[0]), float(box[1])
+    outside = int(((x < low) | (x > high)).flatten(1).any(1).sum())
+    require(outside == 0, f"{outside} of {len(x)} items have values outside the attack box [{low}, {high}]; "
+            "give the data's real range as [low, high] or use box=observed")
+    return torch.full(x.shape[1:], low, dtype=x.dtype), torch.full(x.shape[1:], high, dtype=x.dtype)
+
+
 def mae(x: Tensor, adversarial: Tensor) -> Tensor:
     """Mean absolute error per item ``[N]`` between ``x`` and ``adversarial`` ``[N, *shape]`` (Eq. 4)."""
     return (x - adversarial).abs().flatten(1).mean(1)
+
+
+def label_function(target: Any, batch_size: int = 256) -> LabelFn:
+    """``[B, *shape] -> [B]`` predicted labels of any target (decision-based access only).
+
+    Torch targets: the argmax of the logits (temperature never changes it), computed on the target's
+    device under ``torch.inference_mode`` in batches of ``batch_size`` (on a CPU, 256 images of a
+    small CNN keep the activations in cache: faster than one large batch, see docs/RESULTS.md),
+    returned on the input's device with one finiteness check per call. Other targets
+    (scikit-learn black boxes): ``predict_proba(x).argmax(1)``.
+    """
+    if not isinstance(target, torch.nn.Module):
+        return lambda x: target.predict_proba(x, calibrated=False).argmax(1).to(x.device)
+    device = getattr(target, "device", torch.device("cpu"))
+    target = target.eval()
+
+    def labels(x: Tensor) -> Tensor:
+        out, finite = [], torch.ones((), dtype=torch.bool, device=device)
+        with torch.inference_mode():
+            for start in range(0, len(x), batch_size):
+                logits = target(x[start:start + batch_size].to(device, non_blocking=True))
+                finite &= torch.isfinite(logits).all()
+                out.append(logits.argmax(1))
+        if not bool(finite):
+            raise AdvauditError("the target returned NaN/inf logits during the attack; check the checkpoint "
+                                "and that the attack box matches the inputs it was trained on")
+        return torch.cat(out).to(x.device) if out else torch.empty(0, dtype=torch.long, device=x.device)
+
+    return labels
+
+
+def attack_items(target: Any, x: Tensor, candidates: Tensor, candidate_labels: Tensor,
+                 bounds: tuple[Tensor | float, Tensor | float], **settings: Any) -> AttackResult:
+    """Batched HopSkipJump on ``x`` ``[N, *shape]`` from the nearest differently-labelled ``candidates``
+    ``[M, *shape]`` (labels ``[M]``), run entirely on the target's device; results on ``x``'s device.
+
+    ``settings``: :func:`batched_hop_skip_jump` keywords (steps, gradient_queries, ...).
+    """
+    device = getattr(target, "device", torch.device("cpu")) if isinstance(target, torch.nn.Module) else x.device
+    labels = label_function(target)
+    x_d = x.to(device)
+    starts = nearest_differently_labelled(x_d, labels(x_d), candidates.to(device), candidate_labels.to(device))
+    low, high = (torch.as_tensor(b, dtype=x.dtype).to(device) for b in bounds)
+    result = batched_hop_skip_jump(x_d, labels, starts, bounds=(low, high), **settings)
+    return AttackResult(result.adversarial.to(x.device), result.ok.to(x.device), result.queries)
+
+
+def margin_direction(model: torch.nn.Module, batch_size: int = 256) -> Callable[[Tensor, Tensor], Tensor]:
+    """White-box ``direction_fn`` for :func:`batched_hop_skip_jump`: the input gradient ``[N, *shape]``
+    of ``max_{k != y} z_k - z_y`` (logits ``z`` of ``model``), i.e. the boundary normal pointing to
+    the adversarial side. For converged reference distances in benchmarks, not for black boxes."""
+
+    def direction(x: Tensor, labels: Tensor) -> Tensor:
+        out = []
+        for start in range(0, len(x), batch_size):
+            part = x[start:start + batch_size].detach().requires_grad_(True)
+            with torch.enable_grad():
+                logits = model(part)
+                own = logits.gather(1, labels[start:start + batch_size, None]).squeeze(1)
+                other = logits.scatter(1, labels[start:start + batch_size, None], -math.inf).amax(1)
+                grad, = torch.autograd.grad((other - own).sum(), part)
+            out.append(grad)
+        return torch.cat(out)
+
+    return direction
 
 
 class _CountingLabels:
@@ -99,7 +191,7 @@ def nearest_differently_labelled(x: Tensor, labels: Tensor, candidates: Tensor, 
 def batched_hop_skip_jump(x: Tensor, label_fn: LabelFn, starts: Tensor, steps: int = 16,
                           gradient_queries: int = 32, max_gradient_queries: int = 128,
                           bounds: tuple[float, float] = (0.0, 1.0), binary_steps: int = 10,
-                          seed: int = 0) -> AttackResult:
+                          seed: int = 0, direction_fn: Callable[[Tensor, Tensor], Tensor] | None = None) -> AttackResult:
     """HopSkipJump (L2, untargeted) for all items at once.
 
     Args:
@@ -111,12 +203,16 @@ def batched_hop_skip_jump(x: Tensor, label_fn: LabelFn, starts: Tensor, steps: i
             up to ``max_gradient_queries``, as in the paper.
         bounds: input box; iterates are clipped to it.
         binary_steps: bisections per return to the boundary (precision ``2^-binary_steps`` of the gap).
+        direction_fn: ``(boundary [N, *shape], labels [N]) -> [N, *shape]`` the exact direction
+            towards the adversarial side (white-box), replacing the Monte-Carlo estimate; with it the
+            iteration is HSJ's limit of infinitely many probes (a converged reference, not counted
+            as queries).
 
     Queries per item: about ``binary_steps + steps * (probes + binary_steps + 1..10)``.
     """
     require(steps >= 0 and gradient_queries >= 1, "hsj needs steps >= 0 and gradient_queries >= 1")
     counter = _CountingLabels(label_fn)
-    generator = torch.Generator(device="cpu").manual_seed(seed)
+    generator = torch.Generator(device=x.device).manual_seed(seed)  # probes drawn where the attack runs
     labels = counter(x)
     view = (-1,) + (1,) * (x.dim() - 1)
     d = x[0].numel()
@@ -127,7 +223,11 @@ def batched_hop_skip_jump(x: Tensor, label_fn: LabelFn, starts: Tensor, steps: i
         distance = (adversarial - x).flatten(1).norm(dim=1).clamp_min(1e-12)
         delta = (math.sqrt(d) * theta * distance).view(view)
         n_probe = int(min(max_gradient_queries, gradient_queries * math.sqrt(step)))
-        direction = _estimate_gradient(adversarial, labels, counter, n_probe, delta, bounds, generator)
+        if direction_fn is None:
+            direction = _estimate_gradient(adversarial, labels, counter, n_probe, delta, bounds, generator)
+        else:
+            direction = direction_fn(adversarial, labels)
+            direction = direction / direction.flatten(1).norm(dim=1).clamp_min(1e-12).view(view)
         size = (distance / math.sqrt(step)).view(view)
         for _ in range(10):  # geometric step search, halving until adversarial
             candidate = (adversarial + size * direction).clamp(*bounds)
@@ -146,7 +246,8 @@ def _estimate_gradient(boundary: Tensor, labels: Tensor, label_fn: _CountingLabe
                        delta: Tensor, bounds: tuple[float, float], generator: torch.Generator) -> Tensor:
     """Monte-Carlo sign estimate of the boundary normal at ``boundary`` ``[N, *shape]`` (unit L2)."""
     n = len(boundary)
-    probes = torch.randn((n, n_probe) + tuple(boundary.shape[1:]), generator=generator).to(boundary)
+    probes = torch.randn((n, n_probe) + tuple(boundary.shape[1:]), generator=generator, device=boundary.device,
+                         dtype=boundary.dtype)
     probes = probes / probes.flatten(2).norm(dim=2).view(n, n_probe, *([1] * (boundary.dim() - 1)))
     shifted = (boundary[:, None] + delta[:, None] * probes).clamp(*bounds)
     actual = (shifted - boundary[:, None]) / delta[:, None]

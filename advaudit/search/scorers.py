@@ -2,8 +2,8 @@
 
 The attack runs once per eligible item (never once per replication) in chunks; every finished
 chunk is appended to ``<out>/scores/<name>.jsonl`` so an interrupted run resumes where it stopped.
-Distances are MAEs in units of each feature's range (pixels in [0, 1] are unchanged; table columns
-of different scales count alike).
+Distances are MAEs in units of the attack box width (``audit.box``: [0, 1] for images, so pixel units; each
+feature's observed range for tables, so columns of different scales count alike).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from omegaconf import DictConfig
@@ -22,7 +22,7 @@ from advaudit.confutil import plain
 from advaudit.errors import require
 from advaudit.report.progress import progress
 from advaudit.report.records import append_jsonl, read_jsonl
-from advaudit.search.attacks import AttackResult, batched_hop_skip_jump, foolbox_attack, nearest_differently_labelled
+from advaudit.search.attacks import AttackResult, attack_items, foolbox_attack
 from advaudit.search.gad_attack import sign_gradient_attack
 from advaudit.search.pseudo_model import PseudoModelSettings, extract_pseudo_model
 
@@ -45,11 +45,6 @@ class ScoreInputs:
     target: Any
 
 
-def label_function(target: Any) -> Callable[[Tensor], Tensor]:
-    """``[B, *shape] -> [B]`` predicted labels of any target (decision-based access only)."""
-    return lambda x: target.predict_proba(x, calibrated=False).argmax(1).to("cpu")
-
-
 def _attack_chunk(name: str, cfg: DictConfig, inputs: ScoreInputs, index: Tensor, state: dict[str, Any]) -> AttackResult:
     """Run the configured attack on ``inputs.items[index]``."""
     x = inputs.items[index]
@@ -60,13 +55,11 @@ def _attack_chunk(name: str, cfg: DictConfig, inputs: ScoreInputs, index: Tensor
                                     step=float(attack.step), max_steps=int(attack.max_steps))
     method = str(attack.method)
     bounds = (inputs.low, inputs.high)
-    if method == "hsj":
-        labels = label_function(inputs.target)
-        starts = nearest_differently_labelled(x, labels(x), inputs.all_items, inputs.all_predicted)
-        return batched_hop_skip_jump(x, labels, starts, steps=int(attack.steps),
-                                     gradient_queries=int(attack.gradient_queries),
-                                     max_gradient_queries=int(attack.max_gradient_queries),
-                                     bounds=bounds, binary_steps=int(attack.get("binary_steps", 10)), seed=int(attack.get("seed", 0)) + int(index[0]))
+    if method == "hsj":  # on the target's device (one device for the whole attack)
+        return attack_items(inputs.target, x, inputs.all_items, inputs.all_predicted, bounds, steps=int(attack.steps),
+                            gradient_queries=int(attack.gradient_queries),
+                            max_gradient_queries=int(attack.max_gradient_queries),
+                            binary_steps=int(attack.get("binary_steps", 10)), seed=int(attack.get("seed", 0)) + int(index[0]))
     require(hasattr(inputs.target, "net"), f"search.attack.method={method} needs a torch target; "
             "use search.attack.method=hsj for black boxes")
     params = plain(attack.get("params"), {})

@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 from advaudit.errors import AdvauditError
-from advaudit.search.attacks import batched_hop_skip_jump, foolbox_attack, mae, nearest_differently_labelled
+from advaudit.search.attacks import (attack_box, attack_items, batched_hop_skip_jump, foolbox_attack,
+                                     label_function, mae, nearest_differently_labelled)
 from advaudit.search.gad_attack import sign_gradient_attack
 from advaudit.search.pseudo_model import PseudoModelSettings, extract_pseudo_model, latin_hypercube
 
@@ -93,3 +94,76 @@ def test_pseudo_model_learns_a_smooth_black_box() -> None:
     assert r2 > 0.9
     with pytest.raises(AdvauditError, match="lhs, pool or neighbourhood"):
         extract_pseudo_model(black_box, data, PseudoModelSettings(design="grid"))
+
+
+def test_attack_box_is_the_data_box_not_each_pixels_observed_range() -> None:
+    images = torch.rand(50, 1, 4, 4) * 0.6          # no pixel reaches 1, some never leave ~0
+    images[:, 0, 0, 0] = 0.0
+    low, high = attack_box(images)
+    assert low.shape == (1, 4, 4) and bool((low == 0).all() and (high == 1).all())
+    low, high = attack_box(images, "observed")
+    assert float(high[0, 0, 0]) == 0.0 and float(high.max()) <= 0.6
+    table = torch.tensor([[0.0, 10.0], [2.0, 30.0], [1.0, 20.0]])
+    low, high = attack_box(table)                    # tables: each column's own range
+    assert low.tolist() == [0.0, 10.0] and high.tolist() == [2.0, 30.0]
+    low, high = attack_box(images, [-1, 2])
+    assert bool((low == -1).all() and (high == 2).all())
+    with pytest.raises(AdvauditError, match="outside the attack box"):
+        attack_box(images + 1.0)
+    with pytest.raises(AdvauditError, match="auto, observed"):
+        attack_box(images, "pixels")
+
+
+class ImageLinear(nn.Module):
+    """Two-class linear model on ``[B, 1, 4, 4]`` images (class 1 iff ``w . x + b > 0``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = linear_model(16)
+        self.register_buffer("anchor", torch.zeros(()))  # gives the module a device
+
+    @property
+    def device(self) -> torch.device:
+        return self.anchor.device
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x.flatten(1))
+
+
+def test_label_function_matches_argmax_in_small_batches_and_rejects_nan() -> None:
+    model = ImageLinear()
+    x = torch.rand(37, 1, 4, 4, generator=torch.Generator().manual_seed(6))
+    labels = label_function(model, batch_size=8)
+    assert torch.equal(labels(x), model(x).argmax(1))
+    model.linear.bias.data[1] = float("nan")
+    with pytest.raises(AdvauditError, match="NaN/inf"):
+        labels(x)
+
+
+def test_attack_items_stays_in_the_image_box_and_can_use_unobserved_pixel_values() -> None:
+    model = ImageLinear()
+    w, b = model.linear.weight[1].detach(), model.linear.bias[1].detach()
+    gen = torch.Generator().manual_seed(7)
+    x = torch.rand(200, 1, 4, 4, generator=gen) * 0.5 + 0.25      # observed pixels only in [0.25, 0.75]
+    with torch.no_grad():
+        exact = (x.flatten(1) @ w + b).abs() / w.norm()
+        predicted = model(x).argmax(1)
+    result = attack_items(model, x[:40], x, predicted, attack_box(x), steps=10, gradient_queries=32)
+    assert bool(result.ok.all())
+    assert bool((result.adversarial >= 0).all() and (result.adversarial <= 1).all())
+    assert bool((model(result.adversarial).argmax(1) != predicted[:40]).all())
+    found = (result.adversarial - x[:40]).flatten(1).norm(dim=1)
+    assert float((found / exact[:40]).median()) < 1.3
+    outside = ((result.adversarial < 0.25) | (result.adversarial > 0.75)).any()
+    assert bool(outside)  # the [0, 1] box, not the observed [0.25, 0.75], bounds the attack
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_attack_runs_on_the_targets_cuda_device() -> None:
+    model = ImageLinear().cuda()
+    x = torch.rand(64, 1, 4, 4, generator=torch.Generator().manual_seed(8))
+    predicted = model(x.cuda()).argmax(1).cpu()
+    result = attack_items(model, x[:16], x, predicted, attack_box(x), steps=4)
+    assert result.adversarial.device.type == "cpu" and bool(result.ok.all())
+    assert bool((model(result.adversarial.cuda()).argmax(1).cpu() != predicted[:16]).all())

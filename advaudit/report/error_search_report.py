@@ -1,4 +1,4 @@
-"""Error-search results people look at: SDR / errors / spread curves with CIs (Fig. 3-7 style),
+"""Error-search results people look at: the paper's measures per query count (Figs. 2, 3, 5-7 style),
 queried-confidence box plots, the LOWESS fit behind adversarial distance, the target's reliability
 on the critical class, the errors found, and a markdown summary. All PNG/JSON under the run dir."""
 
@@ -22,11 +22,12 @@ def _curves(results: dict[str, dict[str, Any]], key: str, path: Path, ylabel: st
     for name, record in results.items():
         if f"{key}_mean" not in record:
             continue
-        mean, half = np.array(record[f"{key}_mean"]), np.array(record[f"{key}_ci"])
+        mean = np.array(record[f"{key}_mean"])
         queries = np.arange(1, len(mean) + 1)
         style = "--" if name == "oracle_ceiling" else "-"
         ax.plot(queries, mean, style, label=name)
-        ax.fill_between(queries, mean - half, mean + half, alpha=0.2)
+        if f"{key}_lo" in record:  # intervals over independent replications only
+            ax.fill_between(queries, record[f"{key}_lo"], record[f"{key}_hi"], alpha=0.2)
     if key == "sdr":
         ax.axhline(1.0, color="gray", lw=0.8)
     if log_y:
@@ -69,7 +70,8 @@ def write_report(out: Path, results: dict[str, dict[str, Any]], summary: dict[st
     plots: dict[str, Path] = {
         "search/sdr": _curves(results, "sdr", out / "sdr.png", "SDR (errors found / expected)", log_y=True),
         "search/errors": _curves(results, "errors", out / "errors.png", "errors found"),
-        "search/spread": _curves(results, "spread", out / "spread.png", "spread (PCA space)"),
+        "search/spread": _curves(results, "spread", out / "spread.png", "spread (PCA space; lower = better)"),
+        "search/coverage": _curves(results, "coverage", out / "coverage.png", "Bansal & Weld coverage utility"),
         "search/confidence": _confidence_box(results, out / "queried_confidence.png"),
     }
     for name, distance in distances.items():
@@ -98,12 +100,17 @@ def _markdown(results: dict[str, dict[str, Any]], summary: dict[str, Any], prima
     errors = summary["search/eligible_errors"]
     lines = [f"# Error search: {primary}", "",
              f"{summary['search/eligible']} eligible items" + (f" ({errors} errors)" if errors is not None else "") + ", "
-             f"{summary['search/replications']} pools of {summary['search/pool_size']}, budget {budget}.", "",
-             "| method | " + " | ".join(f"SDR@{k}" for k in marks) + f" | errors@{budget} | spread@{budget} |",
-             "|---" * (len(marks) + 3) + "|"]
+             f"{summary['search/replications']} pools of {summary['search/pool_size']}, budget {budget}. Means over the "
+             "pools of this run (they overlap: no interval here; see benchmarks/error_search_replications.py). "
+             "Spread: lower is better.", "",
+             "| method | " + " | ".join(f"SDR@{k}" for k in marks) + f" | errors@{budget} | spread@{budget} | "
+             f"coverage@{budget} | queried confidence |",
+             "|---" * (len(marks) + 5) + "|"]
     for name, record in results.items():
-        sdr = " | ".join(f"{record['sdr_mean'][k - 1]:.2f} ± {record['sdr_ci'][k - 1]:.2f}" for k in marks)
-        errors = f"{record['errors_mean'][budget - 1]:.1f}" if "errors_mean" in record else "-"
-        spread = f"{record['spread_mean'][budget - 1]:.3f}" if "spread_mean" in record else "-"
-        lines.append(f"| {name} | {sdr} | {errors} | {spread} |")
+        cells = [f"{record['sdr_mean'][k - 1]:.2f}" for k in marks]
+        for key, digits in (("errors", 1), ("spread", 3), ("coverage", 2)):
+            cells.append(f"{record[f'{key}_mean'][budget - 1]:.{digits}f}" if f"{key}_mean" in record else "-")
+        confidence = record.get("confidence_mean")
+        cells.append(f"{float(np.mean(confidence)):.3f}" if confidence else "-")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

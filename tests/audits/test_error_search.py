@@ -44,11 +44,14 @@ def test_gad_search_on_a_biased_black_box_runs_every_method_and_resumes(biased_s
                  "adversarial_distance", "oracle_ceiling"):
         assert f"search/{name}/sdr@15" in result, name
         assert result[f"search/{name}/sdr@15"] >= 0
+        for measure in ("errors", "spread", "coverage", "confidence"):  # the paper's other measures
+            assert result[f"search/{name}/{measure}@15"] >= 0, (name, measure)
+        assert result[f"search/{name}/coverage@15"] <= result[f"search/{name}/errors@15"] + 1e-6  # c <= 1 per error
     ceiling = result["search/oracle_ceiling/sdr@15"]
     assert all(result[f"search/{n}/sdr@15"] <= ceiling + 1e-9 for n in ("gad", "random", "lakkaraju"))
     assert result["search/sdr@15"] == result["search/gad/sdr@15"]
     assert result["search/eligible_errors"] > 0 and -1 <= result["search/gad/pseudo_r2"] <= 1
-    for png in ("sdr.png", "errors.png", "spread.png", "queried_confidence.png", "lowess_gad.png",
+    for png in ("sdr.png", "errors.png", "spread.png", "coverage.png", "queried_confidence.png", "lowess_gad.png",
                 "reliability_critical_class.png"):
         assert (out / png).is_file(), png
     assert "| gad |" in (out / "report.md").read_text()

@@ -125,6 +125,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         **{f"search/{name}/seconds": r["seconds"] for name, r in results.items() if "seconds" in r},
     }
     for name, record in results.items():
+        if "confidence_mean" in record:  # the paper's Fig. 7: confidence of everything the method queried
+            summary[f"search/{name}/queried_confidence"] = sum(record["confidence_mean"]) / len(record["confidence_mean"])
         for k in plain(audit.report_at, []):
             if k <= budget:
                 for measure in MEASURES:

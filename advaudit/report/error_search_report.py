@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from advaudit.models.calibration import expected_calibration_error, reliability_table
+from advaudit.report.intervals import mean_with_ci
 from advaudit.report.plots import image_grid, plt, reliability_diagram, save_figure
 from advaudit.report.records import write_json
 from advaudit.search.lowess import lowess_fit
@@ -113,4 +114,59 @@ def _markdown(results: dict[str, dict[str, Any]], summary: dict[str, Any], prima
         confidence = record.get("confidence_mean")
         cells.append(f"{float(np.mean(confidence)):.3f}" if confidence else "-")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def aggregate_replications(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every ``search/<method>/<measure>`` of independent runs (one ``summary.json`` per seed, each
+    with a ``seed`` key) as ``{mean, lo, hi, n}`` over the runs (:func:`advaudit.report.intervals.mean_with_ci`),
+    plus each method's per-seed difference to random search (paired by seed) for every measure.
+    """
+    methods: dict[str, dict[str, list[float]]] = {}
+    for summary in summaries:
+        for key, value in summary.items():
+            parts = key.split("/")
+            if len(parts) == 3 and parts[0] == "search" and isinstance(value, (int, float)) and "@" in parts[2] \
+                    or len(parts) == 3 and parts[2] == "queried_confidence":
+                methods.setdefault(parts[1], {}).setdefault(parts[2], []).append(float(value))
+    table: dict[str, Any] = {
+        "seeds": [s["seed"] for s in summaries], "n": len(summaries),
+        "eligible": [s.get("search/eligible") for s in summaries],
+        "eligible_errors": [s.get("search/eligible_errors") for s in summaries],
+        "pool_size": [s.get("search/pool_size") for s in summaries],
+        "replications": [s.get("search/replications") for s in summaries],
+        "budget": summaries[0].get("search/budget") if summaries else None,
+        "methods": {name: {measure: mean_with_ci(values) for measure, values in measures.items()}
+                    for name, measures in methods.items()},
+    }
+    random = methods.get("random", {})
+    table["vs_random"] = {
+        name: {measure: mean_with_ci(np.subtract(values, random[measure]))
+               for measure, values in measures.items() if len(random.get(measure, [])) == len(values)}
+        for name, measures in methods.items() if name not in ("random", "oracle_ceiling")}
+    return table
+
+
+def replications_markdown(task: str, table: dict[str, Any]) -> str:
+    """A RESULTS-ready table: mean [95% interval over seeds] of each measure, and SDR minus random's."""
+    budget = table["budget"]
+    marks = [k for k in (5, 10, 20, 50) if budget and k <= budget]
+
+    def cell(stats: dict[str, float] | None, digits: int = 2) -> str:
+        if not stats:
+            return "-"
+        return f"{stats['mean']:.{digits}f} [{stats['lo']:.{digits}f}, {stats['hi']:.{digits}f}]"
+
+    lines = [f"**{task}**: {table['n']} seeds {table['seeds']}; eligible items per seed {table['eligible']} "
+             f"(errors {table['eligible_errors']}); pools of {sorted(set(table['pool_size']))} x "
+             f"{sorted(set(table['replications']))} per seed, budget {budget}. Mean [95% bootstrap interval over seeds].",
+             "", "| method | " + " | ".join(f"SDR@{k}" for k in marks) + f" | errors@{budget} | spread@{budget} (lower "
+             f"is better) | coverage@{budget} | queried confidence | SDR@20 - random |",
+             "|---" * (len(marks) + 6) + "|"]
+    for name, measures in table["methods"].items():
+        row = [cell(measures.get(f"sdr@{k}")) for k in marks]
+        row += [cell(measures.get(f"errors@{budget}"), 1), cell(measures.get(f"spread@{budget}"), 3),
+                cell(measures.get(f"coverage@{budget}")), cell(measures.get("queried_confidence"), 3),
+                cell(table["vs_random"].get(name, {}).get("sdr@20"))]
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"

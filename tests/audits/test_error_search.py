@@ -46,7 +46,6 @@ def test_gad_search_on_a_biased_black_box_runs_every_method_and_resumes(biased_s
         assert result[f"search/{name}/sdr@15"] >= 0
         for measure in ("errors", "spread", "coverage", "confidence"):  # the paper's other measures
             assert result[f"search/{name}/{measure}@15"] >= 0, (name, measure)
-        assert result[f"search/{name}/coverage@15"] <= result[f"search/{name}/errors@15"] + 1e-6  # c <= 1 per error
     ceiling = result["search/oracle_ceiling/sdr@15"]
     assert all(result[f"search/{n}/sdr@15"] <= ceiling + 1e-9 for n in ("gad", "random", "lakkaraju"))
     assert result["search/sdr@15"] == result["search/gad/sdr@15"]

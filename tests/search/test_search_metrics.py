@@ -86,3 +86,19 @@ def test_neighbour_coverage_gain_matches_the_exact_utility() -> None:
         with_i = torch.cat([found, torch.full((2, 1), i)], 1)
         exact = coverage_utility_curve(features, confidence, with_i, torch.ones(2, 3, dtype=torch.bool), 0.05)[:, -1]
         assert torch.allclose(state.gain_if_error()[:, i], exact - base, atol=1e-5)
+
+
+def test_replications_are_summarised_over_seeds_with_paired_differences() -> None:
+    from advaudit.report.error_search_report import aggregate_replications, replications_markdown
+
+    summaries = [{"seed": s, "search/budget": 20, "search/eligible": 100, "search/eligible_errors": 10,
+                  "search/pool_size": 50, "search/replications": 10,
+                  "search/random/sdr@20": 1.0 + s, "search/gad/sdr@20": 3.0 + s,
+                  "search/gad/queried_confidence": 0.8, "search/gad/pseudo_r2": 0.9} for s in range(4)]
+    table = aggregate_replications(summaries)
+    gad = table["methods"]["gad"]["sdr@20"]
+    assert gad["n"] == 4 and gad["mean"] == 4.5 and gad["lo"] < 4.5 < gad["hi"]
+    gain = table["vs_random"]["gad"]["sdr@20"]   # paired by seed: exactly 2 every time, no spread
+    assert gain["mean"] == gain["lo"] == gain["hi"] == 2.0
+    assert "pseudo_r2" not in table["methods"]["gad"]
+    assert "| gad | - | - | 4.50 [" in replications_markdown("toy", table)

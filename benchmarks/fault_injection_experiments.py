@@ -57,7 +57,7 @@ def main() -> None:
         checkpoints[name] = out / name / "checkpoints" / "target.pt"
         if not checkpoints[name].exists():
             run("train.py", [f"experiment={experiment}", "callbacks=none"], out / name, log)
-    verification = {}
+    verification: dict = {"generator_gate": generator_gate(generator, checkpoints["judge"])}
     for fault, threshold in THRESHOLDS.items():
         text = subprocess.run([sys.executable, "benchmarks/verify_injected_fault.py", str(checkpoints[fault]),
                                "--attribute", fault, "--threshold", str(threshold), "--high-class", "pullover"],
@@ -81,6 +81,16 @@ def main() -> None:
     print((out / "table.md").read_text())
 
 
+def generator_gate(generator_path: Path, judge_path: Path) -> float:
+    """The generator's quality gate: share of its samples the judge (trained on real data) assigns to
+    the conditioning class."""
+    from advaudit.models import load_generator, load_target
+    from advaudit.models.generator_training import class_agreement
+
+    generator, _ = load_generator(str(generator_path))
+    return class_agreement(generator.eval(), load_target(str(judge_path)))
+
+
 def table_markdown(verification: dict, results: dict) -> str:
     """Held-out accuracies, then per target and direction the moved shares with intervals over tests."""
 
@@ -89,8 +99,11 @@ def table_markdown(verification: dict, results: dict) -> str:
             return "-"
         return f"{summary[key]:.2f} [{summary[key + '/lo']:.2f}, {summary[key + '/hi']:.2f}] (n={summary[key + '/n']})"
 
-    lines = ["| fault | held-out A (biased like training) acc | held-out B (opposite) acc |", "|---|---|---|"]
+    lines = [f"Generator gate: {verification['generator_gate']:.3f} of its samples get their class from the judge.", "",
+             "| fault | held-out A (biased like training) acc | held-out B (opposite) acc |", "|---|---|---|"]
     for fault, report in verification.items():
+        if fault == "generator_gate":
+            continue
         lines.append(f"| {fault} | {report['A_like_training']['acc']:.3f} (n={report['A_like_training']['n']}) | "
                      f"{report['B_opposite']['acc']:.3f} (n={report['B_opposite']['n']}) |")
     lines += ["", "| target | direction | tests | success | valid (judge) | brightness moved fault's way | "

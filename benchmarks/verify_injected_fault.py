@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's advaudit, not an installed one
 
-from advaudit.audits.common import target_datamodule
-from advaudit.data.base import class_index
-from advaudit.data.bias import add_image_feature, image_statistic
-from advaudit.models import load_target
+from advaudit.audits.common import target_datamodule  # noqa: E402
+from advaudit.data.base import class_index  # noqa: E402
+from advaudit.data.bias import add_image_feature, image_statistic  # noqa: E402
+from advaudit.models import load_target  # noqa: E402
 
 
 def held_out_by_attribute(target, split, attribute: str, threshold: float, high_class: int) -> dict:

@@ -73,7 +73,7 @@ def main() -> None:
             run_dir = out / f"tests_{name}_{direction}"
             if not (run_dir / "fault_tests.json").exists():
                 features = ",".join(f"{{kind:{f},direction:{sign}}}" for f in FEATURES)
-                run("examine.py", ["experiment=faults/fmnist", f"target={checkpoints[name].resolve()}",
+                run("examine.py", ["audit=fault_tests", f"target={checkpoints[name].resolve()}",
                                    f"generator={generator.resolve()}", f"audit.source_class={source}",
                                    f"audit.target_class={destination}", f"audit.n_seeds={args.seeds}",
                                    f"audit.fault_feature=[{features}]", f"audit.judge={checkpoints['judge'].resolve()}",

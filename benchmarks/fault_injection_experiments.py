@@ -6,7 +6,7 @@ control target, the pixel baseline and an independent validity judge.
    trained without a fault, and a judge (MLP) trained on all real pullovers and coats.
 2. Each fault verified on two held-out sets (biased like training / the opposite way).
 3. Tests in both directions (pullover -> coat and coat -> pullover, ``--seeds`` each) against every
-   target; for each kind of test (generator, pixel L2 PGD) the share of failing tests that moved
+   target; for each kind of test (generator; pixel L2 and Linf PGD, advaudit engine) the share of failing tests that moved
    brightness and size the fault's way, the share the judge still gives the seed's class.
 Finished runs are skipped (rerun to resume). Writes ``<out>/table.md`` and ``<out>/table.json``.
 
@@ -77,7 +77,7 @@ def main() -> None:
                                    f"generator={generator.resolve()}", f"audit.source_class={source}",
                                    f"audit.target_class={destination}", f"audit.n_seeds={args.seeds}",
                                    f"audit.fault_feature=[{features}]", f"audit.judge={checkpoints['judge'].resolve()}",
-                                   "audit.pixel_engine=advaudit", "audit.pixel={l2:{eps:3.0,steps:100}}",
+                                   "audit.pixel_engine=advaudit",
                                    *args.audit], run_dir, log)
             results[f"{name}/{direction}"] = read_json(run_dir / "fault_tests.json")
         write_json(out / "table.json", {"verification": verification, "tests": results})  # partial results too
@@ -116,7 +116,9 @@ def table_markdown(verification: dict, results: dict) -> str:
               "size moved fault's way | brightness, valid only | size, valid only |", "|---" * 9 + "|"]
     for run_name, summary in results.items():
         target, direction = run_name.split("/")
-        for kind in ("generator", "pixel_l2"):
+        for kind in ("generator", "pixel_l2", "pixel_linf"):
+            if f"faults/{kind}/success" not in summary:
+                continue
             cells = [f"{summary.get(f'faults/{kind}/success', 0):.2f}", share(summary, f"faults/{kind}/valid_share")]
             cells += [share(summary, f"faults/{kind}/feature/{f}/moved_share") for f in FEATURES]
             cells += [share(summary, f"faults/{kind}/feature/{f}_valid/moved_share") for f in FEATURES]

@@ -6,8 +6,9 @@ control target, the pixel baseline and an independent validity judge.
    trained without a fault, and a judge (MLP) trained on all real pullovers and coats.
 2. Each fault verified on two held-out sets (biased like training / the opposite way).
 3. Tests in both directions (pullover -> coat and coat -> pullover, ``--seeds`` each) against every
-   target; for each kind of test (generator; pixel L2 and Linf PGD, advaudit engine) the share of failing tests that moved
-   brightness and size the fault's way, the share the judge still gives the seed's class.
+   target; for each kind of test (generator; pixel L2 and Linf PGD, advaudit engine) the share of
+   failing tests that moved brightness and size the fault's way, and the share the judge still gives
+   the seed's class.
 Finished runs are skipped (rerun to resume). Writes ``<out>/table.md`` and ``<out>/table.json``.
 
     .venv/bin/python benchmarks/fault_injection_experiments.py [--out outputs/faults_injected] [--seeds 100]

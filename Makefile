@@ -6,6 +6,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.advaudit-installed
 FMNIST_DIR ?= /usr/share/datasets/fashion-mnist
+# Mitsuba's CPU renderer (world=meshes) JIT-compiles with libLLVM >= 16 (Debian 12 ships 14/15,
+# which fail with "Cannot select: fminimum"); advaudit points DRJIT_LIBLLVM_PATH at the newest one
+LLVM_PACKAGE ?= libllvm19
+LLVM_OK := $(wildcard /usr/lib/*/libLLVM-1[6-9].so /usr/lib/*/libLLVM-[2-9][0-9].so /usr/lib/libLLVM-1[6-9].so)
 # One thread per process on the 2-core default machine: torch sets its own count at start-up
 # (advaudit.runtime); BLAS/OpenMP pools must not oversubscribe next to it.
 export OMP_NUM_THREADS ?= 1
@@ -20,7 +24,7 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,launchers]'
 	@touch $(STAMP)
 
 data:
@@ -28,6 +32,10 @@ data:
 	  echo "Fashion-MNIST missing: installing Debian package dataset-fashion-mnist"; \
 	  apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist; \
 	fi
+ifeq ($(LLVM_OK),)
+	@echo "Mitsuba (world=meshes) needs libLLVM >= 16: installing Debian package $(LLVM_PACKAGE)"
+	apt-get update -qq && apt-get install -y -qq $(LLVM_PACKAGE)
+endif
 
 demo: venv data
 	$(PY) -m advaudit.demo

@@ -1,9 +1,12 @@
 """Audit a target: ``python examine.py audit=worst_case world=shapes examiner=bo target=<ckpt>``."""
 
+import sys
+
 import hydra
 from omegaconf import DictConfig
 
-from advaudit.cli import run_task
+from advaudit.cli import run_cli, run_task
+from advaudit.sweep.targets import main_argv
 from advaudit.tasks import examine
 
 
@@ -13,4 +16,5 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.argv = main_argv(sys.argv)  # target=glob:PATTERN / target=list:FILE -> a sweep over checkpoints
+    run_cli(main)

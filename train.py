@@ -3,7 +3,7 @@
 import hydra
 from omegaconf import DictConfig
 
-from advaudit.cli import run_task
+from advaudit.cli import run_cli, run_task
 from advaudit.tasks import train
 
 
@@ -13,4 +13,4 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
-    main()
+    run_cli(main)

@@ -1,6 +1,7 @@
 """advaudit: train classifiers, then audit them for the weaknesses average accuracy hides."""
 
 from advaudit.errors import AdvauditError
+from advaudit.sweep import resolvers as _resolvers  # noqa: F401  (${cores_per_job:N} for launcher configs)
 
 __all__ = ["AdvauditError"]
 __version__ = "0.1.0"

@@ -39,16 +39,18 @@ def main() -> None:
             f"audit.budget={budget}", f"audit.report_budgets=[0,{budget // 4},{budget}]", SUN,
             f"hydra.run.dir={base}/examine_{examiner}"])
     runs = [str(base / f"examine_{name}") for name in examinations]
-    print(f"\n== 3. leaderboard\n$ python -m advaudit.report.leaderboard {' '.join(runs)} --metric examine/true_prob "
+    print(f"\n== 3. leaderboard\n$ python -m advaudit.report.leaderboard {' '.join(runs)} --metric examine/E_T "
           f"--ascending --out {base}")
-    subprocess.run([sys.executable, "-m", "advaudit.report.leaderboard", *runs, "--metric", "examine/true_prob",
+    subprocess.run([sys.executable, "-m", "advaudit.report.leaderboard", *runs, "--metric", "examine/E_T",
                     "--ascending", "--out", str(base)], cwd=ROOT, check=True)
     print("\nSummary")
     print(f"  target              {checkpoint} (test accuracy {trained['test/acc']:.3f} under random conditions)")
     for name, result in examinations.items():
-        print(f"  {name.upper():3} examiner        mean true-class prob {result['examine/E@0']:.3f} at T=0 -> "
-              f"{result['examine/true_prob']:.3f} after {result['queries_per_instance']} queries; "
-              f"worst case misclassified for {100 * result['examine/failure_rate']:.0f}% of instances")
+        print(f"  {name.upper():3} examiner        E_T (true-class prob of its proposals) {result['examine/E_T@0']:.3f} "
+              f"at T=0 -> {result['examine/E_T']:.3f} [{result['examine/E_T/lo']:.3f}, {result['examine/E_T/hi']:.3f}] "
+              f"after {result['queries_per_instance']} queries; worst valid case {result['examine/worst']:.3f}; "
+              f"a valid failure for {100 * result['examine/failure_rate']:.0f}% of instances, "
+              f"{100 * result['examine/invalid_share']:.0f}% of proposals invalid")
         print(f"                      report: {result['report']}")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
 from omegaconf import DictConfig
 
@@ -43,12 +44,17 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     ax.set_xlabel("predicted")
     ax.set_ylabel("true")
     confusion_png = save_figure(fig, out / "confusion.png")
+    true_prob = probs.gather(1, split.y[:, None]).squeeze(1)
     metrics = {
         "evaluate/acc": float((predicted == split.y).float().mean()),
         "evaluate/ece": expected_calibration_error(probs, split.y),
         "evaluate/worst_class_acc": min(per_class),
-        "evaluate/mean_true_prob": float(probs.gather(1, split.y[:, None]).mean()),
+        "evaluate/mean_true_prob": float(true_prob.mean()),
     }
+    per_instance = pd.DataFrame({"instance": range(len(split)), "label": split.y.tolist(),
+                                 "class": [target.class_names[int(c)] for c in split.y],
+                                 "true_prob": true_prob.tolist(), "correct": (predicted == split.y).tolist()})
+    per_instance.to_csv(out / "per_instance.csv", index=False)  # paired comparison of checkpoints (advaudit.compare)
     with open_wandb(cfg, job_type="examine", name="evaluate") as wb:
         wb.log(metrics)
         wb.log_image("evaluate/reliability", reliability_png)

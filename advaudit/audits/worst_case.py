@@ -1,10 +1,16 @@
 """The worst-case audit: Algorithm 1 of the adversarial-examiner paper, batched over instances.
 
-Each step asks every instance's examiner for candidates, renders all of them in one call, runs one
-forward pass and tells each examiner its losses (1 - true-class probability; the true-class
-probability itself in ``mode=strength``). Per-step records are appended to ``steps.jsonl`` as
-they come and the examiner state is checkpointed every ``checkpoint_every`` steps, so a killed run
-resumes where it stopped and ends with the same numbers as an uninterrupted one.
+Each step (one examiner *iteration*) asks every instance's examiner for ``q`` candidates, renders
+all of them in one call, judges which preserve the label (:mod:`advaudit.worlds.validity`), runs
+one forward pass and tells each examiner its losses (1 - true-class probability; the true-class
+probability itself in ``mode=strength``). Budgets are honoured to the query: ``audit.budget`` is
+in queries per instance (or in iterations of ``q`` queries with ``audit.budget_unit=iterations``),
+and a budget that is not a multiple of ``q`` ends with a partial last iteration.
+
+Per-step records are appended to ``steps.jsonl`` as they come and the examiner state is
+checkpointed every ``checkpoint_every`` steps, so a killed run resumes where it stopped and ends
+with the same numbers as an uninterrupted one. The metrics are computed from ``steps.jsonl`` by
+:mod:`advaudit.audits.examiner_metrics`.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from advaudit.report.progress import progress
 from advaudit.report.records import append_jsonl, read_jsonl, write_json
 from advaudit.worlds import build_world, check_target_fits
 from advaudit.worlds.protocol import Factor, unit_to_factor
+from advaudit.worlds.validity import ValidityJudge, ValidityRules
+
+BUDGET_UNITS = ("queries", "iterations")
 
 STATE_FILE, STEPS_FILE = "examiner_state.pt", "steps.jsonl"
 
@@ -97,11 +106,26 @@ def _checkpoint(out: Path, key: str, examiner: Any, step: int) -> None:
     tmp.replace(out / STATE_FILE)
 
 
-def run(cfg: DictConfig) -> dict[str, Any]:
-    """Examine ``cfg.target`` in ``cfg.world`` with ``cfg.examiner``; returns E at each budget."""
-    audit = cfg.audit
+def budget_in_queries(audit: DictConfig, q: int) -> tuple[int, list[int]]:
+    """``audit.budget`` and ``audit.report_budgets`` in queries per instance (refused, never changed,
+    when they cannot be honoured)."""
+    unit = str(getattr(audit.get("budget_unit", "queries"), "value", audit.get("budget_unit", "queries")))
+    require(unit in BUDGET_UNITS, f"audit.budget_unit={unit!r}; use one of {list(BUDGET_UNITS)}")
     budget = int(audit.budget)
-    require(budget >= 1, f"audit.budget={budget}: the examination budget (queries per instance) must be >= 1")
+    require(budget >= 1, f"audit.budget={budget}: the examination budget ({unit} per instance) must be >= 1")
+    reports = [int(b) for b in (audit.get("report_budgets") or [])]
+    beyond = [b for b in reports if b > budget or b < 0]
+    require(not beyond, f"audit.report_budgets={reports} has {beyond} outside [0, audit.budget={budget}] ({unit}); "
+            "drop them or raise audit.budget")
+    per = q if unit == "iterations" else 1
+    return budget * per, sorted({b * per for b in reports} | {budget * per})
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Examine ``cfg.target`` in ``cfg.world`` with ``cfg.examiner``; returns the examination's metrics."""
+    audit = cfg.audit
+    require(audit.mode in ("weakness", "strength"), f"audit.mode={audit.mode!r}; use weakness or strength")
+    rules = ValidityRules.from_config(plain(audit.get("validity")))
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     target = load_audit_target(cfg)
@@ -114,36 +138,42 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     space = ConditionSpace(list(world.factors), list(audit.get("fixed_random") or []), len(z),
                            torch.Generator().manual_seed(seed + 1))
     device = getattr(world, "device", torch.device("cpu"))
+    judge = ValidityJudge(world, rules, device=target.device if hasattr(target, "device") else device)
     examiner = build_examiner(cfg.examiner, len(z), len(space.free), seed=seed, device=device)
+    budget, report_budgets = budget_in_queries(audit, examiner.q)
     steps = math.ceil(budget / examiner.q)
     key = _run_key(cfg)
     start_step = _resume(out, key, examiner)
     strength = audit.mode == "strength"
-    require(audit.mode in ("weakness", "strength"), f"audit.mode={audit.mode!r}; use weakness or strength")
     stop_after = audit.get("stop_after_steps")
     labels = z.labels.cpu()
     started = time.perf_counter()
-    bar = progress(total=steps * examiner.q * len(z), initial=start_step * examiner.q * len(z),
+    done = min(start_step * examiner.q, budget)
+    bar = progress(total=budget * len(z), initial=done * len(z),
                    desc=f"examining {len(z)} instances ({cfg.examiner.name})", unit="query")
     for step in range(start_step, steps):
         if stop_after is not None and step - start_step >= int(stop_after):
             bar.close()
             raise KeyboardInterrupt(f"stopped after {stop_after} steps (audit.stop_after_steps)")
-        u = examiner.ask()
+        take = min(examiner.q, budget - step * examiner.q)  # a partial last iteration honours the budget
+        u = examiner.ask()[:, :take]
         s = space.assemble(u)
-        x = world.render(z, s.to(device))
+        x, valid, checks = judge.render(z, s.to(device))
         probs = target.predict_proba(x, calibrated=calibrated)
-        true_prob = probs.gather(1, labels.repeat_interleave(examiner.q).to(probs.device).view(-1, 1)).view(len(z), -1).cpu()
+        true_prob = probs.gather(1, labels.repeat_interleave(take).to(probs.device).view(-1, 1)).view(len(z), -1).cpu()
         predicted = probs.argmax(1).view(len(z), -1).cpu()
         examiner.tell(u, true_prob if strength else 1 - true_prob)
         append_jsonl(out / STEPS_FILE, [
             {"step": step, "instance": int(z.ids[i]), "label": int(labels[i]), "s": s[i].tolist(),
-             "true_prob": true_prob[i].tolist(), "predicted": predicted[i].tolist()} for i in range(len(z))])
-        bar.update(examiner.q * len(z))
+             "true_prob": true_prob[i].tolist(), "predicted": predicted[i].tolist(),
+             "valid": valid[i].tolist(), "checks": {name: c[i].tolist() for name, c in checks.items()}}
+            for i in range(len(z))])
+        bar.update(take * len(z))
         if (step + 1) % int(audit.checkpoint_every) == 0 or step + 1 == steps:
             _checkpoint(out, key, examiner, step + 1)
     bar.close()
     seconds = time.perf_counter() - started
     from advaudit.report.worst_case_report import summarise_and_report
 
-    return summarise_and_report(cfg, world, target, z, space, out, seconds, calibrated)
+    return summarise_and_report(cfg, world, target, z, space, out, seconds, calibrated, judge,
+                                examiner.q, report_budgets)

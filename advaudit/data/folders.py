@@ -7,18 +7,22 @@ suits audit-sized data (tens of thousands of small images), not ImageNet-scale t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from torch.utils.data import Dataset
 
 from advaudit.data.base import ArrayDataModule
 from advaudit.data.split import Split
-from advaudit.errors import AdvauditError, require
+from advaudit.errors import AdvauditError, require, warn
 
 
-def _to_split(dataset: Dataset, image_size: int, channels: int) -> Split:
-    """Materialise a (PIL image, label) dataset as a :class:`Split` of resized tensors."""
+def _to_split(dataset: Dataset, image_size: int, channels: int, strict: bool = False) -> Split:
+    """Materialise a (PIL image, label) dataset as a :class:`Split` of resized tensors.
+
+    For an image folder, files that cannot be read as images are named and skipped, with a count
+    in one warning, or refused when ``strict``.
+    """
     from torchvision.transforms import v2
 
     transform = v2.Compose([
@@ -26,11 +30,36 @@ def _to_split(dataset: Dataset, image_size: int, channels: int) -> Split:
         v2.Resize((image_size, image_size), antialias=True), v2.ToDtype(torch.float32, scale=True),
     ])
     xs, ys = [], []
-    for image, label in dataset:
+    for image, label in _readable_images(dataset, strict):
         xs.append(transform(image))
         ys.append(int(label))
     require(len(xs) > 0, "the dataset is empty; point dataset.root at a folder with images")
     return Split(torch.stack(xs), torch.tensor(ys, dtype=torch.long))
+
+
+def _readable_images(dataset: Dataset, strict: bool) -> Iterator[tuple[Any, int]]:
+    """``(image, label)`` pairs; an image folder's unreadable files are skipped (or refused)."""
+    samples = getattr(dataset, "samples", None)
+    if samples is None:
+        yield from dataset  # a torchvision dataset class reads its own files
+        return
+    bad: list[str] = []
+    for path, label in samples:
+        try:
+            image = dataset.loader(path)
+            image.load()
+        except (OSError, ValueError, SyntaxError) as error:  # PIL: unidentified, truncated, broken
+            if strict:
+                raise AdvauditError(f"image {path} cannot be read ({type(error).__name__}: "
+                                    f"{str(error).splitlines()[0][:120]}); remove or replace it, or set "
+                                    "dataset.strict=false to skip unreadable images") from None
+            bad.append(str(path))
+            continue
+        yield image, label
+    if bad:
+        shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+        warn(f"skipped {len(bad)} of {len(samples)} image file(s) that cannot be read: {shown} "
+             "(dataset.strict=true refuses them instead)")
 
 
 class ImageFolderDataModule(ArrayDataModule):
@@ -41,14 +70,15 @@ class ImageFolderDataModule(ArrayDataModule):
             ``test_fraction`` is held out.
         image_size: side length images are resized to.
         channels: 1 (grayscale) or 3 (RGB).
+        strict: refuse unreadable image files (``True``) or name and skip them with a count.
     """
 
     def __init__(self, root: str, image_size: int = 32, channels: int = 3,
-                 test_fraction: float = 0.2, **kwargs: Any) -> None:
+                 test_fraction: float = 0.2, strict: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         require(channels in (1, 3), f"channels={channels}; use 1 or 3")
         self.root, self.image_size, self.channels = Path(root), image_size, channels
-        self.test_fraction = test_fraction
+        self.test_fraction, self.strict = test_fraction, bool(strict)
 
     def load_splits(self) -> tuple[dict[str, Split], list[str]]:
         from torchvision.datasets import ImageFolder
@@ -58,13 +88,13 @@ class ImageFolderDataModule(ArrayDataModule):
             train, test = ImageFolder(self.root / "train"), ImageFolder(self.root / "test")
             require(train.classes == test.classes, f"train classes {train.classes} differ from "
                     f"test classes {test.classes} under {self.root}")
-            return {"train": _to_split(train, self.image_size, self.channels),
-                    "test": _to_split(test, self.image_size, self.channels)}, list(train.classes)
+            return {"train": _to_split(train, self.image_size, self.channels, self.strict),
+                    "test": _to_split(test, self.image_size, self.channels, self.strict)}, list(train.classes)
         try:
             full = ImageFolder(self.root)
         except (FileNotFoundError, RuntimeError) as error:
             raise AdvauditError(f"no class sub-folders with images under {self.root}: {error}") from None
-        split = _to_split(full, self.image_size, self.channels)
+        split = _to_split(full, self.image_size, self.channels, self.strict)
         generator = torch.Generator().manual_seed(self.seed)
         order = torch.randperm(len(split), generator=generator)
         n_test = max(1, int(round(self.test_fraction * len(split))))

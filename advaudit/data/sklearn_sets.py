@@ -102,8 +102,17 @@ class TabularDataModule(ArrayDataModule):
         import pandas as pd
 
         path = Path(self.path)
-        require(path.is_file(), f"CSV file {path} does not exist; set dataset.path=<existing file>")
-        frame = pd.read_csv(path)
+        from advaudit.files import describe_path, sniff
+
+        what = describe_path(path)
+        require(what == "a file", f"dataset.path={path} is {what}; expected a CSV file with a header row")
+        try:
+            frame = pd.read_csv(path)
+        except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
+            raise AdvauditError(f"dataset.path={path} is {sniff(path)} that does not parse as CSV "
+                                f"({str(error).splitlines()[0][:120]}); expected a CSV file with a header row") from None
+        require(len(frame) >= 2, f"CSV {path} has {len(frame)} data row(s); a table to train on needs rows "
+                "below its header")
         require(self.label_column in frame.columns, f"label column {self.label_column!r} not in "
                 f"{path.name} columns {list(frame.columns)}; set dataset.label_column=<name>")
         features = frame.drop(columns=[self.label_column])

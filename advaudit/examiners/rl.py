@@ -14,6 +14,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 
+from advaudit.errors import require
 from advaudit.examiners.protocol import HistoryMixin
 
 
@@ -84,26 +85,42 @@ class BatchedLSTMPolicy(pl.LightningModule):
         return torch.optim.Adam(self.parameters(), lr=self.lr)
 
 
+BASELINES = ("ema", "batch_mean", "none")
+
+
 class RLExaminer(HistoryMixin):
     """REINFORCE examiner (paper Section 2.2): ``q`` samples per policy update (paper: 32).
 
+    The paper's gradient (Eq. 5) is ``1/B sum_b sum_c grad log P(psi^c | psi^{c-1:1}) R_b`` with no
+    baseline; the reward here is the loss passed to :meth:`tell` (1 - true-class probability in
+    weakness mode). ``baseline`` picks what is subtracted from ``R_b``:
+
+    - ``none``: nothing (Eq. 5 as printed; with rewards in [0, 1] every sample's log-probability
+      is pushed up, so the update's signal rides on a large common term);
+    - ``batch_mean``: the mean reward of the same batch of q samples, per instance;
+    - ``ema``: an exponential moving average of past batch means (``baseline_decay``), started at
+      the first batch's mean (advaudit's earlier behaviour).
+
     Args:
         order: factor indices in sampling order (default 0..C-1; Section 4.5 compares orders).
-        baseline_decay: exponential moving average of rewards used as the baseline.
+        baseline: ``ema`` | ``batch_mean`` | ``none`` (see above; the default in
+            ``conf/examiner/rl.yaml`` is chosen by measurement, docs/RESULTS.md).
+        baseline_decay: the ``ema`` baseline's decay per update.
     """
 
     def __init__(self, n_instances: int, n_dims: int, q: int = 32, bins: int = 100, embedding: int = 30,
-                 hidden: int = 30, lr: float = 1e-3, baseline_decay: float = 0.9,
+                 hidden: int = 30, lr: float = 1e-3, baseline: str = "ema", baseline_decay: float = 0.9,
                  order: Sequence[int] | None = None, seed: int = 0, device: str | torch.device = "cpu",
                  **_: Any) -> None:
-        from advaudit.errors import require
-
         self._init_history(n_instances, n_dims, q)
         self.order = list(order) if order is not None else list(range(n_dims))
         require(sorted(self.order) == list(range(n_dims)), f"order {self.order} must be a permutation of 0..{n_dims - 1}")
         self.policy = BatchedLSTMPolicy(n_instances, n_dims, bins, embedding, hidden, lr, seed).to(device)
         self.optimizer = self.policy.configure_optimizers()
         self.generator = torch.Generator(device=torch.device(device)).manual_seed(int(seed))
+        require(baseline in BASELINES, f"examiner.baseline={baseline!r}; use one of {list(BASELINES)}")
+        require(0.0 <= baseline_decay < 1.0, f"examiner.baseline_decay={baseline_decay} must be in [0, 1)")
+        self.baseline_kind = baseline
         self.baseline = torch.zeros(n_instances, device=device)
         self.baseline_ready = False
         self.decay = float(baseline_decay)
@@ -117,17 +134,28 @@ class RLExaminer(HistoryMixin):
         return ((choices.float() + 0.5) / self.bins).cpu()
 
     def tell(self, s: Tensor, loss: Tensor) -> None:
+        """One policy update from ``loss`` ``[N, r]`` at ``s`` ``[N, r, C]``: ``r = q``, or ``r < q``
+        on the last step of a budget that is not a multiple of q (the first r asked candidates)."""
         self._record(s, loss)
         reward = loss.to(self.baseline.device).float()
-        if not self.baseline_ready:
-            self.baseline, self.baseline_ready = reward.mean(1), True
-        choices = self.pending if self.pending is not None else (s * self.bins).long().clamp(0, self.bins - 1)
-        batch = {"choices": choices.to(self.baseline.device), "order": self.order,
-                 "advantage": reward - self.baseline[:, None]}
+        r = reward.shape[1]
+        if self.pending is not None:
+            require(r <= self.pending.shape[1], f"tell got {r} candidates but only {self.pending.shape[1]} were asked")
+            choices = self.pending[:, :r]
+        else:
+            choices = (s * self.bins).long().clamp(0, self.bins - 1)
+        batch_mean = reward.mean(1)
+        if self.baseline_kind == "ema" and not self.baseline_ready:
+            self.baseline, self.baseline_ready = batch_mean, True
+        advantage = {"ema": lambda: reward - self.baseline[:, None],
+                     "batch_mean": lambda: reward - batch_mean[:, None],
+                     "none": lambda: reward}[self.baseline_kind]()
+        batch = {"choices": choices.to(self.baseline.device), "order": self.order, "advantage": advantage}
         self.optimizer.zero_grad()
         self.policy.training_step(batch).backward()
         self.optimizer.step()
-        self.baseline = self.decay * self.baseline + (1 - self.decay) * reward.mean(1)
+        if self.baseline_kind == "ema":
+            self.baseline = self.decay * self.baseline + (1 - self.decay) * batch_mean
         self.pending = None
 
     def state_dict(self) -> dict[str, Any]:

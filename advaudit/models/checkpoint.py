@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from advaudit.errors import AdvauditError
+from advaudit.files import describe_path, sniff
 
 FORMAT = "advaudit"
 VERSION = 1
@@ -34,31 +35,63 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
     return path
 
 
+_EXPECTED = {"target": "a classifier target.pt written by train.py",
+             "generator": "a generator.pt written by train.py model=generator"}
+_PASS_AS = {"target": "target=<path>", "generator": "generator=<path>"}
+
+
 def load_checkpoint(path: str | Path, kind: str | None = None, map_location: str = "cpu") -> dict[str, Any]:
-    """Safely load an advaudit checkpoint, checking its ``kind`` when given.
+    """Safely load an advaudit checkpoint, checking what the file is and its ``kind`` when given.
+
+    The file is identified before it is trusted; each of these gets a message saying what the
+    file is and what was expected: a missing path, a directory, an empty or truncated file, a text
+    file, a pickle that needs code to load (refused), a plain ``state_dict``, a Lightning ``.ckpt``,
+    and an advaudit checkpoint of another kind (a generator where a target is needed, or the reverse).
 
     Raises:
-        AdvauditError: missing file, corrupt file, a pickle that needs code to load (refused),
-            a file that is not an advaudit checkpoint, or one of another kind.
+        AdvauditError: for each case above.
     """
     path = Path(path)
-    if not path.is_file():
-        raise AdvauditError(f"checkpoint {path} does not exist; pass the path of a file written by "
-                            "train.py (see the run's result.json: checkpoint)")
+    expected = _EXPECTED.get(kind or "", "an advaudit checkpoint written by train.py")
+    what = describe_path(path)
+    if what != "a file":
+        raise AdvauditError(f"checkpoint {path} is {what}; expected {expected} (see the training run's "
+                            "result.json: checkpoint)")
+    content = sniff(path)
+    if content.startswith("a text file") or content.endswith("image") or content.startswith("a binary"):
+        raise AdvauditError(f"{path} is {content}, not a checkpoint; expected {expected}")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
         raise AdvauditError(f"refusing to load {path}: it needs code to unpickle ({_first_line(error)}); "
-                            "only advaudit checkpoints (plain data + tensors) are loaded") from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as error:
-        raise AdvauditError(f"checkpoint {path} is corrupt or not a torch file ({_first_line(error)}); "
-                            "re-export it with train.py") from None
+                            f"only advaudit checkpoints (plain data + tensors) are loaded; expected {expected}") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError, KeyError) as error:
+        raise AdvauditError(f"{path} is {content} that torch cannot read: truncated or corrupt "
+                            f"({_first_line(error)}); expected {expected}: re-export it with train.py") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        hint = " (a Lightning .ckpt? pass the target.pt next to it)" if isinstance(payload, dict) else ""
-        raise AdvauditError(f"{path} is not an advaudit checkpoint{hint}")
+        raise AdvauditError(f"{path} is {_describe_payload(payload)}, not an advaudit checkpoint; expected "
+                            f"{expected}")
     if kind is not None and payload.get("kind") != kind:
-        raise AdvauditError(f"{path} is a {payload.get('kind')!r} checkpoint, but a {kind!r} is needed here")
+        found = payload.get("kind")
+        hint = f"; pass it as {_PASS_AS[found]}" if found in _PASS_AS else ""
+        raise AdvauditError(f"{path} is a {found!r} checkpoint, but {expected} is needed here{hint}")
     return payload
+
+
+def _describe_payload(payload: Any) -> str:
+    """What a loaded torch file holds, in words (for files that are not advaudit checkpoints)."""
+    if isinstance(payload, torch.Tensor):
+        return f"a single tensor of shape {list(payload.shape)}"
+    if not isinstance(payload, dict):
+        return f"a torch file holding a {type(payload).__name__}"
+    if "pytorch-lightning_version" in payload or {"state_dict", "global_step"} <= set(payload):
+        return ("a Lightning training checkpoint (.ckpt); pass the target.pt that train.py wrote next to it "
+                "in <run dir>/checkpoints/")
+    if payload and all(isinstance(v, torch.Tensor) for v in payload.values()):
+        first = next(iter(payload))
+        return (f"a plain state_dict ({len(payload)} tensors, e.g. {first!r}) without the architecture, classes "
+                "and normalisation an audit needs; save the model with advaudit.models.save_target")
+    return f"a dict with keys {sorted(map(str, payload))[:6]}"
 
 
 def _first_line(error: BaseException) -> str:

@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from advaudit.confutil import plain
 from advaudit.data.base import ArrayDataModule
+from advaudit.errors import check_finite
 from advaudit.models.calibration import expected_calibration_error, fit_temperature
 from advaudit.models.classifier import ClassifierModule, collect_logits
 from advaudit.models.io import save_target
@@ -53,11 +54,33 @@ def instantiate_callbacks(cfg: DictConfig) -> list[pl.Callback]:
     return [instantiate(c) for c in group.values() if c is not None and "_target_" in c]
 
 
+class EpochCheckpoint(pl.Callback):
+    """Save the whole training state to ``path`` (atomically) at the end of every epoch, so a run
+    stopped by SIGINT/SIGTERM or a crash resumes from its last finished epoch when rerun."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        trainer.save_checkpoint(tmp)
+        tmp.replace(self.path)
+
+
+def resume_checkpoint(out: Path) -> Path:
+    """Where :class:`EpochCheckpoint` keeps the training state of the run in ``out``."""
+    return Path(out) / "checkpoints" / "resume.ckpt"
+
+
 def train_classifier(cfg: DictConfig) -> dict[str, Any]:
     """Fit ``cfg.model`` on ``cfg.dataset``; fit the temperature on validation logits; save.
 
+    The training state is saved after every epoch (``checkpoints/resume.ckpt``); rerun into the
+    same run dir (the task wrapper has checked it holds the same config), training resumes from it.
+
     Returns the metrics dict (``val/acc``, ``test/acc``, ``val/ece_before``, ``val/ece_after``,
-    ``temperature``, ``checkpoint``).
+    ``temperature``, ``checkpoint``, ``resumed_from_epoch``).
     """
     datamodule: ArrayDataModule = instantiate(cfg.dataset)
     datamodule.setup()
@@ -66,12 +89,19 @@ def train_classifier(cfg: DictConfig) -> dict[str, Any]:
                               adversarial=plain(cfg.model.get("adversarial")),
                               max_epochs=int(cfg.trainer.max_epochs))
     loggers = instantiate_loggers(cfg)
+    resume = resume_checkpoint(Path(cfg.paths.output_dir))
     trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False,
-                                      callbacks=instantiate_callbacks(cfg))
-    trainer.fit(module, datamodule=datamodule)
+                                      callbacks=[*instantiate_callbacks(cfg), EpochCheckpoint(resume)])
+    resumed_from = _saved_epochs(resume)
+    if resumed_from is not None:
+        log.info("resuming training from %s (%d epoch(s) done)", resume, resumed_from)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=resume if resumed_from is not None else None,
+                weights_only=True)
 
     target = module.target.cpu().eval()
     val_logits, val_y = collect_logits(target, datamodule.val_dataloader())
+    check_finite(val_logits, "the trained model on the validation split: training diverged; lower "
+                 f"model.optimizer.lr (now {cfg.model.optimizer.get('lr')})")
     ece_before = expected_calibration_error(val_logits.softmax(1), val_y)
     temperature = fit_temperature(val_logits, val_y)
     target.temperature.fill_(temperature)
@@ -85,6 +115,7 @@ def train_classifier(cfg: DictConfig) -> dict[str, Any]:
         "test/ece": expected_calibration_error((test_logits / temperature).softmax(1), test_y),
         "temperature": temperature,
         "epochs": int(trainer.current_epoch),
+        "resumed_from_epoch": resumed_from or 0,
     }
     for logger in loggers:
         logger.log_metrics({k: v for k, v in metrics.items() if "/" in k or k == "temperature"})
@@ -93,3 +124,19 @@ def train_classifier(cfg: DictConfig) -> dict[str, Any]:
     log.info("test/acc %.4f  temperature %.3f  ECE %.4f -> %.4f  checkpoint %s",
              metrics["test/acc"], temperature, ece_before, ece_after, checkpoint)
     return {**metrics, "checkpoint": str(checkpoint)}
+
+
+def _saved_epochs(path: Path) -> int | None:
+    """Epochs finished in the resume checkpoint at ``path``; ``None`` when there is none."""
+    if not path.is_file():
+        return None
+    import torch
+
+    from advaudit.errors import AdvauditError
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:
+        raise AdvauditError(f"the resume checkpoint {path} cannot be read ({str(error).splitlines()[0][:120]}); "
+                            "delete it to train from scratch") from None
+    return int(state.get("epoch", -1)) + 1

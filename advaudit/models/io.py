@@ -30,7 +30,7 @@ def save_target(target: Target, path: str | Path, extra: dict[str, Any] | None =
 def load_target(path: str | Path, map_location: str = "cpu") -> Target:
     """Rebuild the target stored at ``path`` (safe loading), in eval mode on ``map_location``."""
     payload = load_checkpoint(path, kind="target", map_location=map_location)
-    meta = payload["meta"]
+    meta = _require_meta(payload, path, ("class_names", "input_shape", "normalization", "arch"))
     if payload.get("backend") == "sklearn":
         return SklearnTarget(state_to_estimator(payload["estimator"]), meta)
     net = build_net(meta["arch"], meta["input_shape"], len(meta["class_names"]), **meta.get("arch_params", {}))
@@ -55,7 +55,7 @@ def load_generator(path: str | Path, map_location: str = "cpu") -> tuple["Condit
     from advaudit.models.generator import ConditionalGenerator
 
     payload = load_checkpoint(path, kind="generator", map_location=map_location)
-    meta = payload["meta"]
+    meta = _require_meta(payload, path, ("class_names", "image_shape", "latent_dim", "width"))
     generator = ConditionalGenerator(len(meta["class_names"]), meta["image_shape"], int(meta["latent_dim"]),
                                      int(meta["width"]))
     try:
@@ -64,3 +64,16 @@ def load_generator(path: str | Path, map_location: str = "cpu") -> tuple["Condit
         raise AdvauditError(f"weights in {path} do not match the generator described by its meta: "
                             f"{str(error).splitlines()[0]}") from None
     return generator.to(map_location).eval(), meta
+
+
+def _require_meta(payload: dict[str, Any], path: str | Path, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The checkpoint's ``meta``, refusing one that lacks what rebuilding the model needs."""
+    meta = payload.get("meta")
+    missing = [k for k in keys if not isinstance(meta, dict) or k not in meta]
+    weights = "state_dict" if payload.get("backend") != "sklearn" else "estimator"
+    if weights not in payload:
+        missing.append(weights)
+    if missing:
+        raise AdvauditError(f"{path} is a {payload.get('kind')!r} checkpoint without {missing} (truncated or "
+                            "written by another tool); re-export it with train.py")
+    return meta

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from advaudit.errors import AdvauditError
+from advaudit.errors import AdvauditError, check_finite
 
 
 class TorchTarget(nn.Module):
@@ -131,11 +131,3 @@ class SklearnTarget:
 
     def to(self, *args: Any, **kwargs: Any) -> "SklearnTarget":
         return self
-
-
-def check_finite(values: Tensor, what: str) -> None:
-    """Raise :class:`AdvauditError` naming ``what`` when ``values`` has NaN or inf."""
-    if not torch.isfinite(values).all():
-        bad = int((~torch.isfinite(values)).any(dim=-1).sum()) if values.dim() > 1 else -1
-        raise AdvauditError(f"the {what} returned NaN/inf for {bad} input(s); check the checkpoint "
-                            "(diverged training?) and that inputs are in the range it was trained on")

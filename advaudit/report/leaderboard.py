@@ -82,7 +82,12 @@ def write_leaderboard(frame: pd.DataFrame, out_dir: str | Path, metric: str | No
         labels = [f"{Path(str(t)).parent.parent.name if t else '?'}|{m or a}|s{s}"
                   for t, m, a, s in zip(frame["target"], frame["method"], frame["audit"], frame["seed"])]
         fig, ax = plt.subplots(figsize=(6, 0.3 * len(frame) + 1.2))
-        ax.barh(range(len(frame)), frame[metric].astype(float), color="tab:blue")
+        values = frame[metric].astype(float)
+        error = None
+        if f"{metric}/lo" in frame.columns and f"{metric}/hi" in frame.columns:  # 95% interval over instances
+            error = [(values - frame[f"{metric}/lo"].astype(float)).clip(lower=0),
+                     (frame[f"{metric}/hi"].astype(float) - values).clip(lower=0)]
+        ax.barh(range(len(frame)), values, color="tab:blue", xerr=error, capsize=2)
         ax.set_yticks(range(len(frame)), labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel(metric)
@@ -102,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("roots", nargs="+", help="run / multirun folders (or result.json files)")
     parser.add_argument("--metric", default=None, help="column to rank by (default: first metric)")
-    parser.add_argument("--ascending", action="store_true", help="lower is better (e.g. worst-case true prob)")
+    parser.add_argument("--ascending", action="store_true", help="lower is better (e.g. examine/E_T, examine/worst)")
     parser.add_argument("--out", default=None, help="output folder (default: the first root)")
     args = parser.parse_args(argv)
     frame = rank(collect_results(args.roots), args.metric, args.ascending)

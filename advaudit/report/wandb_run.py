@@ -1,28 +1,99 @@
-"""W&B runs that never need a network: offline by default, ``disabled`` honoured, always finished.
+"""W&B runs for a team, that never need a network: offline by default, ``disabled`` honoured.
 
 Mode comes from ``cfg.logger.wandb.mode`` (which defaults to ``${oc.env:WANDB_MODE,offline}``) so
 one job of a multirun never leaks its mode into the next (unlike ``WandbLogger(offline=True)``).
+
+Every run is set up so a team can compare runs in W&B's run table:
+
+- ``group`` = the multirun's id (``<task>-<sweep folder>``; the task name for a single run), so a
+  sweep's jobs sit together; ``job_type`` = the audit (``worst_case``, ``evaluate``, ...);
+- ``tags`` from the config (``tags``, the audit, the examiner or search method, the seed);
+- the RESOLVED config (no ``${seed}``-style strings), and the headline numbers in the summary;
+- lineage: the checkpoint under audit (and the generator, for fault tests) is declared an input
+  as a W&B model Artifact carrying its metadata (architecture, classes, input shape, dataset,
+  training metrics), so W&B links every audit of a checkpoint to it.
+
+Offline runs keep all of this in ``<run dir>/wandb/offline-run-*`` and ``wandb sync`` uploads it
+later; :mod:`advaudit.report.wandb_offline` reads those files back.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+
+def sweep_id() -> str | None:
+    """``<sweep folder name>`` when running inside a Hydra multirun, else None."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if not HydraConfig.initialized():
+            return None
+        hydra_cfg = HydraConfig.get()
+        if hydra_cfg.mode != RunMode.MULTIRUN:
+            return None
+        return Path(str(hydra_cfg.sweep.dir)).name
+    except Exception:  # no Hydra (library use, tests): not a sweep
+        return None
+
+
+def run_group(task_name: str) -> str:
+    """The W&B group of this job: ``<task>-<sweep id>`` in a multirun, else ``<task>``."""
+    sweep = sweep_id()
+    return f"{task_name}-{sweep}" if sweep else task_name
 
 
 def wandb_settings(cfg: DictConfig) -> dict[str, Any]:
-    """The W&B options of ``cfg.logger.wandb`` (with defaults when the logger group is absent)."""
+    """The W&B options of ``cfg.logger.wandb`` (with defaults when the logger group is absent).
+
+    Only the keys used here are resolved, so a config whose other values need Hydra's runtime
+    (``${hydra:...}``, e.g. at the end of a multirun) still gives its settings.
+    """
     logger = OmegaConf.select(cfg, "logger.wandb", default=None)
-    options = OmegaConf.to_container(logger, resolve=True) if logger is not None else {}
-    mode = options.get("mode") or os.environ.get("WANDB_MODE", "offline")
+
+    def option(key: str) -> Any:
+        if logger is None:
+            return None
+        value = OmegaConf.select(logger, key, default=None, throw_on_resolution_failure=False)
+        return OmegaConf.to_container(value, resolve=True) if isinstance(value, (DictConfig, ListConfig)) else value
+
+    mode = option("mode") or os.environ.get("WANDB_MODE", "offline")
     if logger is None and OmegaConf.select(cfg, "logger", default=None) is not None:
         mode = "disabled"  # a logger group without wandb (logger=none / csv) means: no W&B
-    return {"project": options.get("project", "advaudit"), "mode": mode,
-            "group": options.get("group") or None, "tags": list(options.get("tags") or [])}
+    task = str(OmegaConf.select(cfg, "task_name", default=None, throw_on_resolution_failure=False) or "advaudit")
+    return {"project": option("project") or "advaudit", "mode": mode, "group": option("group") or run_group(task),
+            "tags": [str(t) for t in option("tags") or []]}
+
+
+def run_tags(cfg: DictConfig, base: list[str]) -> list[str]:
+    """``base`` tags plus the audit, its examiner or search method, the model and the seed."""
+    audit = OmegaConf.select(cfg, "audit.name", default=None)
+    method_key = {"worst_case": "examiner.name", "error_search": "search.name"}.get(str(audit))
+    values = [audit, OmegaConf.select(cfg, method_key, default=None) if method_key else None,
+              OmegaConf.select(cfg, "model.arch", default=None)]
+    seed = OmegaConf.select(cfg, "seed", default=None)
+    tags = [*base, *(str(v) for v in values if v is not None), *([f"seed={seed}"] if seed is not None else [])]
+    return list(dict.fromkeys(t[:64] for t in tags if t))  # W&B tags are at most 64 characters
+
+
+def resolved_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
+    """``cfg`` as resolved plain data, without the hydra node (unresolvable values kept as written)."""
+    if not isinstance(cfg, DictConfig):
+        return {k: v for k, v in dict(cfg).items() if k != "hydra"}
+    try:
+        container = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+    except Exception:  # an interpolation that only resolves inside Hydra (e.g. ${hydra:...})
+        container = OmegaConf.to_container(cfg, resolve=False)
+    container.pop("hydra", None)  # type: ignore[union-attr]
+    return container  # type: ignore[return-value]
 
 
 class _NullRun:
@@ -37,6 +108,9 @@ class _NullRun:
     def log_table(self, key: str, rows: list[dict[str, Any]]) -> None:
         pass
 
+    def set_summary(self, data: Mapping[str, Any]) -> None:
+        pass
+
 
 class _Run(_NullRun):
     def __init__(self, run: Any) -> None:
@@ -44,6 +118,7 @@ class _Run(_NullRun):
 
     def log(self, data: dict[str, Any], step: int | None = None) -> None:
         self.run.log(data, step=step)
+        self.set_summary({k: v for k, v in data.items() if "/" in k})
 
     def log_image(self, key: str, path: str | Path) -> None:
         import wandb
@@ -54,27 +129,137 @@ class _Run(_NullRun):
         import wandb
 
         if rows:
-            columns = list(rows[0])
-            self.run.log({key: wandb.Table(columns=columns, data=[[r.get(c) for c in columns] for r in rows])})
+            columns = list(dict.fromkeys(c for r in rows for c in r))
+            self.run.log({key: wandb.Table(columns=columns, data=[[_cell(r.get(c)) for c in columns] for r in rows])})
+
+    def set_summary(self, data: Mapping[str, Any]) -> None:
+        """Headline numbers in the run's summary (the columns of W&B's run table)."""
+        for key, value in data.items():
+            if isinstance(value, (int, float, str)) and not isinstance(value, bool) or value is None:
+                self.run.summary[key] = value
+
+
+def _cell(value: Any) -> Any:
+    return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
 
 
 @contextmanager
 def open_wandb(cfg: DictConfig, job_type: str, name: str | None = None) -> Iterator[_NullRun]:
-    """Open a W&B run for ``cfg`` under ``cfg.paths.output_dir``; always finished on exit."""
+    """Open a W&B run for ``cfg`` under ``cfg.paths.output_dir``; always finished on exit.
+
+    ``job_type="examine"`` becomes the audit's name; the checkpoints the run reads
+    (``cfg.target``, ``cfg.generator``) are declared as its input artifacts (module docstring).
+    """
     settings = wandb_settings(cfg)
     if settings["mode"] == "disabled":
         yield _NullRun()
         return
     import wandb
 
+    audit = OmegaConf.select(cfg, "audit.name", default=None)
+    job_type = str(audit) if job_type == "examine" and audit else job_type
     output_dir = Path(OmegaConf.select(cfg, "paths.output_dir", default=".") or ".")
     output_dir.mkdir(parents=True, exist_ok=True)
     run = wandb.init(project=settings["project"], mode=settings["mode"], group=settings["group"],
-                     tags=settings["tags"], job_type=job_type, name=name, dir=str(output_dir),
-                     config=OmegaConf.to_container(cfg, resolve=False), reinit="finish_previous")
+                     tags=run_tags(cfg, settings["tags"]), job_type=job_type, name=name, dir=str(output_dir),
+                     config=resolved_config(cfg), reinit="finish_previous")
     failed = True
     try:
+        for key in ("target", "generator"):
+            path = OmegaConf.select(cfg, key, default=None)
+            if isinstance(path, str) and Path(path).expanduser().is_file():
+                declare_checkpoint_input(run, Path(path).expanduser())
         yield _Run(run)
+        failed = False
+    finally:
+        run.finish(exit_code=1 if failed else 0)
+
+
+def artifact_name(path: Path, kind: str) -> str:
+    """A stable W&B artifact name for a checkpoint file: ``<kind>-<run>-<stem>-<hash of the path>``."""
+    from advaudit.compare.naming import short_name
+
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", "-", short_name(str(path))).strip("-")
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]
+    return f"{kind}-{readable}-{digest}"[:120]
+
+
+def checkpoint_metadata(path: Path) -> tuple[str, dict[str, Any]]:
+    """``(kind, metadata)`` of an advaudit checkpoint: what identifies the model, as plain data."""
+    from advaudit.models.checkpoint import load_checkpoint
+
+    payload = load_checkpoint(path)
+    meta = dict(payload.get("meta") or {})
+    config = meta.pop("config", None) or {}
+    metadata = {"path": str(path.resolve()), "kind": payload.get("kind"), "backend": payload.get("backend"),
+                "temperature": payload.get("temperature"), "metrics": payload.get("metrics"),
+                "epoch": payload.get("epoch"), "seed": config.get("seed") if isinstance(config, dict) else None,
+                **{k: v for k, v in meta.items() if isinstance(v, (str, int, float, list, dict, bool))}}
+    return str(payload.get("kind") or "model"), {k: v for k, v in metadata.items() if v is not None}
+
+
+def checkpoint_artifact(path: Path, aliases_metadata: Mapping[str, Any] | None = None) -> Any:
+    """A W&B model Artifact holding the checkpoint file and its metadata."""
+    import wandb
+
+    kind, metadata = checkpoint_metadata(path)
+    artifact = wandb.Artifact(artifact_name(path, kind), type="model", metadata={**metadata, **(aliases_metadata or {})},
+                              description=f"advaudit {kind} checkpoint {path.name}")
+    artifact.add_file(str(path), name=path.name)
+    return artifact
+
+
+def declare_checkpoint_input(run: Any, path: Path) -> Any:
+    """Declare the checkpoint at ``path`` an input of ``run`` (lineage), online or offline.
+
+    Online this is ``run.use_artifact``. Offline, ``use_artifact`` refuses (wandb 0.31: "Cannot
+    use artifact when in offline mode"), so the artifact is written as a record flagged
+    ``use_after_commit`` (what ``use_artifact`` itself does for a new artifact): ``wandb sync``
+    then creates the artifact version and marks it as this run's input.
+    """
+    artifact = checkpoint_artifact(path)
+    if run.settings.mode != "offline":
+        return run.use_artifact(artifact)
+    run._log_artifact(artifact, aliases=["latest"], is_user_created=True, use_after_commit=True)
+    return artifact
+
+
+def log_checkpoint_output(run: Any, path: Path, aliases: list[str], metadata: Mapping[str, Any]) -> Any:
+    """Log the checkpoint at ``path`` as an output artifact of (training) ``run``."""
+    artifact = checkpoint_artifact(path, metadata)
+    run.log_artifact(artifact, aliases=aliases)
+    return artifact
+
+
+def log_comparison(summary: dict[str, Any], out: Path, config: DictConfig | Mapping[str, Any] | None = None,
+                   sweep_id: str | None = None) -> None:
+    """Log a comparison (``advaudit.compare``) as W&B Tables and images, in its sweep's group."""
+    cfg = config if isinstance(config, DictConfig) else OmegaConf.create(dict(config or {}))
+    settings = wandb_settings(cfg)
+    if settings["mode"] == "disabled":
+        return
+    import wandb
+
+    task = str(OmegaConf.select(cfg, "task_name", default="examine") or "examine")
+    run = wandb.init(project=settings["project"], mode=settings["mode"],
+                     group=f"{task}-{sweep_id}" if sweep_id else settings["group"], job_type="compare",
+                     name=f"compare-{sweep_id}" if sweep_id else "compare", dir=str(out), tags=settings["tags"],
+                     config={"runs": summary["runs"], "failed": len(summary["failed"])}, reinit="finish_previous")
+    failed = True
+    try:
+        logged = _Run(run)
+        for group in summary["groups"]:
+            slug = group["slug"]
+            for table in ("checkpoints", "pairs", "per_class"):
+                logged.log_table(f"compare/{slug}/{table}", group.get(table) or [])
+            logged.log_table(f"compare/{slug}/per_factor", [{k: v for k, v in r.items() if k != "values"}
+                                                            for r in group.get("per_factor") or []])
+            if "replay" in group:
+                transfer = group["replay"]["transfer"]
+                logged.log_table(f"compare/{slug}/replay", [{"worst_conditions_of": a, **transfer[a]} for a in transfer])
+            for key, path in group["plots"].items():
+                logged.log_image(f"compare/{slug}/{key}", path)
+        logged.log_table("compare/failed", summary["failed"])
         failed = False
     finally:
         run.finish(exit_code=1 if failed else 0)

@@ -1,12 +1,17 @@
 """Summaries, plots and the Markdown report of a worst-case examination (from steps.jsonl).
 
-Plots (PNG in the run dir and W&B): mean true-class probability vs queries with per-instance
-spread (paper Fig. 1), per-class bars at the budget (Fig. 2), t-SNE of final examples against
-random ones with correct/incorrect marked (Figs. 3, 4, 6), and the worst case of every instance.
+Numbers: the paper's ``E_T`` and the worst valid case so far at every report budget, each with a
+95% bootstrap interval over instances, the share of invalid proposals per check, the failure rate
+on valid proposals, per class and per instance (see :mod:`advaudit.audits.examiner_metrics`).
+Plots (PNG in the run dir and W&B): E_T per iteration and the worst case so far against queries and
+iterations with per-instance spread (paper Fig. 1), per-class bars (Fig. 2), t-SNE of final
+examples against random ones with correct/incorrect marked (Figs. 3, 4, 6), and the worst valid
+case of every instance.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,50 +19,85 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
-from advaudit.audits.instance_selection import true_class_prob
+from advaudit.audits import examiner_metrics as metrics
+from advaudit.report.intervals import mean_with_ci
 from advaudit.report.plots import image_grid, plt, save_figure
 from advaudit.report.records import read_jsonl
 from advaudit.report.wandb_run import open_wandb
 
 
-def load_history(out: Path, n: int) -> dict[str, np.ndarray]:
+def load_history(out: Path, n: int) -> dict[str, Any]:
     """Per-instance arrays in query order: ``true_prob`` ``[N, Q]``, ``predicted`` ``[N, Q]``,
-    ``s`` ``[N, Q, C]`` (factor units)."""
+    ``valid`` ``[N, Q]`` (all True for records written before validity was judged), ``checks``
+    ``{name: [N, Q]}``, ``s`` ``[N, Q, C]`` (factor units)."""
     records = sorted(read_jsonl(out / "steps.jsonl"), key=lambda r: r["step"])
     order: dict[int, list[dict]] = {}
     for r in records:
         order.setdefault(r["instance"], []).append(r)
     ids = list(order)[:n]
-    stack = lambda key: np.stack([np.concatenate([np.asarray(r[key]) for r in order[i]]) for i in ids])  # noqa: E731
-    return {"ids": np.asarray(ids), "true_prob": stack("true_prob"), "predicted": stack("predicted"),
-            "s": stack("s"), "q": len(records[0]["true_prob"])}
+
+    def stack(get: Any) -> np.ndarray:
+        return np.stack([np.concatenate([np.asarray(get(r)) for r in order[i]]) for i in ids])
+
+    true_prob = stack(lambda r: r["true_prob"])
+    valid = stack(lambda r: r.get("valid", [True] * len(r["true_prob"]))).astype(bool)
+    names = list(records[0].get("checks", {}))
+    return {"ids": np.asarray(ids), "true_prob": true_prob, "predicted": stack(lambda r: r["predicted"]),
+            "valid": valid, "checks": {c: stack(lambda r, c=c: r["checks"][c]).astype(bool) for c in names},
+            "s": stack(lambda r: r["s"])}
 
 
-def best_so_far(true_prob: np.ndarray, strength: bool) -> np.ndarray:
-    """Running min (weakness) or max (strength) of ``[N, Q]`` along queries."""
-    return np.maximum.accumulate(true_prob, 1) if strength else np.minimum.accumulate(true_prob, 1)
+def _with_ci(prefix: str, values: np.ndarray, seed: int) -> dict[str, float]:
+    """``{prefix: mean, prefix/lo, prefix/hi}``: mean over instances with its 95% bootstrap interval."""
+    summary = mean_with_ci(values, seed=seed)
+    return {prefix: summary["mean"], f"{prefix}/lo": summary["lo"], f"{prefix}/hi": summary["hi"]}
 
 
-def e_at(curve: np.ndarray, true_prob: np.ndarray, budget: int) -> np.ndarray:
-    """Per-instance value at ``budget`` queries (0 = the first query, before any adaptation)."""
-    if budget <= 0:
-        return true_prob[:, 0]
-    return curve[:, min(budget, curve.shape[1]) - 1]
+def examination_metrics(history: dict[str, Any], labels: np.ndarray, q: int, budgets: list[int],
+                        strength: bool, seed: int = 0) -> dict[str, Any]:
+    """The audit's headline numbers at every budget (queries), each with a 95% bootstrap interval
+    over instances (see :mod:`advaudit.audits.examiner_metrics` for the definitions)."""
+    p, valid, predicted = history["true_prob"], history["valid"], history["predicted"]
+    queries = p.shape[1]
+    result: dict[str, Any] = {}
+    for b in budgets:
+        result.update(_with_ci(f"examine/E_T@{b}", metrics.e_t(p, q, b), seed))
+        result.update(_with_ci(f"examine/worst@{b}", metrics.worst(p, valid, b, strength), seed))
+    result.update(_with_ci("examine/E_T", metrics.e_t(p, q, queries), seed))
+    result.update(_with_ci("examine/worst", metrics.worst(p, valid, queries, strength), seed))
+    result.update(_with_ci("examine/E_T_valid", metrics.e_t_valid(p, valid, q, queries), seed))
+    result.update(_with_ci("examine/failure_rate", metrics.failed(predicted, valid, labels, queries).astype(float), seed))
+    result["examine/invalid_share"] = float(1 - valid.mean())
+    result["examine/instances_without_valid_proposal"] = int((~valid.any(1)).sum())
+    result["validity"] = {name: float(1 - passed.mean()) for name, passed in history["checks"].items()}
+    result["budgets"] = [{"queries": b, "iterations": metrics.iteration_of_query(b, q) if b else 0} for b in budgets]
+    result["q"] = int(q)
+    return result
 
 
-def _curve_plot(curve: np.ndarray, path: Path, title: str) -> Path:
-    x = np.arange(1, curve.shape[1] + 1)
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for row in curve:
-        ax.plot(x, row, color="tab:blue", alpha=0.12, linewidth=0.7)
-    ax.fill_between(x, np.percentile(curve, 10, 0), np.percentile(curve, 90, 0), color="tab:blue", alpha=0.2,
-                    label="10-90% of instances")
-    ax.plot(x, curve.mean(0), color="tab:blue", linewidth=2, label="mean")
+def _curve_plot(history: dict[str, Any], q: int, strength: bool, path: Path, title: str) -> Path:
+    """E_T per iteration and the worst valid case so far, against queries (bottom) and iterations (top)."""
+    p, valid = history["true_prob"], history["valid"]
+    worst_so_far = metrics.worst_curve(p, valid, strength)
+    per_iteration = metrics.e_t_curve(p, q)
+    x_queries = np.arange(1, p.shape[1] + 1)
+    x_iterations = np.minimum(np.arange(1, per_iteration.shape[1] + 1) * q, p.shape[1])
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for label, x, curve, color in (("E_T: proposals of iteration t (paper)", x_iterations, per_iteration, "tab:red"),
+                                   ("worst valid case so far", x_queries, worst_so_far, "tab:blue")):
+        with warnings.catch_warnings():  # columns before any valid proposal are all-NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean = np.nanmean(curve, 0)
+            low, high = np.nanpercentile(curve, 10, 0), np.nanpercentile(curve, 90, 0)
+        ax.fill_between(x, low, high, color=color, alpha=0.15)
+        ax.plot(x, mean, color=color, linewidth=2, label=f"{label} (mean, 10-90% of instances)")
     ax.set_xscale("log")
     ax.set_xlabel("queries per instance")
-    ax.set_ylabel("true-class probability (best found)")
+    ax.set_ylabel("true-class probability")
     ax.set_ylim(0, 1)
-    ax.set_title(title)
+    top = ax.secondary_xaxis("top", functions=(lambda v: np.asarray(v) / q, lambda v: np.asarray(v) * q))
+    top.set_xlabel(f"iterations (q = {q} queries each)")
+    ax.set_title(title, fontsize=9)
     ax.legend(loc="lower left", fontsize=7)
     return save_figure(fig, path)
 
@@ -96,87 +136,101 @@ def _tsne_plot(final_u: np.ndarray, final_ok: np.ndarray, random_u: np.ndarray, 
 
 
 def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space: Any, out: Path,
-                         seconds: float, calibrated: bool) -> dict[str, Any]:
-    """Compute E at each budget, draw the plots, write report.md, log to W&B; return the result."""
+                         seconds: float, calibrated: bool, judge: Any, q: int, budgets: list[int]) -> dict[str, Any]:
+    """Compute the metrics at each budget, draw the plots, write report.md, log to W&B; return the result."""
     audit = cfg.audit
     strength = audit.mode == "strength"
+    seed = int(cfg.seed)
     history = load_history(out, len(z))
-    true_prob, q = history["true_prob"], history["q"]
-    curve = best_so_far(true_prob, strength)
+    true_prob = history["true_prob"]
     queries = true_prob.shape[1]
-    budgets = sorted({int(b) for b in audit.report_budgets if int(b) <= queries} | {queries})
+    budgets = [b for b in budgets if b <= queries]
     names = world.class_names
     labels = z.labels.cpu().numpy()
-    result: dict[str, Any] = {f"examine/E@{b}": float(e_at(curve, true_prob, b).mean()) for b in budgets}
-    result["examine/true_prob"] = result[f"examine/E@{queries}"]
-    result["examine/final_true_prob"] = float(true_prob[:, -q:].mean())  # the paper's l_i^T
-    worst_index = (true_prob.argmax(1) if strength else true_prob.argmin(1))
-    worst_pred = history["predicted"][np.arange(len(labels)), worst_index]
-    result["examine/failure_rate"] = float((worst_pred != labels).mean())
-    at_budget = e_at(curve, true_prob, queries)
-    first = true_prob[:, 0]
+    device = getattr(world, "device", "cpu")
+    result = examination_metrics(history, labels, q, budgets, strength, seed)
+    result["budget_unit"] = str(audit.get("budget_unit", "queries"))
+    e_final = metrics.e_t(true_prob, q, queries)
+    worst_final = metrics.worst(true_prob, history["valid"], queries, strength)
+    failed = metrics.failed(history["predicted"], history["valid"], labels, queries)
+    worst_index = metrics.worst_index(true_prob, history["valid"], strength)
+    rows = np.arange(len(labels))
+    safe_index = np.where(worst_index >= 0, worst_index, 0)
+    worst_pred = history["predicted"][rows, safe_index]
+    worst_s = torch.as_tensor(history["s"][rows, safe_index], dtype=torch.float32)
     present = sorted(set(labels.tolist()))
-    per_class = {names[c]: float(at_budget[labels == c].mean()) for c in present}
-    per_class_first = {names[c]: float(first[labels == c].mean()) for c in present}
+    per_class = {names[c]: {"E_T": float(e_final[labels == c].mean()),
+                            "worst": float(np.nanmean(worst_final[labels == c])) if np.isfinite(worst_final[labels == c]).any() else None,
+                            "T0": float(metrics.e_t(true_prob, q, 0)[labels == c].mean()),
+                            "failure_rate": float(failed[labels == c].mean()), "n": int((labels == c).sum())}
+                 for c in present}
+    factor_names = [f.name for f in world.factors]
+    result["per_instance"] = [
+        {"instance": int(history["ids"][i]), "label": int(labels[i]), "class": names[labels[i]],
+         "E_T": float(e_final[i]), "worst": None if np.isnan(worst_final[i]) else float(worst_final[i]),
+         "failed": bool(failed[i]), "invalid_share": float(1 - history["valid"][i].mean()),
+         "worst_predicted": names[worst_pred[i]] if worst_index[i] >= 0 else None,
+         "worst_s": dict(zip(factor_names, worst_s[i].tolist())) if worst_index[i] >= 0 else None}
+        for i in range(len(labels))]
 
-    # worst-case gallery
-    worst_s = torch.as_tensor(history["s"][np.arange(len(labels)), worst_index], dtype=torch.float32)
-    images = world.render(z, worst_s.unsqueeze(1).to(getattr(world, "device", "cpu"))).cpu()
-    short = {f.name: f.name.replace("camera_", "cam_").replace("light_", "lt_") for f in world.factors}
-    titles = [f"{names[labels[i]]}: p={true_prob[i, worst_index[i]]:.2f}\npred {names[worst_pred[i]]}"
-              for i in range(len(labels))]
+    # worst-case gallery (each instance's worst valid proposal)
+    images = world.render(z, worst_s.unsqueeze(1).to(device)).cpu()
+    titles = [f"{names[labels[i]]}: p={true_prob[i, safe_index[i]]:.2f}\npred {names[worst_pred[i]]}"
+              + ("" if worst_index[i] >= 0 else " (no valid)") for i in range(len(labels))]
     plots = {
-        "curve": _curve_plot(curve, out / "true_prob_vs_queries.png",
+        "curve": _curve_plot(history, q, strength, out / "true_prob_vs_queries.png",
                              f"{cfg.examiner.name}: {'strength' if strength else 'weakness'} search"),
-        "per_class": _class_bars(per_class, per_class_first, out / "per_class.png"),
+        "per_class": _class_bars({c: v["E_T"] for c, v in per_class.items()},
+                                 {c: v["T0"] for c, v in per_class.items()}, out / "per_class.png"),
         "gallery": image_grid(images, out / "worst_cases.png", titles=titles, columns=min(8, len(labels))),
     }
-    # t-SNE: each instance's final examples vs random conditions, correct/incorrect marked
-    generator = torch.Generator().manual_seed(int(cfg.seed) + 7)
-    k = min(5, queries)
+    # final examples (the last iteration's proposals) against random conditions
+    generator = torch.Generator().manual_seed(seed + 7)
+    k = min(max(q, 5), queries)
     final_u = space_unit(space, history["s"][:, -k:]).reshape(-1, len(space.free))
     final_ok = (history["predicted"][:, -k:] == labels[:, None]).reshape(-1)
     random_free = torch.rand(len(labels), k, len(space.free), generator=generator)
     random_s = space.assemble(random_free)
-    random_x = world.render(z, random_s.to(getattr(world, "device", "cpu")))
+    random_x, random_valid, _ = judge.render(z, random_s.to(device))
     random_p = target.predict_proba(random_x, calibrated=calibrated).argmax(1).cpu().numpy()
     random_ok = random_p == np.repeat(labels, k)
     if len(final_u) >= 6:
         plots["tsne"] = _tsne_plot(final_u, final_ok, random_free.reshape(-1, len(space.free)).numpy(), random_ok,
-                                   out / "tsne.png", int(cfg.seed))
+                                   out / "tsne.png", seed)
     final_s = history["s"][:, -k:].reshape(-1, history["s"].shape[-1])
     result["final_factors"] = {f.name: {"mean": float(final_s[:, i].mean()), "std": float(final_s[:, i].std())}
                                for i, f in enumerate(world.factors) if i in space.free}
     share = audit.get("factor_share")
     if share:
-        column = [f.name for f in world.factors].index(share["factor"])
+        column = factor_names.index(share["factor"])
         threshold = float(share["abs_above"])
         result["examine/share_outside_final"] = float((np.abs(final_s[:, column]) > threshold).mean())
         result["examine/share_outside_random"] = float((random_s[..., column].abs() > threshold).float().mean())
+    random_valid_flat = random_valid.reshape(-1).numpy()
     result.update({
         "examine/random_accuracy": float(random_ok.mean()),
-        "per_class": per_class, "per_class_T0": per_class_first,
+        "examine/random_valid_accuracy": float(random_ok[random_valid_flat].mean()) if random_valid_flat.any() else None,
+        "examine/random_invalid_share": float(1 - random_valid_flat.mean()),
+        "validity_checks": judge.checks,
+        "per_class": per_class,
         "n_instances": int(len(labels)), "queries_per_instance": int(queries),
         "queries_per_second": float(len(labels) * queries / max(seconds, 1e-9)) if seconds > 0 else None,
         "seconds_examination": round(seconds, 2),
-        "worst_cases": [{"instance": int(history["ids"][i]), "class": names[labels[i]],
-                         "true_prob": float(true_prob[i, worst_index[i]]), "predicted": names[worst_pred[i]],
-                         "s": {f.name: float(v) for f, v in zip(world.factors, worst_s[i].tolist())}}
-                        for i in range(len(labels))],
         "plots": {k2: str(v) for k2, v in plots.items()},
     })
     report = out / "report.md"
     report.write_text(_markdown(cfg, result, budgets, plots))
     result["report"] = str(report)
     with open_wandb(cfg, job_type="examine", name=f"worst_case-{cfg.examiner.name}") as wb:
-        mean_curve = curve.mean(0)
-        for t in range(0, queries, max(1, queries // 200)):
-            wb.log({"examine/true_prob_curve": float(mean_curve[t]), "examine/queries": t + 1})
-        wb.log({k2: v for k2, v in result.items() if k2.startswith("examine/")})
+        curve = metrics.e_t_curve(true_prob, q).mean(0)
+        for t, value in enumerate(curve):
+            wb.log({"examine/E_T_curve": float(value), "examine/iteration": t + 1,
+                    "examine/queries": min((t + 1) * q, queries)})
+        wb.log({k2: v for k2, v in result.items() if k2.startswith("examine/") and isinstance(v, (int, float))})
         for key, path in plots.items():
             wb.log_image(f"examine/{key}", path)
-        wb.log_table("examine/worst_cases", [{**{k2: v for k2, v in w.items() if k2 != "s"}, **w["s"]}
-                                              for w in result["worst_cases"]])
+        wb.log_table("examine/per_instance", [{**{k2: v for k2, v in w.items() if k2 != "worst_s"}, **(w["worst_s"] or {})}
+                                              for w in result["per_instance"]])
     return result
 
 
@@ -188,30 +242,54 @@ def space_unit(space: Any, s: np.ndarray) -> np.ndarray:
     return factor_to_unit(free, space.free_factors).numpy()
 
 
+def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
+    """``mean [lo, hi]`` of ``key`` (as percentages with ``percent``; ``n/a`` when missing or NaN)."""
+    value = result.get(key)
+    if value is None or value != value:
+        return "n/a"
+    low, high = result[key + "/lo"], result[key + "/hi"]
+    if percent:
+        return f"{100 * value:.0f}% [{100 * low:.0f}%, {100 * high:.0f}%]"
+    return f"{value:.4f} [{low:.4f}, {high:.4f}]"
+
+
 def _markdown(cfg: DictConfig, result: dict[str, Any], budgets: list[int], plots: dict[str, Path]) -> str:
-    rows = "\n".join(f"| {b} | {result[f'examine/E@{b}']:.4f} |" for b in budgets)
-    classes = "\n".join(f"| {c} | {result['per_class_T0'][c]:.3f} | {v:.3f} |" for c, v in result["per_class"].items())
-    worst = "\n".join(f"| {w['instance']} | {w['class']} | {w['true_prob']:.3f} | {w['predicted']} |"
-                      for w in result["worst_cases"])
+    rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T@{queries}')} | "
+                     f"{_fmt(result, f'examine/worst@{queries}')} |"
+                     for b in result["budgets"] for queries in [b["queries"]])
+    classes = "\n".join(f"| {c} | {v['n']} | {v['T0']:.3f} | {v['E_T']:.3f} | "
+                        f"{'n/a' if v['worst'] is None else format(v['worst'], '.3f')} | {100 * v['failure_rate']:.0f}% |"
+                        for c, v in result["per_class"].items())
+    worst = "\n".join(f"| {w['instance']} | {w['class']} | {w['E_T']:.3f} | "
+                      f"{'n/a' if w['worst'] is None else format(w['worst'], '.3f')} | {w['worst_predicted']} | "
+                      f"{100 * w['invalid_share']:.0f}% |" for w in result["per_instance"])
+    checks = ", ".join(f"{name}: {100 * share:.1f}% fail" for name, share in result["validity"].items()) or "none"
     images = "\n".join(f"![{k}]({Path(p).name})" for k, p in plots.items())
+    accuracy = result["examine/random_valid_accuracy"]
     return f"""# Worst-case audit
 
 - target: `{cfg.target}`
 - examiner: `{cfg.examiner.name}`, mode `{cfg.audit.mode}`, {result['n_instances']} instances,
-  {result['queries_per_instance']} queries each ({result['queries_per_second'] or 0:.0f} queries/s)
-- worst case misclassified for {100 * result['examine/failure_rate']:.1f}% of instances;
-  accuracy under random conditions {100 * result['examine/random_accuracy']:.1f}%
+  {result['queries_per_instance']} queries each in iterations of q = {result['q']}
+  ({result['queries_per_second'] or 0:.0f} queries/s)
+- **E_T = {_fmt(result, 'examine/E_T')}**: the paper's metric (Algorithm 1), mean true-class probability
+  of the examiner's proposals at its last iteration; **worst = {_fmt(result, 'examine/worst')}**: mean
+  lowest true-class probability over valid proposals (95% bootstrap intervals over instances)
+- a valid misclassified condition was found for {_fmt(result, 'examine/failure_rate', percent=True)} of instances
+- validity: {100 * result['examine/invalid_share']:.1f}% of proposals invalid ({checks});
+  {100 * result['examine/random_invalid_share']:.1f}% of random conditions invalid
+- accuracy under random valid conditions: {'n/a' if accuracy is None else f'{100 * accuracy:.1f}%'}
 
-| queries T | E (mean best-found true-class probability) |
-|---|---|
+| queries | iterations | E_T (proposals of that iteration) | worst (valid, so far) |
+|---|---|---|---|
 {rows}
 
-| class | T = 0 | after examination |
-|---|---|---|
+| class | instances | E_T at T = 0 | E_T | worst | failed |
+|---|---|---|---|---|---|
 {classes}
 
-| instance | class | worst true-class prob | predicted |
-|---|---|---|---|
+| instance | class | E_T | worst | predicted at worst | invalid proposals |
+|---|---|---|---|---|---|
 {worst}
 
 {images}

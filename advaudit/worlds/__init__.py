@@ -1,4 +1,6 @@
-"""Parametric input spaces S: the World protocol, ShapeWorld and TransformWorld."""
+"""Parametric input spaces S: the World protocol, ShapeWorld, TransformWorld and MeshWorld
+(``advaudit.worlds.meshes``: real meshes rendered by Mitsuba 3; imported on use, like the others,
+through ``build_world``)."""
 
 from __future__ import annotations
 

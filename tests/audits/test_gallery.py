@@ -19,12 +19,13 @@ def test_sweep_moves_one_factor_per_row() -> None:
     assert bool((u[0, :, 2] == 0.9).all()) and torch.equal(u[2, :, 2], torch.linspace(0, 1, 5))
 
 
-def test_gallery_for_both_worlds(make_cfg) -> None:
-    for world in ("shapes", "transforms"):
-        cfg = make_cfg("examine", ["audit=gallery", f"world={world}", "audit.n_instances=2", "audit.steps=3",
-                                   "logger=none", "world.image_size=16"] if world == "shapes" else
+def test_gallery_for_both_worlds(make_cfg, tmp_path: Path) -> None:
+    for world in ("shapes", "transforms"):  # one run dir each: a run dir belongs to one config
+        cfg = make_cfg("examine", [f"paths.output_dir={tmp_path / world}", *(
+                       ["audit=gallery", f"world={world}", "audit.n_instances=2", "audit.steps=3",
+                        "logger=none", "world.image_size=16"] if world == "shapes" else
                        ["audit=gallery", "world=transforms", "audit.n_instances=2", "audit.steps=3", "logger=none",
-                        "+world.dataset.limit={train:10,val:10,test:10}"])
+                        "+world.dataset.limit={train:10,val:10,test:10}"])])
         result = examine(cfg)
         assert len(result["galleries"]) == 2 and all(Path(p).stat().st_size > 2000 for p in result["galleries"])
     with pytest.raises(AdvauditError, match="audit.steps=1"):

@@ -14,31 +14,94 @@ from advaudit.tasks import examine
 from tests.conftest import worst_case_overrides
 
 
-def test_examination_writes_records_plots_and_monotone_scores(make_cfg, tiny_shapes_target: Path) -> None:
+def _by_instance(records: list[dict], key: str) -> dict[int, list]:
+    """``{instance: [values of key in query order]}`` from steps.jsonl records."""
+    out: dict[int, list] = {}
+    for r in sorted(records, key=lambda r: r["step"]):
+        out.setdefault(r["instance"], []).extend(r[key])
+    return out
+
+
+def test_examination_reports_the_papers_metric_and_the_worst_valid_case(make_cfg, tiny_shapes_target: Path) -> None:
     cfg = make_cfg("examine", worst_case_overrides(tiny_shapes_target, "audit.fixed_random=[sun_rot_x,sun_rot_y,sun_rot_z]"))
     result = examine(cfg)
     out = Path(cfg.paths.output_dir)
     records = read_jsonl(out / "steps.jsonl")
-    assert len(records) == 10 * 3  # 10 instances (best per class) x 3 steps of q=4
-    assert result["n_instances"] == 10 and result["queries_per_instance"] == 12
-    assert result["examine/E@12"] <= result["examine/E@4"] <= result["examine/E@0"] + 1e-9
-    assert 0 <= result["examine/true_prob"] <= 1
+    assert len(records) == 10 * 3  # 10 instances (best per class) x 3 iterations of q=4
+    assert result["n_instances"] == 10 and result["queries_per_instance"] == 12 and result["q"] == 4
+    probs, valid = _by_instance(records, "true_prob"), _by_instance(records, "valid")
+    # E_T (Algorithm 1): mean over instances of the mean over the proposals of the iteration containing query b
+    for b, window in ((0, slice(0, 4)), (4, slice(0, 4)), (12, slice(8, 12))):
+        expected = sum(sum(p[window]) / 4 for p in probs.values()) / 10
+        assert result[f"examine/E_T@{b}"] == pytest.approx(expected, abs=1e-6)
+        assert result[f"examine/E_T@{b}/lo"] <= result[f"examine/E_T@{b}"] <= result[f"examine/E_T@{b}/hi"]
+    # worst: running minimum over valid proposals only
+    worst = [min(p for p, ok in zip(probs[i], valid[i]) if ok) for i in probs if any(valid[i])]
+    assert result["examine/worst"] == pytest.approx(sum(worst) / len(worst), abs=1e-6)
+    assert result["examine/E_T"] == result["examine/E_T@12"]
+    assert result["budgets"] == [{"queries": 0, "iterations": 0}, {"queries": 4, "iterations": 1},
+                                 {"queries": 12, "iterations": 3}]
     for name in ("true_prob_vs_queries.png", "per_class.png", "worst_cases.png", "tsne.png", "report.md"):
         assert (out / name).exists(), name
+    assert "E_T" in (out / "report.md").read_text()
     # the sun angles were fixed per instance: identical across that instance's queries
     by_instance = [r for r in records if r["instance"] == records[0]["instance"]]
     sun = {tuple(round(v, 5) for v in s[:3]) for r in by_instance for s in r["s"]}
     assert len(sun) == 1
-    worst = result["worst_cases"][0]
-    assert worst["true_prob"] == pytest.approx(min(p for r in records if r["instance"] == worst["instance"]
-                                                   for p in r["true_prob"]))
+    first = result["per_instance"][0]
+    own = [(p, ok) for p, ok in zip(probs[first["instance"]], valid[first["instance"]])]
+    assert first["worst"] == pytest.approx(min(p for p, ok in own if ok))
+    assert set(first["worst_s"]) == {"sun_rot_x", "sun_rot_y", "sun_rot_z", "sun_energy", "light_energy",
+                                     "light_distance", "light_azimuth", "light_elevation", "camera_distance",
+                                     "camera_azimuth", "camera_elevation", "camera_roll"}
 
 
-def test_strength_mode_finds_higher_probabilities(make_cfg, tiny_shapes_target: Path, tmp_path: Path) -> None:
-    weak = examine(make_cfg("examine", worst_case_overrides(tiny_shapes_target)))
-    strong = examine(make_cfg("examine", worst_case_overrides(tiny_shapes_target, "audit.mode=strength",
-                                                              f"paths.output_dir={tmp_path / 'strength'}")))
-    assert strong["examine/true_prob"] >= weak["examine/true_prob"]
+def test_strength_mode_reports_the_highest_valid_probability(make_cfg, tiny_shapes_target: Path) -> None:
+    cfg = make_cfg("examine", worst_case_overrides(tiny_shapes_target, "audit.mode=strength"))
+    result = examine(cfg)
+    records = read_jsonl(Path(cfg.paths.output_dir) / "steps.jsonl")
+    probs, valid = _by_instance(records, "true_prob"), _by_instance(records, "valid")
+    best = [max(p for p, ok in zip(probs[i], valid[i]) if ok) for i in probs if any(valid[i])]
+    assert result["examine/worst"] == pytest.approx(sum(best) / len(best), abs=1e-6)
+
+
+def test_budgets_are_honoured_to_the_query_and_in_iterations(make_cfg, tiny_shapes_target: Path, tmp_path: Path) -> None:
+    partial = examine(make_cfg("examine", worst_case_overrides(
+        tiny_shapes_target, "audit.budget=10", "audit.report_budgets=[0,4,10]")))
+    assert partial["queries_per_instance"] == 10
+    records = read_jsonl(tmp_path / "run" / "steps.jsonl")
+    assert sorted({len(r["true_prob"]) for r in records if r["step"] == 2}) == [2]  # a partial last iteration
+    last = [r for r in records if r["step"] == 2]
+    assert partial["examine/E_T@10"] == pytest.approx(sum(sum(r["true_prob"]) / 2 for r in last) / len(last), abs=1e-6)
+    iterations = examine(make_cfg("examine", worst_case_overrides(
+        tiny_shapes_target, "audit.budget_unit=iterations", "audit.budget=2", "audit.report_budgets=[0,1,2]",
+        f"paths.output_dir={tmp_path / 'iterations'}")))
+    assert iterations["queries_per_instance"] == 8 and iterations["budget_unit"] == "iterations"
+    assert [b["iterations"] for b in iterations["budgets"]] == [0, 1, 2] and "examine/E_T@8" in iterations
+
+
+def test_failures_count_only_on_label_preserving_conditions(make_cfg, tiny_shapes_target: Path, tmp_path: Path) -> None:
+    # camera distance 1: the object overflows the frame in nearly every view
+    close = examine(make_cfg("examine", worst_case_overrides(
+        tiny_shapes_target, "world.factors={camera_distance:1.0}", "audit.validity.min_height_px=0")))
+    far = examine(make_cfg("examine", worst_case_overrides(
+        tiny_shapes_target, "world.factors={camera_distance:2.5}", "audit.validity.min_height_px=0",
+        f"paths.output_dir={tmp_path / 'far'}")))
+    assert close["examine/invalid_share"] > 0.8 and far["examine/invalid_share"] == 0.0
+    records = read_jsonl(tmp_path / "run" / "steps.jsonl")
+    misclassified_valid = sum(p != r["label"] and ok for r in records for p, ok in zip(r["predicted"], r["valid"]))
+    failed_instances = {r["instance"] for r in records for p, ok in zip(r["predicted"], r["valid"]) if ok and p != r["label"]}
+    assert close["examine/failure_rate"] == pytest.approx(len(failed_instances) / 10)
+    assert misclassified_valid < sum(p != r["label"] for r in records for p in r["predicted"])  # invalid ones not counted
+    assert close["validity"]["in_frame"] == pytest.approx(close["examine/invalid_share"])
+
+
+def test_a_reference_judge_that_is_the_target_leaves_no_valid_failure(make_cfg, tiny_shapes_target: Path) -> None:
+    # valid = the reference's answer is right; with the target as its own reference no valid proposal can be wrong
+    result = examine(make_cfg("examine", worst_case_overrides(
+        tiny_shapes_target, f"audit.validity.reference={tiny_shapes_target}", "audit.validity.reference_min_prob=0.0")))
+    assert result["validity_checks"][-1] == "reference" and result["examine/failure_rate"] == 0.0
+    assert 0.0 < result["examine/invalid_share"] < 1.0
 
 
 def test_a_killed_examination_resumes_to_the_same_result(make_cfg, tiny_shapes_target: Path, tmp_path: Path) -> None:
@@ -50,12 +113,15 @@ def test_a_killed_examination_resumes_to_the_same_result(make_cfg, tiny_shapes_t
         examine(killed)
     assert len(read_jsonl(tmp_path / "resumed" / "steps.jsonl")) == 10 * 2
     resumed = examine(make_cfg("examine", [*overrides, f"paths.output_dir={tmp_path / 'resumed'}"]))
-    assert resumed["examine/E@6"] == pytest.approx(full["examine/E@6"], abs=1e-6)
+    for key in ("examine/E_T@6", "examine/worst@6", "examine/E_T@3/lo"):
+        assert resumed[key] == pytest.approx(full[key], abs=1e-6)
     assert len(read_jsonl(tmp_path / "resumed" / "steps.jsonl")) == 10 * 6
 
 
 @pytest.mark.parametrize("extra,message", [
     (["audit.budget=0"], "budget=0"),
+    (["audit.report_budgets=[0,100]"], r"has \[100\] outside \[0, audit.budget=12\]"),
+    (["+audit.validity.min_px=3"], r"unknown keys \['min_px'\]"),
     (["audit.selection=random", "audit.n_instances=500"], "only 20 instances"),
     (["audit.fixed_random=[sun_rot_x,sun_rot_y,sun_rot_z,sun_energy,light_energy,light_distance,light_azimuth,"
       "light_elevation,camera_distance,camera_azimuth,camera_elevation,camera_roll]"], "all factors are fixed"),
@@ -90,4 +156,4 @@ def test_examine_multirun_over_examiners_and_the_leaderboard(tiny_shapes_target:
                            f"hydra.sweep.dir={tmp_path}"], cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     frame = collect_results([tmp_path])
-    assert sorted(frame["method"]) == ["random", "rl"] and frame["examine/true_prob"].notna().all()
+    assert sorted(frame["method"]) == ["random", "rl"] and frame["examine/E_T"].notna().all()

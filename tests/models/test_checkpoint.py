@@ -51,7 +51,7 @@ def test_missing_corrupt_foreign_and_unsafe_files(tmp_path: Path) -> None:
         load_target(tmp_path / "nope.pt")
     corrupt = tmp_path / "corrupt.pt"
     corrupt.write_bytes(b"not a torch file at all")
-    with pytest.raises(AdvauditError, match="corrupt"):
+    with pytest.raises(AdvauditError, match="is a text file"):
         load_target(corrupt)
     foreign = tmp_path / "foreign.pt"
     torch.save({"state_dict": {}}, foreign)

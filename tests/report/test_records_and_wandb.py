@@ -48,3 +48,54 @@ def test_offline_run_is_written_and_closed_even_on_error(tmp_path: Path) -> None
     wandb.init(mode="offline", dir=str(tmp_path), project="advaudit-test")
     finish_any_wandb_run()
     assert wandb.run is None
+
+
+def _tiny_checkpoint(path: Path) -> Path:
+    """A real (untrained) MLP target checkpoint written by advaudit's own save_target."""
+    from advaudit.models.io import save_target
+    from advaudit.models.nets import build_net
+    from advaudit.models.target import TorchTarget
+
+    meta = {"arch": "mlp", "arch_params": {}, "class_names": ["a", "b", "c"], "input_shape": [4],
+            "normalization": {"mean": [0.0] * 4, "std": [1.0] * 4}, "config": {"seed": 5}}
+    return save_target(TorchTarget(build_net("mlp", [4], 3), meta), path, extra={"metrics": {"test/acc": 0.5}})
+
+
+def test_offline_run_carries_group_resolved_config_summary_and_checkpoint_lineage(tmp_path: Path) -> None:
+    from advaudit.report.wandb_offline import offline_runs
+
+    checkpoint = _tiny_checkpoint(tmp_path / "train" / "3" / "checkpoints" / "target.pt")
+    cfg = OmegaConf.create({"logger": {"wandb": {"mode": "offline", "project": "advaudit-test",
+                                                 "group": "${wandb_group:${task_name}}", "tags": ["${task_name}"]}},
+                            "task_name": "examine", "seed": 3, "note": "seed is ${seed}", "target": str(checkpoint),
+                            "audit": {"name": "worst_case"}, "examiner": {"name": "rl"},
+                            "paths": {"output_dir": str(tmp_path / "run")}})
+    with open_wandb(cfg, job_type="examine", name="worst_case-rl") as run:
+        run.log({"examine/worst": 0.25, "examine/queries": 10})
+        run.log_table("examine/rows", [{"a": 1, "b": [1, 2]}, {"a": 2}])
+    [offline] = offline_runs(tmp_path / "run")
+    assert offline["group"] == "examine" and offline["job_type"] == "worst_case"   # not a multirun: the task
+    assert {"examine", "worst_case", "rl", "seed=3"} <= set(offline["tags"])
+    assert offline["config"]["note"] == "seed is 3" and offline["config"]["target"] == str(checkpoint)
+    assert offline["summary"]["examine/worst"] == 0.25
+    [artifact] = [a for a in offline["artifacts"] if a["type"] == "model"]
+    assert artifact["type"] == "model" and artifact["input"] is True and artifact["files"] == ["target.pt"]
+    assert artifact["name"].startswith("target-3-target-")
+    assert artifact["metadata"]["arch"] == "mlp" and artifact["metadata"]["class_names"] == ["a", "b", "c"]
+    assert artifact["metadata"]["metrics"] == {"test/acc": 0.5} and artifact["metadata"]["seed"] == 5
+
+
+def test_wandb_group_is_the_sweep_id_inside_a_multirun(tmp_path: Path) -> None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from advaudit.report.wandb_run import run_group
+
+    assert run_group("examine") == "examine"
+    hydra_cfg = OmegaConf.create({"hydra": {"mode": RunMode.MULTIRUN, "sweep": {"dir": str(tmp_path / "2026-01-02_03-04-05")}}})
+    HydraConfig.instance().cfg = hydra_cfg  # what Hydra sets in every job of a sweep
+    try:
+        assert run_group("examine") == "examine-2026-01-02_03-04-05"
+        assert OmegaConf.create({"g": "${wandb_group:train}"}).g == "train-2026-01-02_03-04-05"
+    finally:
+        HydraConfig.instance().cfg = None

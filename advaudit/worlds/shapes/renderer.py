@@ -126,7 +126,8 @@ def _visibility(p: Tensor, n: Tensor, lights: list[tuple[Tensor, Tensor]],
 
 
 def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess: Tensor,
-                  s: Tensor, size: int, shadows: bool = True, return_mask: bool = False) -> Tensor:
+                  s: Tensor, size: int, shadows: bool = True, return_mask: bool = False,
+                  with_mask: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Render ``B`` scenes, one object each.
 
     Args:
@@ -137,7 +138,7 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
         size: output side in pixels.
     Returns:
         ``[B, 3, size, size]`` images in [0, 1] (or ``[B, size, size]`` object masks when
-        ``return_mask``).
+        ``return_mask``; both, as ``(images, masks)``, from the same pass when ``with_mask``).
     """
     b = len(s)
     origin, dirs = camera_rays(s[:, 8], s[:, 9], s[:, 10], s[:, 11], size)
@@ -187,4 +188,5 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
         image[obj, pix] = (albedo[obj] * diffuse[:, None] + spec[:, None]).clamp(0, 1)
     if return_mask:
         return mask.view(b, size, size)
-    return image.view(b, size, size, 3).permute(0, 3, 1, 2).contiguous()
+    images = image.view(b, size, size, 3).permute(0, 3, 1, 2).contiguous()
+    return (images, mask.view(b, size, size)) if with_mask else images

@@ -1,0 +1,161 @@
+"""Which runs can be compared with which: groups of runs that differ only in the checkpoint.
+
+Two runs are comparable when their resolved configs agree on everything that defines the
+examination (audit settings, world, examiner or search method, dataset override) and differ only
+in ``target`` and ``seed`` (and in bookkeeping such as output paths or thread counts). Runs that
+differ in anything else are put in separate groups and the report names the keys that differ,
+instead of mixing them in one table.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pandas as pd
+
+from advaudit.compare.records import RunRecord
+
+# top-level config keys that never define an examination
+BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device", "tags", "task_name",
+               "optimized_metric", "callbacks", "trainer", "debug", "status", "sweep"}
+# audit keys that only steer how a run is executed or resumed
+AUDIT_BOOKKEEPING = {"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk"}
+
+
+def design_of(config: dict[str, Any]) -> dict[str, Any]:
+    """The part of a resolved config that defines the examination (see module docstring)."""
+    design = {k: v for k, v in config.items() if k not in BOOKKEEPING}
+    if isinstance(design.get("audit"), dict):
+        design["audit"] = {k: v for k, v in design["audit"].items() if k not in AUDIT_BOOKKEEPING}
+    return design
+
+
+def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists kept as values)."""
+    if not isinstance(config, dict):
+        return {prefix: config}
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        out.update(flatten(value, name) if isinstance(value, dict) and value else {name: value})
+    return out
+
+
+def method_of(config: dict[str, Any]) -> str | None:
+    """The examiner / search method that distinguishes runs of the same audit."""
+    audit = (config.get("audit") or {}).get("name")
+    section = {"worst_case": "examiner", "error_search": "search"}.get(str(audit))
+    value = config.get(section) if section else None
+    return str(value.get("name")) if isinstance(value, dict) and value.get("name") else None
+
+
+@dataclass
+class Group:
+    """Runs of one audit with one design: the checkpoints to compare, each over its seeds."""
+
+    audit: str
+    design: dict[str, Any]
+    runs: list[RunRecord]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def method(self) -> str | None:
+        return method_of(self.runs[0].config)
+
+    @property
+    def label(self) -> str:
+        return self.audit + (f" ({self.method})" if self.method else "")
+
+    @property
+    def targets(self) -> list[str]:
+        return sorted({str(r.target) for r in self.runs})
+
+    def seeds(self, target: str) -> list[int]:
+        return sorted({r.seed for r in self.runs if str(r.target) == target and r.seed is not None})
+
+    def common_seeds(self) -> list[int]:
+        sets = [set(self.seeds(t)) for t in self.targets]
+        return sorted(set.intersection(*sets)) if sets else []
+
+    def run(self, target: str, seed: int) -> RunRecord | None:
+        return next((r for r in self.runs if str(r.target) == target and r.seed == seed), None)
+
+
+def _key(design: dict[str, Any]) -> str:
+    return json.dumps(design, sort_keys=True, default=str)
+
+
+def group_runs(records: Iterable[RunRecord]) -> list[Group]:
+    """Successful runs grouped by (audit, design); each group's pairing problems noted."""
+    buckets: dict[tuple[str, str], list[RunRecord]] = {}
+    designs: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in records:
+        if not record.ok or record.audit == "train":
+            continue
+        design = design_of(record.config)
+        key = (str(record.audit), _key(design))
+        buckets.setdefault(key, []).append(record)
+        designs[key] = design
+    groups = [Group(audit, designs[(audit, k)], runs) for (audit, k), runs in buckets.items()]
+    for group in groups:
+        group.notes.extend(pairing_notes(group))
+    return sorted(groups, key=lambda g: (g.audit, g.method or "", _key(g.design)))
+
+
+def pairing_notes(group: Group) -> list[str]:
+    """What keeps a group from a fully paired design: differing seeds, instances, duplicates."""
+    notes = []
+    seeds = {t: group.seeds(t) for t in group.targets}
+    if len({tuple(s) for s in seeds.values()}) > 1:
+        notes.append("seeds differ between checkpoints (" + "; ".join(f"{_short(t)}: {s}" for t, s in seeds.items())
+                     + f"); only the common seeds {group.common_seeds()} are compared")
+    for target in group.targets:
+        for seed in group.seeds(target):
+            count = sum(1 for r in group.runs if str(r.target) == target and r.seed == seed)
+            if count > 1:
+                notes.append(f"{_short(target)} seed {seed} was run {count} times; the first run is used")
+    for seed in group.common_seeds():
+        instance_sets = {}
+        for target in group.targets:
+            frame = group.run(target, seed).per_instance()  # type: ignore[union-attr]
+            if frame is not None:
+                instance_sets[target] = frame["instance"].tolist()
+        if len(instance_sets) >= 2 and len({tuple(sorted(v)) for v in instance_sets.values()}) > 1:
+            common = set.intersection(*(set(v) for v in instance_sets.values()))
+            hint = (" (audit.selection=best_per_class picks instances per checkpoint; use "
+                    "audit.selection=random audit.n_instances=N for a paired design)"
+                    if (group.design.get("audit") or {}).get("selection") == "best_per_class" else "")
+            notes.append(f"seed {seed}: checkpoints were examined on different instances{hint}; paired "
+                         f"per-instance tests use the {len(common)} instances they share")
+    return notes
+
+
+def differences_between(groups: list[Group]) -> list[dict[str, Any]]:
+    """For each audit with several groups: the design keys whose values differ between them."""
+    out = []
+    by_audit: dict[str, list[Group]] = {}
+    for group in groups:
+        by_audit.setdefault(group.audit, []).append(group)
+    for audit, members in by_audit.items():
+        if len(members) < 2:
+            continue
+        flat = [flatten(g.design) for g in members]
+        keys = sorted(set().union(*flat))
+        differing = {k: [f.get(k, "<absent>") for f in flat] for k in keys
+                     if len({json.dumps(f.get(k, "<absent>"), default=str) for f in flat}) > 1}
+        out.append({"audit": audit, "groups": [g.label for g in members], "differs_in": differing})
+    return out
+
+
+def runs_table(group: Group) -> pd.DataFrame:
+    """One row per (target, seed) run of ``group`` with its numeric metrics."""
+    rows = [{"target": str(r.target), "seed": r.seed, "run_dir": str(r.run_dir), **r.metrics} for r in group.runs]
+    return pd.DataFrame(rows)
+
+
+def _short(target: str) -> str:
+    from advaudit.compare.naming import short_name
+
+    return short_name(target)

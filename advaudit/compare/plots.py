@@ -1,0 +1,95 @@
+"""Comparison figures as PNG: forest plot, per-class bars, factor histograms, replay heatmap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from advaudit.report.plots import plt, save_figure
+
+
+def forest_plot(rows: list[dict[str, Any]], names: dict[str, str], path: Path, title: str) -> Path:
+    """One panel per metric: each checkpoint's mean with its 95% interval."""
+    metrics = list(dict.fromkeys(r["metric"] for r in rows))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 0.45 * len(names) + 1.4), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        mine = [r for r in rows if r["metric"] == metric]
+        y = np.arange(len(mine))
+        means = np.array([r["mean"] for r in mine], dtype=float)
+        lo = np.array([r["lo"] for r in mine], dtype=float)
+        hi = np.array([r["hi"] for r in mine], dtype=float)
+        has = np.isfinite(lo) & np.isfinite(hi)
+        ax.errorbar(means[has], y[has], xerr=[means[has] - lo[has], hi[has] - means[has]], fmt="o", color="tab:blue",
+                    capsize=3)
+        ax.plot(means[~has], y[~has], "o", color="tab:gray")
+        ax.set_yticks(y, [names.get(r["target"], r["target"]) for r in mine], fontsize=7)
+        ax.set_title(metric, fontsize=8)
+        ax.invert_yaxis()
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(title, fontsize=9)
+    return save_figure(fig, path)
+
+
+def class_bars(rows: list[dict[str, Any]], names: dict[str, str], path: Path, metric: str) -> Path:
+    """Grouped bars: per class, each checkpoint's mean with its interval."""
+    classes = list(dict.fromkeys(r["class"] for r in rows))
+    targets = list(dict.fromkeys(r["target"] for r in rows))
+    width = 0.8 / max(1, len(targets))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * len(classes) * max(1, len(targets)) ** 0.5), 3.4))
+    for k, target in enumerate(targets):
+        lookup = {r["class"]: r for r in rows if r["target"] == target}
+        means = np.array([lookup.get(c, {}).get("mean", np.nan) for c in classes], dtype=float)
+        lo = np.array([lookup.get(c, {}).get("lo", np.nan) for c in classes], dtype=float)
+        hi = np.array([lookup.get(c, {}).get("hi", np.nan) for c in classes], dtype=float)
+        x = np.arange(len(classes)) + (k - (len(targets) - 1) / 2) * width
+        ax.bar(x, means, width, label=names.get(target, target),
+               yerr=[np.nan_to_num(means - lo), np.nan_to_num(hi - means)], capsize=2)
+    ax.set_xticks(np.arange(len(classes)), classes, rotation=60, fontsize=7)
+    ax.set_ylabel(metric)
+    ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def factor_histograms(rows: list[dict[str, Any]], factors: list[Any], names: dict[str, str], path: Path) -> Path:
+    """Per searched factor: histograms of each checkpoint's worst conditions next to random ones."""
+    present = [f for f in factors if any(r["factor"] == f.name for r in rows)]
+    columns = min(3, len(present))
+    n_rows = (len(present) + columns - 1) // columns
+    fig, axes = plt.subplots(n_rows, columns, figsize=(3.4 * columns, 2.6 * n_rows), squeeze=False)
+    for ax, factor in zip(axes.flat, present):
+        bins = np.linspace(factor.low, factor.high, 11)
+        ax.axhline(1.0 / (factor.high - factor.low), color="black", linestyle="--", linewidth=1, label="random")
+        for r in (r for r in rows if r["factor"] == factor.name):
+            ax.hist(r["values"], bins=bins, density=True, histtype="step", linewidth=1.5,
+                    label=f"{names.get(r['target'], r['target'])} (KS p={r['ks_p']:.2g})")
+        ax.set_title(f"{factor.name} {factor.unit}".strip(), fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(present):]:
+        ax.axis("off")
+    fig.suptitle("where the worst cases lie (density) vs random conditions", fontsize=9)
+    return save_figure(fig, path)
+
+
+def replay_heatmap(matrix: dict[str, dict[str, float]], control: dict[str, float], names: dict[str, str],
+                   path: Path) -> Path:
+    """Rows: whose worst conditions; columns: which checkpoint scores them; cell: failure transfer."""
+    targets = list(matrix)
+    values = np.array([[matrix[a][b] for b in targets] for a in targets], dtype=float)
+    fig, ax = plt.subplots(figsize=(1.2 * len(targets) + 2.5, 1.0 * len(targets) + 1.6))
+    image = ax.imshow(values, cmap="Reds", vmin=0, vmax=1)
+    for i in range(len(targets)):
+        for j in range(len(targets)):
+            if np.isfinite(values[i, j]):
+                ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if values[i, j] > 0.6 else "black")
+    labels = [names.get(t, t) for t in targets]
+    ax.set_xticks(range(len(targets)), [f"{n}\n(random {control.get(t, float('nan')):.2f})"
+                                        for n, t in zip(labels, targets)], fontsize=7)
+    ax.set_yticks(range(len(targets)), labels, fontsize=7)
+    ax.set_xlabel("scored on (its failure rate under random conditions)")
+    ax.set_ylabel("worst conditions found for")
+    fig.colorbar(image, ax=ax, label="share of failures that transfer")
+    return save_figure(fig, path)

@@ -1,0 +1,175 @@
+"""Run records for the comparison: every ``result.json`` under the given folders, read once.
+
+A run folder holds ``result.json`` (successful runs: the audit's metrics plus ``config``, the
+resolved config; failed runs: ``{"status": "failed", "error", "error_kind", "task", "config"}``).
+Per-instance scores come from ``result["per_instance"]`` (worst_case), ``per_instance.csv``
+(evaluate), or, for worst-case runs written before ``per_instance`` existed, from ``steps.jsonl``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from advaudit.errors import require
+from advaudit.report.records import read_json, read_jsonl
+
+PER_INSTANCE_CSV = "per_instance.csv"
+
+
+@dataclass
+class RunRecord:
+    """One run: where it is, what it examined, its headline numbers and its status."""
+
+    run_dir: Path
+    status: str                      # "ok" | "failed"
+    audit: str | None
+    target: str | None
+    seed: int | None
+    config: dict[str, Any]
+    result: dict[str, Any]
+    error: str | None = None
+    error_kind: str | None = None
+    _per_instance: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """Numeric ``/``-named values of the result (``.../lo``/``.../hi`` included)."""
+        return {k: float(v) for k, v in self.result.items()
+                if "/" in k and isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+    def per_instance(self) -> pd.DataFrame | None:
+        """One row per examined instance (``instance``, ``label``, scores, ``failed``), or None."""
+        if self._per_instance is None:
+            self._per_instance = _read_per_instance(self)
+        return self._per_instance
+
+
+def discover_runs(roots: Iterable[str | Path]) -> list[RunRecord]:
+    """Every run under ``roots`` (run folders, multirun folders or ``result.json`` files).
+
+    Job folders of a multirun that hold no ``result.json`` (a job killed before it could write
+    one) are returned as failed runs, so nothing is silently missing from a comparison.
+    """
+    records: list[RunRecord] = []
+    seen: set[Path] = set()
+    for root in roots:
+        root = Path(root)
+        require(root.exists(), f"{root} does not exist; pass run folders, multirun folders or result.json files")
+        files = [root] if root.is_file() else sorted(root.rglob("result.json"))
+        for path in files:
+            if path.parent.resolve() not in seen:
+                seen.add(path.parent.resolve())
+                records.append(read_run(path.parent))
+        if root.is_dir():
+            for hydra_dir in sorted(root.rglob(".hydra")):
+                job = hydra_dir.parent
+                if job.resolve() not in seen and not (job / "result.json").exists() and _is_job(job):
+                    seen.add(job.resolve())
+                    records.append(_missing_result(job))
+    require(records, f"no result.json under {[str(r) for r in roots]}; pass the folders train.py / "
+            "examine.py wrote (outputs/<task>/runs/... or outputs/<task>/multiruns/...)")
+    return records
+
+
+def read_run(run_dir: str | Path) -> RunRecord:
+    """The record of one run folder (which must hold ``result.json``)."""
+    run_dir = Path(run_dir)
+    result = read_json(run_dir / "result.json")
+    config = result.get("config") or {}
+    status = str(result.get("status") or ("failed" if "error" in result else "ok"))
+    audit = result.get("audit") or (config.get("audit") or {}).get("name")
+    if (result.get("task") or config.get("task_name")) == "train":
+        audit = "train"
+    seed = config.get("seed")
+    return RunRecord(run_dir=run_dir, status=status, audit=audit,
+                     target=result.get("target") or config.get("target") or result.get("checkpoint"),
+                     seed=int(seed) if isinstance(seed, (int, float)) else None, config=config, result=result,
+                     error=result.get("error"), error_kind=result.get("error_kind"))
+
+
+def _is_job(job: Path) -> bool:
+    """A Hydra job folder (``.hydra/overrides.yaml``) that belongs to a multirun."""
+    return (job / ".hydra" / "overrides.yaml").exists() and (job.parent / "multirun.yaml").exists()
+
+
+def _missing_result(job: Path) -> RunRecord:
+    config: dict[str, Any] = {}
+    try:
+        from omegaconf import OmegaConf
+
+        loaded = OmegaConf.load(job / ".hydra" / "config.yaml")
+        config = OmegaConf.to_container(loaded, resolve=False)  # type: ignore[assignment]
+    except Exception:  # an unreadable config is reported through the error below
+        pass
+    return RunRecord(run_dir=job, status="failed", audit=(config.get("audit") or {}).get("name"),
+                     target=config.get("target"), seed=config.get("seed"), config=config, result={},
+                     error="no result.json (the job was killed or crashed before writing it; see its log)",
+                     error_kind="bug")
+
+
+def _read_per_instance(record: RunRecord) -> pd.DataFrame | None:
+    rows = record.result.get("per_instance")
+    if isinstance(rows, list) and rows:
+        frame = pd.DataFrame(rows)
+    elif (record.run_dir / PER_INSTANCE_CSV).exists():
+        frame = pd.read_csv(record.run_dir / PER_INSTANCE_CSV)
+    elif record.audit == "worst_case" and (record.run_dir / "steps.jsonl").exists():
+        frame = per_instance_from_steps(record.run_dir / "steps.jsonl", record.config)
+    else:
+        return None
+    if "failed" in frame:
+        frame["failed"] = frame["failed"].astype(bool)
+    return frame.sort_values("instance").reset_index(drop=True)
+
+
+def per_instance_from_steps(steps_path: Path, config: dict[str, Any]) -> pd.DataFrame:
+    """Per-instance E_T, worst and failure from a worst-case ``steps.jsonl`` (weakness mode).
+
+    ``E_T`` is the mean true-class probability of the proposals of the last step (the paper's
+    Algorithm-1 quantity at the full budget); ``worst`` the lowest true-class probability among
+    valid proposals; ``failed`` whether a valid proposal was misclassified; ``worst_s`` the
+    condition (factor units) of the worst valid proposal. Proposals without a ``valid`` field
+    count as valid (records written before validity was judged).
+    """
+    by_instance: dict[int, list[dict[str, Any]]] = {}
+    for r in sorted(read_jsonl(steps_path), key=lambda r: r["step"]):
+        by_instance.setdefault(int(r["instance"]), []).append(r)
+    names = _factor_names(config)
+    rows = []
+    for instance, records in by_instance.items():
+        prob = np.concatenate([np.asarray(r["true_prob"], dtype=float) for r in records])
+        predicted = np.concatenate([np.asarray(r["predicted"]) for r in records])
+        s = np.concatenate([np.asarray(r["s"], dtype=float) for r in records])
+        valid = np.concatenate([np.asarray(r.get("valid", [True] * len(r["true_prob"])), dtype=bool)
+                                for r in records])
+        label = int(records[0]["label"])
+        masked = np.where(valid, prob, np.inf)
+        worst_index = int(masked.argmin()) if valid.any() else int(prob.argmin())
+        rows.append({"instance": instance, "label": label, "E_T": float(np.mean(records[-1]["true_prob"])),
+                     "worst": float(prob[worst_index]) if valid.any() else float("nan"),
+                     "failed": bool(((predicted != label) & valid).any()),
+                     "invalid_share": float(1 - valid.mean()),
+                     "worst_s": dict(zip(names or [f"s{i}" for i in range(s.shape[1])], s[worst_index].tolist()))})
+    return pd.DataFrame(rows)
+
+
+def _factor_names(config: dict[str, Any]) -> list[str] | None:
+    """Factor names of the run's world, in order (rebuilt from its config), or None."""
+    world = config.get("world")
+    if not world:
+        return None
+    try:
+        from advaudit.worlds import build_world
+
+        return [f.name for f in build_world(world).factors]
+    except Exception:  # a world that cannot be rebuilt here: fall back to positional names
+        return None

@@ -1,0 +1,104 @@
+"""Replay: the worst conditions found for one checkpoint, rendered and scored on every other.
+
+For each examined instance of checkpoint A whose worst valid condition made A fail, the world is
+rebuilt from A's run config, the instance is taken by id from the split it was examined on, the
+condition is rendered, and checkpoint B scores the image. ``transfer[A, B]`` is the share of A's
+failures on which B fails too (the diagonal re-checks that A's own failures reproduce, so it is
+1 unless rendering is not deterministic); ``true_prob[A, B]`` is B's mean true-class probability
+on A's worst conditions of all instances. The control is B's failure rate under random
+conditions (``1 - examine/random_accuracy`` of B's own run): a transfer rate well above it means
+B shares A's weaknesses rather than failing everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from advaudit.compare.design import Group
+from advaudit.compare.breakdowns import worst_conditions
+from advaudit.errors import require
+
+
+def _load_target(path: str) -> Any:
+    from advaudit.models import load_target
+
+    return load_target(path, map_location="cpu")
+
+
+def render_worst(world: Any, run: Any, split: str) -> tuple[Any, torch.Tensor, pd.DataFrame]:
+    """A run's instances (by id) and their worst conditions ``[N, C]``; rows without one dropped."""
+    frame = run.per_instance()
+    require(frame is not None and "worst_s" in frame,
+            f"{run.run_dir} has no per-instance worst conditions (per_instance[].worst_s); rerun the audit")
+    conditions = worst_conditions(frame)
+    names = [f.name for f in world.factors]
+    missing = [n for n in names if n not in conditions]
+    require(not missing, f"{run.run_dir}: worst_s lacks factors {missing} of the world rebuilt from its config")
+    keep = conditions[names].notna().all(1).to_numpy()
+    frame, conditions = frame[keep].reset_index(drop=True), conditions[keep].reset_index(drop=True)
+    pool = world.instances(split)
+    position = {int(i): k for k, i in enumerate(pool.ids.tolist())}
+    unknown = [int(i) for i in frame["instance"] if int(i) not in position]
+    require(not unknown, f"{run.run_dir}: instances {unknown[:5]} are not in the {split} split of the rebuilt "
+            "world; was the world config changed after the run?")
+    z = pool.subset(torch.as_tensor([position[int(i)] for i in frame["instance"]], dtype=torch.long))
+    s = torch.as_tensor(conditions[names].to_numpy(np.float32))
+    return z, s, frame
+
+
+def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
+    """The failure-transfer matrix of ``group`` (a worst-case group) over ``seeds`` (module docstring)."""
+    from advaudit.worlds import build_world
+
+    design_audit = group.design.get("audit") or {}
+    split = str(design_audit.get("selection_split", "val"))
+    calibrated = bool(design_audit.get("calibrated", False))
+    world = build_world(group.design["world"])
+    targets = {t: _load_target(t) for t in group.targets}
+    rows = []
+    for seed in seeds:
+        for source in group.targets:
+            run = group.run(source, seed)
+            if run is None:
+                continue
+            z, s, frame = render_worst(world, run, split)
+            if len(frame) == 0:
+                continue
+            images = torch.cat([world.render(z.subset(torch.arange(i, min(i + batch, len(frame)))),
+                                             s[i:i + batch, None, :]).cpu() for i in range(0, len(frame), batch)])
+            labels = z.labels.cpu()
+            for scored, target in targets.items():
+                probs = target.predict_proba(images, calibrated=calibrated).cpu()
+                true_prob = probs.gather(1, labels.view(-1, 1)).squeeze(1)
+                failed = probs.argmax(1) != labels
+                rows.extend({"seed": seed, "source": source, "scored": scored, "instance": int(i),
+                             "source_failed": bool(f), "true_prob": float(p), "failed": bool(b)}
+                            for i, f, p, b in zip(frame["instance"], frame["failed"], true_prob.tolist(),
+                                                  failed.tolist()))
+    return summarise_replay(pd.DataFrame(rows), group, seeds)
+
+
+def summarise_replay(rows: pd.DataFrame, group: Group, seeds: list[int]) -> dict[str, Any]:
+    """Matrices ``transfer`` and ``true_prob`` ``{source: {scored: value}}`` plus counts and control."""
+    from advaudit.compare.metrics import Metric, run_value
+
+    random_accuracy = Metric("examine/random_accuracy", True)
+    transfer: dict[str, dict[str, float]] = {}
+    true_prob: dict[str, dict[str, float]] = {}
+    counts: dict[str, int] = {}
+    for source in group.targets:
+        mine = rows[rows["source"] == source] if len(rows) else rows
+        failures = mine[mine["source_failed"]] if len(mine) else mine
+        counts[source] = int(len(failures[failures["scored"] == source])) if len(failures) else 0
+        transfer[source] = {t: float(failures[failures["scored"] == t]["failed"].mean()) if counts[source] else
+                            float("nan") for t in group.targets}
+        true_prob[source] = {t: float(mine[mine["scored"] == t]["true_prob"].mean()) if len(mine) else float("nan")
+                             for t in group.targets}
+    control = {t: float(1 - np.nanmean([run_value(group.run(t, s), random_accuracy) for s in seeds
+                                        if group.run(t, s) is not None])) for t in group.targets}
+    return {"transfer": transfer, "true_prob": true_prob, "source_failures": counts,
+            "random_failure_rate": control, "rows": rows}

@@ -1,0 +1,190 @@
+"""The comparison of any set of runs: groups, statistics, breakdowns, replay, and the files.
+
+Writes into ``out_dir``: ``comparison.md`` (verdicts, tables, figures), ``comparison.json``
+(everything, machine-readable), ``checkpoints.csv``, ``pairs.csv``, ``per_class.csv``,
+``per_factor.csv``, ``replay.csv``, and PNGs per group (``forest_*.png``, ``per_class_*.png``,
+``factors_*.png``, ``replay_*.png``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from advaudit.compare import plots
+from advaudit.compare.breakdowns import per_class, per_factor, searched_factors
+from advaudit.compare.design import Group, differences_between, group_runs
+from advaudit.compare.metrics import Metric, metrics_for
+from advaudit.compare.naming import short_names
+from advaudit.compare.records import RunRecord, discover_runs
+from advaudit.compare.stats import checkpoint_summary, compare_pairs, verdict
+from advaudit.report.records import write_json
+
+log = logging.getLogger(__name__)
+
+
+def compare_runs(roots: Iterable[str | Path], out_dir: str | Path, replay: bool = True) -> dict[str, Any]:
+    """Compare every group of comparable runs under ``roots``; write the report into ``out_dir``."""
+    records = discover_runs(roots)
+    return compare_records(records, out_dir, replay)
+
+
+def compare_records(records: list[RunRecord], out_dir: str | Path, replay: bool = True) -> dict[str, Any]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    groups = group_runs(records)
+    summary: dict[str, Any] = {
+        "runs": len(records), "ok": sum(r.ok for r in records),
+        "failed": [{"run_dir": str(r.run_dir), "target": r.target, "error": r.error, "error_kind": r.error_kind}
+                   for r in records if not r.ok],
+        "kept_apart": differences_between(groups),
+        "groups": [compare_group(g, out, replay) for g in groups],
+    }
+    summary["files"] = write_files(summary, out)
+    return summary
+
+
+def compare_group(group: Group, out: Path, replay: bool) -> dict[str, Any]:
+    """Statistics, breakdowns, replay and figures for one group of comparable runs."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", group.label).strip("_")
+    names = short_names(group.targets)
+    seeds = group.common_seeds()
+    metrics = metrics_for(group.audit, group.runs)
+    result: dict[str, Any] = {"label": group.label, "slug": slug, "audit": group.audit, "method": group.method,
+                              "targets": names, "seeds": seeds, "notes": list(group.notes),
+                              "metrics": [m.key for m in metrics], "plots": {}}
+    result["checkpoints"] = [checkpoint_summary(group, t, m, seeds) for m in metrics for t in group.targets]
+    pairs = compare_pairs(group, metrics, seeds) if len(group.targets) >= 2 else []
+    by_key = {m.key: m for m in metrics}
+    for row in pairs:
+        row["verdict"] = verdict(row, by_key[row["metric"]], names, group.label)
+    result["pairs"] = pairs
+    if result["checkpoints"]:
+        result["plots"]["forest"] = str(plots.forest_plot(result["checkpoints"], names, out / f"forest_{slug}.png",
+                                                          f"{group.label}: mean and 95% interval"))
+    primary = next((m for m in metrics if m.column), None)
+    world, factors = _world(group)
+    class_names = list(getattr(world, "class_names", []) or []) or None
+    result["per_class"] = per_class(group, primary, seeds, class_names) if primary else []
+    if result["per_class"]:
+        result["plots"]["per_class"] = str(plots.class_bars(result["per_class"], names, out / f"per_class_{slug}.png",
+                                                            primary.key))
+    result["per_factor"] = per_factor(group, seeds, factors, searched_factors(factors, group.design)) if factors else []
+    if result["per_factor"]:
+        result["plots"]["factors"] = str(plots.factor_histograms(result["per_factor"], factors, names,
+                                                                 out / f"factors_{slug}.png"))
+    if replay and group.audit == "worst_case" and world is not None:
+        try:
+            from advaudit.compare.replay import replay as run_replay
+
+            matrix = run_replay(group, seeds)
+            matrix["rows"].assign(group=group.label).to_csv(out / f"replay_{slug}.csv", index=False)
+            result["replay"] = {k: v for k, v in matrix.items() if k != "rows"}
+            result["plots"]["replay"] = str(plots.replay_heatmap(matrix["transfer"], matrix["random_failure_rate"],
+                                                                 names, out / f"replay_{slug}.png"))
+        except Exception as error:  # a replay that cannot run (a checkpoint moved) must not lose the report
+            log.warning("replay of %s skipped: %s", group.label, error)
+            result["notes"].append(f"replay skipped: {error}")
+    return result
+
+
+def _world(group: Group) -> tuple[Any, list[Any]]:
+    """The group's world rebuilt from its config (None when the audit has no world)."""
+    if not group.design.get("world") or group.audit not in ("worst_case",):
+        return None, []
+    try:
+        from advaudit.worlds import build_world
+
+        world = build_world(group.design["world"])
+        return world, list(world.factors)
+    except Exception as error:
+        group.notes.append(f"world could not be rebuilt from the run config: {error}")
+        return None, []
+
+
+def write_files(summary: dict[str, Any], out: Path) -> dict[str, str]:
+    """comparison.json / .md and the CSV tables; returns their paths."""
+    tables = {"checkpoints": "checkpoints", "pairs": "pairs", "per_class": "per_class", "per_factor": "per_factor"}
+    files: dict[str, str] = {}
+    for name, key in tables.items():
+        rows = [{"group": g["label"], **{k: v for k, v in r.items() if k != "values"}}
+                for g in summary["groups"] for r in g.get(key, [])]
+        if rows:
+            pd.DataFrame(rows).to_csv(out / f"{name}.csv", index=False)
+            files[name] = str(out / f"{name}.csv")
+    files["json"] = str(write_json(out / "comparison.json", {**summary, "files": files}))
+    (out / "comparison.md").write_text(markdown(summary))
+    files["md"] = str(out / "comparison.md")
+    return files
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if isinstance(value, float):
+        return "–" if not math.isfinite(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The human report: failures, what was kept apart, then per group verdicts and tables."""
+    lines = ["# Checkpoint comparison", "",
+             f"{summary['ok']} successful runs of {summary['runs']} read."]
+    if summary["failed"]:
+        lines += ["", "## Failed runs (not compared)", "", "| run | target | kind | error |", "|---|---|---|---|"]
+        lines += [f"| `{f['run_dir']}` | `{f['target']}` | {f['error_kind']} | {f['error']} |" for f in summary["failed"]]
+    for apart in summary["kept_apart"]:
+        lines += ["", f"## {apart['audit']}: runs kept apart", "",
+                  "These runs differ in more than the checkpoint, so they are compared separately:", ""]
+        lines += [f"- `{k}`: " + " | ".join(f"`{v}`" for v in values) for k, values in apart["differs_in"].items()]
+    for group in summary["groups"]:
+        names = group["targets"]
+        lines += ["", f"## {group['label']}", "",
+                  f"Checkpoints: " + ", ".join(f"**{n}** (`{t}`)" for t, n in names.items()) + ".",
+                  f"Seeds compared: {group['seeds']}."]
+        lines += [f"- note: {n}" for n in group["notes"]]
+        if group["pairs"]:
+            lines += ["", "### Verdicts", ""]
+            primary = group["metrics"][0] if group["metrics"] else None
+            lines += [f"- {r['verdict']}" for r in group["pairs"] if r["metric"] == primary]
+        lines += ["", "### Per checkpoint (mean, 95% interval)", "", "| metric | checkpoint | mean | 95% interval | over | seeds |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {r['metric']} | {names[r['target']]} | {_fmt(r['mean'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] | "
+                  f"{r['interval_over']} | {r['n_seeds']} |" for r in group["checkpoints"]]
+        if group["pairs"]:
+            lines += ["", "### Paired differences (A − B)", "",
+                      "| metric | A | B | A − B | 95% interval | test | p | p (Holm) | instances |",
+                      "|---|---|---|---|---|---|---|---|---|"]
+            lines += [f"| {r['metric']} | {names[r['a']]} | {names[r['b']]} | {_fmt(r['diff'])} | "
+                      f"[{_fmt(r['lo'])}, {_fmt(r['hi'])}] ({r['interval_over']}) | {r['test']} | {_fmt(r['p'], 4)} | "
+                      f"{_fmt(r['p_holm'], 4)} | {r['n_instances']} |" for r in group["pairs"]]
+        if "replay" in group:
+            replay = group["replay"]
+            targets = list(replay["transfer"])
+            lines += ["", "### Replay: do the others share each checkpoint's worst cases?", "",
+                      "Share of the row checkpoint's failures (its worst valid conditions, re-rendered) on which the "
+                      "column checkpoint fails too; last row: the column's failure rate under random conditions.", "",
+                      "| worst conditions of \\ scored on | " + " | ".join(names[t] for t in targets) + " | failures |",
+                      "|---|" + "---|" * (len(targets) + 1)]
+            lines += [f"| {names[a]} | " + " | ".join(_fmt(replay["transfer"][a][b], 2) for b in targets)
+                      + f" | {replay['source_failures'][a]} |" for a in targets]
+            lines += ["| random conditions | " + " | ".join(_fmt(replay["random_failure_rate"][b], 2) for b in targets)
+                      + " | |"]
+        if group["per_factor"]:
+            lines += ["", "### Where the worst cases lie (against uniform random conditions)", "",
+                      "| checkpoint | factor | mean | lowest fifth | highest fifth | KS | KS p |", "|---|---|---|---|---|---|---|"]
+            lines += [f"| {names[r['target']]} | {r['factor']} | {_fmt(r['mean'], 2)} | {_fmt(r['share_low'], 2)} | "
+                      f"{_fmt(r['share_high'], 2)} | {_fmt(r['ks'], 2)} | {_fmt(r['ks_p'], 3)} |" for r in group["per_factor"]]
+        if group["per_class"]:
+            lines += ["", f"### Per class ({group['per_class'][0]['metric']})", "",
+                      "| class | " + " | ".join(names.values()) + " |", "|---|" + "---|" * len(names)]
+            by = {(r["target"], r["class"]): r for r in group["per_class"]}
+            for cls in dict.fromkeys(r["class"] for r in group["per_class"]):
+                cells = [by.get((t, cls)) for t in names]
+                lines.append(f"| {cls} | " + " | ".join(
+                    f"{_fmt(c['mean'], 2)} [{_fmt(c['lo'], 2)}, {_fmt(c['hi'], 2)}]" if c else "–" for c in cells) + " |")
+        lines += [""] + [f"![{k}]({Path(p).name})" for k, p in group["plots"].items()]
+    return "\n".join(lines) + "\n"

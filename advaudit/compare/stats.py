@@ -1,0 +1,173 @@
+"""Per-checkpoint intervals and paired differences between checkpoints.
+
+Intervals are percentile bootstraps (:mod:`advaudit.report.intervals`) over independent
+replications: over seeds when a checkpoint was examined with several seeds (each seed is a whole
+new examination), over instances when there is one seed. Paired tests work on the instances both
+checkpoints were examined on:
+
+- continuous per-instance scores (worst true-class probability, E_T, true-class probability):
+  Wilcoxon signed-rank on the per-instance differences, each instance's score first averaged
+  over the seeds it was examined in (so an instance counts once);
+- per-instance outcomes (failed / correct): McNemar's test on the discordant (instance, seed)
+  pairs, exact binomial when there are fewer than 25 of them;
+- metrics with only run-level values (ECE, SDR, success rates): Wilcoxon over seeds, which needs
+  6 or more seeds to reach p < 0.05 (with fewer the report says so and gives the interval only).
+
+p-values of one metric are Holm-corrected across all checkpoint pairs of a group.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import wilcoxon
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+
+from advaudit.compare.design import Group
+from advaudit.compare.metrics import Metric, instance_values, run_value
+from advaudit.report.intervals import mean_with_ci
+
+ALPHA = 0.05
+
+
+def checkpoint_summary(group: Group, target: str, metric: Metric, seeds: list[int]) -> dict[str, Any]:
+    """Mean of ``metric`` over ``seeds`` with a 95% interval (over seeds, or instances for one seed)."""
+    runs = [group.run(target, s) for s in seeds]
+    values = np.array([run_value(r, metric) for r in runs if r is not None], dtype=float)
+    row: dict[str, Any] = {"target": target, "metric": metric.key, "n_seeds": int(np.isfinite(values).sum())}
+    if row["n_seeds"] >= 2:
+        stats = mean_with_ci(values)
+        return {**row, "mean": stats["mean"], "lo": stats["lo"], "hi": stats["hi"], "interval_over": "seeds",
+                "sd_over_seeds": float(np.nanstd(values, ddof=1))}
+    run = runs[0] if runs else None
+    per_instance = instance_values(run, metric) if run is not None else None
+    mean = float(values[0]) if len(values) else float("nan")
+    if per_instance is not None and len(per_instance) >= 2:
+        stats = mean_with_ci(per_instance)
+        return {**row, "mean": mean, "lo": stats["lo"], "hi": stats["hi"], "interval_over": "instances"}
+    if run is not None and f"{metric.key}/lo" in run.result and run.result[f"{metric.key}/lo"] is not None:
+        return {**row, "mean": mean, "lo": float(run.result[f"{metric.key}/lo"]),
+                "hi": float(run.result[f"{metric.key}/hi"]), "interval_over": "instances (from the audit)"}
+    return {**row, "mean": mean, "lo": float("nan"), "hi": float("nan"), "interval_over": "none (one run)"}
+
+
+def paired_frame(group: Group, a: str, b: str, metric: Metric, seeds: list[int]) -> pd.DataFrame:
+    """Rows ``(seed, instance, a, b)``: both checkpoints' per-instance values on shared instances."""
+    parts = []
+    for seed in seeds:
+        run_a, run_b = group.run(a, seed), group.run(b, seed)
+        if run_a is None or run_b is None:
+            continue
+        va, vb = instance_values(run_a, metric), instance_values(run_b, metric)
+        if va is None or vb is None:
+            continue
+        fa = pd.DataFrame({"instance": run_a.per_instance()["instance"], "a": va})
+        fb = pd.DataFrame({"instance": run_b.per_instance()["instance"], "b": vb})
+        parts.append(fa.merge(fb, on="instance").assign(seed=seed))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["instance", "a", "b", "seed"])
+
+
+def paired_difference(group: Group, a: str, b: str, metric: Metric, seeds: list[int]) -> dict[str, Any]:
+    """Difference ``a - b`` of ``metric`` with a 95% interval and a paired test (module docstring)."""
+    per_seed = [(run_value(group.run(a, s), metric), run_value(group.run(b, s), metric))
+                for s in seeds if group.run(a, s) is not None and group.run(b, s) is not None]
+    seed_diffs = np.array([x - y for x, y in per_seed], dtype=float)
+    seed_diffs = seed_diffs[np.isfinite(seed_diffs)]
+    pairs = paired_frame(group, a, b, metric, seeds)
+    row: dict[str, Any] = {"a": a, "b": b, "metric": metric.key, "n_seeds": int(len(seed_diffs)),
+                           "n_instances": int(pairs["instance"].nunique()) if len(pairs) else 0}
+    if len(seed_diffs) >= 2:
+        stats = mean_with_ci(seed_diffs)
+        row.update(diff=stats["mean"], lo=stats["lo"], hi=stats["hi"], interval_over="seeds")
+    elif len(pairs) >= 2:
+        stats = mean_with_ci((pairs["a"] - pairs["b"]).to_numpy(float))
+        row.update(diff=float(seed_diffs[0]) if len(seed_diffs) else stats["mean"], lo=stats["lo"], hi=stats["hi"],
+                   interval_over="instances")
+    else:
+        row.update(diff=float(seed_diffs[0]) if len(seed_diffs) else float("nan"), lo=float("nan"),
+                   hi=float("nan"), interval_over="none")
+    row.update(paired_test(pairs, seed_diffs, metric))
+    return row
+
+
+def paired_test(pairs: pd.DataFrame, seed_diffs: np.ndarray, metric: Metric) -> dict[str, Any]:
+    """``{"test", "statistic", "p", ...}``: McNemar, Wilcoxon on instances, or Wilcoxon on seeds."""
+    if len(pairs) and metric.binary:
+        a, b = pairs["a"].to_numpy() > 0.5, pairs["b"].to_numpy() > 0.5
+        only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
+        table = [[int((a & b).sum()), only_a], [only_b, int((~a & ~b).sum())]]
+        exact = only_a + only_b < 25
+        result = mcnemar(table, exact=exact, correction=not exact)
+        p = 1.0 if only_a + only_b == 0 else float(result.pvalue)
+        return {"test": "McNemar" + (" (exact)" if exact else ""), "statistic": float(result.statistic), "p": p,
+                "only_a": only_a, "only_b": only_b, "units": "instance x seed"}
+    if len(pairs):
+        means = pairs.groupby("instance")[["a", "b"]].mean()
+        return {**_wilcoxon(means["a"].to_numpy() - means["b"].to_numpy()), "units": "instances"}
+    if len(seed_diffs) >= 2:
+        out = {**_wilcoxon(seed_diffs), "units": "seeds"}
+        if len(seed_diffs) < 6:
+            out["note"] = f"{len(seed_diffs)} seeds: Wilcoxon over seeds cannot reach p < 0.05 below 6 seeds"
+        return out
+    return {"test": "none", "statistic": float("nan"), "p": float("nan"), "units": "none"}
+
+
+def _wilcoxon(diffs: np.ndarray) -> dict[str, Any]:
+    diffs = diffs[np.isfinite(diffs)]
+    if len(diffs) == 0 or np.all(diffs == 0):
+        return {"test": "Wilcoxon signed-rank", "statistic": 0.0, "p": 1.0 if len(diffs) else float("nan")}
+    result = wilcoxon(diffs, zero_method="wilcox", alternative="two-sided")
+    return {"test": "Wilcoxon signed-rank", "statistic": float(result.statistic), "p": float(result.pvalue)}
+
+
+def holm(rows: list[dict[str, Any]]) -> None:
+    """Add ``p_holm`` to each row in place, correcting within each metric across pairs."""
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_metric.setdefault(row["metric"], []).append(row)
+    for members in by_metric.values():
+        finite = [r for r in members if math.isfinite(r.get("p", float("nan")))]
+        if finite:
+            corrected = multipletests([r["p"] for r in finite], alpha=ALPHA, method="holm")[1]
+            for r, p in zip(finite, corrected):
+                r["p_holm"] = float(p)
+        for r in members:
+            r.setdefault("p_holm", float("nan"))
+
+
+def compare_pairs(group: Group, metrics: list[Metric], seeds: list[int]) -> list[dict[str, Any]]:
+    """Every checkpoint pair x metric, Holm-corrected per metric."""
+    rows = [paired_difference(group, a, b, m, seeds)
+            for a, b in itertools.combinations(group.targets, 2) for m in metrics]
+    holm(rows)
+    return rows
+
+
+def verdict(row: dict[str, Any], metric: Metric, names: dict[str, str], audit: str) -> str:
+    """A plain-words sentence for one pair on one metric."""
+    a, b = names.get(row["a"], row["a"]), names.get(row["b"], row["b"])
+    interval = (f"difference {row['diff']:+.3f} [{row['lo']:+.3f}, {row['hi']:+.3f}] over {row['interval_over']}"
+                if math.isfinite(row.get("lo", float("nan"))) else f"difference {row['diff']:+.3f} (no interval)")
+    test = (f"{row['test']} p = {_p(row['p'])}, Holm-corrected {_p(row['p_holm'])}"
+            if math.isfinite(row.get("p", float("nan"))) else "no paired test possible")
+    detail = f"{metric.words}: {interval}; {test}"
+    if "only_a" in row:
+        outcome = {"failed": "failed", "correct": "was right"}.get(str(metric.column), f"had {metric.column}")
+        detail += f"; only {a} {outcome} on {row['only_a']}, only {b} on {row['only_b']} (instance x seed)"
+    significant = math.isfinite(row.get("p_holm", float("nan"))) and row["p_holm"] < ALPHA
+    if not significant or metric.higher_is_better is None or row["diff"] == 0:
+        if significant:
+            return f"{a} and {b} differ under {audit} ({detail})."
+        return f"No difference between {a} and {b} under {audit} is detectable at 5% ({detail})."
+    a_better = (row["diff"] > 0) == metric.higher_is_better
+    better, worse = (a, b) if a_better else (b, a)
+    return f"{worse} is worse than {better} under {audit} ({detail})."
+
+
+def _p(p: float) -> str:
+    return "nan" if not math.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}")

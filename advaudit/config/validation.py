@@ -1,0 +1,474 @@
+"""One validation step before a task starts: the rules that relate several config keys.
+
+Types and choices are checked by Hydra at composition (:mod:`advaudit.config.schemas`); here,
+before any data is loaded or any model scored, :func:`validate` checks what a type cannot say:
+bounds with ``low <= high``, report budgets within the budget, budgets the examiner can honour,
+positive learning rates and epochs, pool sizes, and that every file the run needs is there and is
+a file. Every problem found is reported together, in one message, each naming its key and the
+nearest valid value; settings that are legal but probably not what the user meant get a one-line
+warning. Nothing is changed: a request is honoured exactly or refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from enum import Enum
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from advaudit.errors import AdvauditError, warn
+from advaudit.files import describe_path
+
+#: factor names of the worlds advaudit ships, by ``_target_`` (other worlds are checked by themselves)
+_WORLD_FACTORS = {
+    "advaudit.worlds.shapes.ShapeWorld": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
+    "advaudit.worlds.shapes.world.ShapeWorld": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
+    "advaudit.worlds.transforms.TransformWorld": ("advaudit.worlds.transforms", "GEOMETRIC+COLOUR"),
+    "advaudit.data.shapes.ShapesDataModule": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
+}
+SEARCH_METHODS = ("adversarial_distance", "gad", "random", "low_confidence", "lakkaraju", "bansal_weld",
+                  "facility_locations")
+TARGETLESS_AUDITS = ("gallery",)
+
+
+class Checks:
+    """Collects the problems and warnings of one config; :meth:`raise_if_any` reports them at once."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.warnings: list[str] = []
+
+    def require(self, condition: bool, message: str) -> bool:
+        if not condition:
+            self.problems.append(message)
+        return bool(condition)
+
+    def warn(self, condition: bool, message: str) -> None:
+        if condition:
+            self.warnings.append(message)
+
+    def number(self, node: Any, key: str, path: str, low: float | None = None, high: float | None = None,
+               low_open: bool = False, integer: bool = False) -> None:
+        """``node[key]`` (when set) within ``[low, high]`` (``(low, ...`` with ``low_open``)."""
+        value = _get(node, key)
+        if value is None:
+            return
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            self.problems.append(f"{path}={value!r} must be a number")
+            return
+        if integer and int(value) != value:
+            self.problems.append(f"{path}={value} must be a whole number")
+        if not math.isfinite(float(value)):
+            self.problems.append(f"{path}={value} must be finite")
+            return
+        if low is not None and (value <= low if low_open else value < low):
+            bound = f"> {low}" if low_open else f">= {low}"
+            self.problems.append(f"{path}={value} must be {bound}" + ("" if low_open else f"; the nearest valid value is {low}"))
+        if high is not None and value > high:
+            self.problems.append(f"{path}={value} must be <= {high}; the nearest valid value is {high}")
+
+    def raise_if_any(self) -> None:
+        for message in self.warnings:
+            warn(message)
+        if len(self.problems) == 1:
+            raise AdvauditError(self.problems[0])
+        if self.problems:
+            raise AdvauditError(f"{len(self.problems)} problems in the config: " + "; ".join(self.problems))
+
+
+def validate(cfg: DictConfig, task: str) -> list[str]:
+    """Check ``cfg`` for ``task`` (``train`` or ``examine``); returns the warnings it logged.
+
+    Raises:
+        AdvauditError: listing every problem found, each with its key and a valid value.
+    """
+    checks = Checks()
+    checks.number(cfg, "threads", "threads", low=1, integer=True)
+    for group in ("audit", "examiner", "world", "search", "dataset"):
+        _check_known_keys(cfg.get(group), group, checks)
+    if task == "train":
+        _check_train(cfg, checks)
+    elif task == "examine":
+        _check_examine(cfg, checks)
+    checks.raise_if_any()
+    return checks.warnings
+
+
+def plain_config(cfg: DictConfig) -> DictConfig:
+    """The validated config with schema enums as plain strings (what the tasks compare against).
+
+    Interpolations are kept (``${hydra:...}`` resolves during the run); the struct flag is kept so
+    a misspelt key still raises.
+    """
+    container = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
+    plain = OmegaConf.create(container)
+    OmegaConf.set_struct(plain, OmegaConf.is_struct(cfg) is not False)
+    return plain
+
+
+# -- train ----------------------------------------------------------------------------------------
+def _check_train(cfg: DictConfig, checks: Checks) -> None:
+    trainer, model = cfg.get("trainer"), cfg.get("model")
+    if trainer is not None:
+        epochs = _get(trainer, "max_epochs")
+        if epochs is not None:
+            checks.require(isinstance(epochs, int) and epochs >= 1,
+                           f"trainer.max_epochs={epochs} trains nothing (it would save an untrained model); "
+                           "set trainer.max_epochs>=1 (the nearest valid value is 1)")
+        checks.number(trainer, "max_steps", "trainer.max_steps", low=-1, integer=True)
+    if model is not None:
+        optimizer = _get(model, "optimizer")
+        if isinstance(optimizer, Mapping) or isinstance(optimizer, DictConfig):
+            _check_learning_rate(checks, _get(optimizer, "lr"), "model.optimizer.lr")
+            checks.number(optimizer, "weight_decay", "model.optimizer.weight_decay", low=0)
+        if "lr" in model:
+            _check_learning_rate(checks, _get(model, "lr"), "model.lr")
+        for key in ("latent_dim", "width"):
+            checks.number(model, key, f"model.{key}", low=1, integer=True)
+        adversarial = _get(model, "adversarial")
+        if adversarial:
+            checks.require(str(_get(adversarial, "norm")) in ("linf", "l2"),
+                           f"model.adversarial.norm={_get(adversarial, 'norm')!r}; use linf or l2")
+            checks.number(adversarial, "eps", "model.adversarial.eps", low=0, low_open=True)
+            checks.number(adversarial, "steps", "model.adversarial.steps", low=1, integer=True)
+        quality = _get(model, "quality_target")
+        if quality:
+            _check_file(checks, quality, "model.quality_target", "a classifier target.pt written by train.py")
+    _check_dataset(cfg.get("dataset"), "dataset", checks)
+
+
+def _check_learning_rate(checks: Checks, lr: Any, key: str) -> None:
+    if lr is None:
+        return
+    if checks.require(isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr) and lr > 0,
+                      f"{key}={lr} must be a positive number (e.g. {key}=0.001)"):
+        checks.warn(lr > 1, f"{key}={lr} is unusually large for a learning rate; training will likely diverge")
+
+
+def _check_dataset(dataset: Any, key: str, checks: Checks) -> None:
+    if dataset is None or not isinstance(dataset, DictConfig):
+        return
+    for name in ("root", "name", "_target_"):
+        checks.require(not OmegaConf.is_missing(dataset, name) if name in dataset else True,
+                       f"{key}.{name} is required; set {key}.{name}=<value>")
+    checks.number(dataset, "batch_size", f"{key}.batch_size", low=1, integer=True)
+    checks.number(dataset, "num_workers", f"{key}.num_workers", low=0, integer=True)
+    val_fraction = _get(dataset, "val_fraction")
+    if val_fraction is not None:
+        checks.require(0 <= val_fraction < 1, f"{key}.val_fraction={val_fraction} must be in [0, 1)")
+    test_fraction = _get(dataset, "test_fraction")
+    if test_fraction is not None:
+        checks.require(0 < test_fraction < 1, f"{key}.test_fraction={test_fraction} must be in (0, 1)")
+    channels = _get(dataset, "channels")
+    if channels is not None:
+        checks.require(channels in (1, 3), f"{key}.channels={channels}; use 1 (grayscale) or 3 (RGB)")
+    image_size = _get(dataset, "image_size")
+    if image_size is not None:
+        checks.require(8 <= image_size <= 512, f"{key}.image_size={image_size}; use 8..512 pixels")
+    for split, cap in (_plain(_get(dataset, "limit")) or {}).items():
+        checks.require(split in ("train", "val", "test"), f"{key}.limit names split {split!r}; use train, val or test")
+        if cap is not None:
+            checks.require(isinstance(cap, int) and cap >= 1, f"{key}.limit.{split}={cap} must be >= 1 (or null for all)")
+    for name in ("m", "m_eval"):
+        checks.number(dataset, name, f"{key}.{name}", low=1, integer=True)
+    for split, count in (_plain(_get(dataset, "instances_per_class")) or {}).items():
+        checks.require(isinstance(count, int) and count >= 1, f"{key}.instances_per_class.{split}={count} must be >= 1")
+    _check_factors(dataset, f"{key}.factors", "factors", checks)
+    _check_factors(dataset, f"{key}.eval_factors", "eval_factors", checks)
+    root = _get(dataset, "root") if "root" in dataset and not OmegaConf.is_missing(dataset, "root") else None
+    target = str(_get(dataset, "_target_") or "")
+    if root and target.endswith("ImageFolderDataModule"):
+        _check_dir(checks, root, f"{key}.root", "a folder of class sub-folders with images")
+    path = _get(dataset, "path")
+    if path:
+        _check_file(checks, path, f"{key}.path", "a CSV file with a header row")
+
+
+# -- examine --------------------------------------------------------------------------------------
+def _check_examine(cfg: DictConfig, checks: Checks) -> None:
+    audit = cfg.get("audit")
+    if audit is None:
+        return
+    name = str(_get(audit, "name"))
+    target = cfg.get("target")
+    if name not in TARGETLESS_AUDITS:
+        if checks.require(target is not None, "no target given; add target=<path/to/target.pt> (written by "
+                          "train.py under <run dir>/checkpoints/)"):
+            _check_file(checks, target, "target", "a target.pt written by train.py")
+    world = cfg.get("world")
+    if name in ("worst_case", "gallery") and world is not None:
+        _check_world(world, checks)
+    if name == "worst_case":
+        _check_worst_case(audit, cfg.get("examiner"), world, checks)
+    elif name == "error_search":
+        _check_error_search(audit, cfg.get("search"), checks)
+    elif name == "fault_tests":
+        _check_fault_tests(audit, cfg.get("generator"), checks)
+    elif name == "gallery":
+        checks.number(audit, "n_instances", "audit.n_instances", low=1, integer=True)
+        checks.number(audit, "steps", "audit.steps", low=2, integer=True)
+        checks.number(audit, "base", "audit.base", low=0, high=1)
+        _check_factor_names(world, (_plain(_get(audit, "base_overrides")) or {}).keys(), "audit.base_overrides", checks)
+    if name in ("evaluate", "error_search"):
+        _check_dataset(_get(audit, "dataset"), "audit.dataset", checks)
+
+
+def _check_world(world: DictConfig, checks: Checks) -> None:
+    image_size = _get(world, "image_size")
+    if image_size is not None:
+        checks.require(8 <= image_size <= 512, f"world.image_size={image_size}; use 8..512 pixels")
+    for split, count in (_plain(_get(world, "instances_per_class")) or {}).items():
+        checks.require(isinstance(count, int) and count >= 1, f"world.instances_per_class.{split}={count} must be >= 1")
+    _check_factors(world, "world.factors", "factors", checks)
+
+
+def _check_worst_case(audit: DictConfig, examiner: DictConfig | None, world: DictConfig | None,
+                      checks: Checks) -> None:
+    budget = _get(audit, "budget")
+    unit = str(_get(audit, "budget_unit") or "queries")
+    q = int(_get(examiner, "q") or 1) if examiner is not None else 1
+    if examiner is not None:
+        checks.number(examiner, "q", "examiner.q", low=1, integer=True)
+        _check_examiner(examiner, checks)
+    if checks.require(isinstance(budget, int) and budget >= 1,
+                      f"audit.budget={budget}: the examination budget ({unit} per instance) must be >= 1; "
+                      "the nearest valid value is 1"):
+        if unit == "queries" and q > 1:
+            checks.warn(budget < q, f"audit.budget={budget} queries is less than one batch of examiner.q={q}: "
+                        f"the examiner never learns from a full batch ({_get(examiner, 'name')})")
+        n_init = _get(examiner, "n_init") if examiner is not None else None
+        if n_init is not None and unit == "queries":
+            checks.warn(budget <= n_init, f"audit.budget={budget} <= examiner.n_init={n_init}: BO only ever "
+                        "proposes its random initial points")
+        reports = _plain(_get(audit, "report_budgets")) or []
+        outside = [b for b in reports if b > budget or b < 0]
+        inside = sorted({b for b in reports if 0 <= b <= budget} | {budget})
+        checks.require(not outside, f"audit.report_budgets={reports} has {outside} outside [0, audit.budget={budget}] "
+                       f"({unit}); report at budgets within it (e.g. audit.report_budgets={inside}) or raise "
+                       f"audit.budget to {max(outside + [budget])}")
+        checks.warn(len(set(reports)) != len(reports), f"audit.report_budgets={reports} repeats a budget")
+    for key in ("selection_renders", "checkpoint_every"):
+        checks.number(audit, key, f"audit.{key}", low=1, integer=True)
+    checks.number(audit, "n_instances", "audit.n_instances", low=1, integer=True)
+    checks.number(audit, "stop_after_steps", "audit.stop_after_steps", low=0, integer=True)
+    if str(_get(audit, "selection")) == "random":
+        checks.require(_get(audit, "n_instances") is not None,
+                       "audit.selection=random needs audit.n_instances=<how many instances to draw>")
+    validity = _get(audit, "validity")
+    if validity is not None:
+        checks.number(validity, "min_height_px", "audit.validity.min_height_px", low=0)
+        checks.number(validity, "reference_min_prob", "audit.validity.reference_min_prob", low=0, high=1)
+        checks.number(validity, "min_content_kept", "audit.validity.min_content_kept", low=0, high=1)
+        reference = _get(validity, "reference")
+        if reference:
+            _check_file(checks, reference, "audit.validity.reference", "a target.pt used as the reference judge")
+    fixed = _plain(_get(audit, "fixed_random")) or []
+    _check_factor_names(world, fixed, "audit.fixed_random", checks)
+    share = _plain(_get(audit, "factor_share"))
+    if share:
+        checks.require("factor" in share, "audit.factor_share needs a factor: {factor: <name>, abs_above: <value>}")
+        _check_factor_names(world, [share["factor"]] if "factor" in share else [], "audit.factor_share.factor", checks)
+
+
+def _check_examiner(examiner: DictConfig, checks: Checks) -> None:
+    name = str(_get(examiner, "name"))
+    if name == "bo":
+        checks.number(examiner, "beta", "examiner.beta", low=0, low_open=True)
+        for key in ("n_init", "restarts", "raw_samples", "fit_maxiter", "fit_max_points", "refit_every"):
+            checks.number(examiner, key, f"examiner.{key}", low=1, integer=True)
+        checks.number(examiner, "adam_steps", "examiner.adam_steps", low=0, integer=True)
+        _check_learning_rate(checks, _get(examiner, "adam_lr"), "examiner.adam_lr")
+        checks.number(examiner, "refit_growth", "examiner.refit_growth", low=1)
+        raw, restarts = _get(examiner, "raw_samples"), _get(examiner, "restarts")
+        if isinstance(raw, int) and isinstance(restarts, int):
+            checks.require(raw >= restarts, f"examiner.raw_samples={raw} < examiner.restarts={restarts}; "
+                           f"set examiner.raw_samples>={restarts}")
+    elif name == "rl":
+        checks.number(examiner, "bins", "examiner.bins", low=2, integer=True)
+        for key in ("embedding", "hidden"):
+            checks.number(examiner, key, f"examiner.{key}", low=1, integer=True)
+        _check_learning_rate(checks, _get(examiner, "lr"), "examiner.lr")
+        checks.number(examiner, "baseline_decay", "examiner.baseline_decay", low=0, high=1)
+
+
+def _check_error_search(audit: DictConfig, search: DictConfig | None, checks: Checks) -> None:
+    pool_size, budget = _get(audit, "pool_size"), _get(audit, "budget")
+    ok_pool = checks.require(isinstance(pool_size, int) and pool_size >= 1,
+                             f"audit.pool_size={pool_size}: a pool needs at least one item; the nearest "
+                             "valid value is 1")
+    ok_budget = checks.require(isinstance(budget, int) and budget >= 1,
+                               f"audit.budget={budget}; the number of queries must be >= 1 (the nearest valid "
+                               "value is 1)")
+    if ok_pool and ok_budget:
+        checks.require(budget <= pool_size, f"audit.budget={budget} queries exceed audit.pool_size={pool_size} "
+                       f"items; set audit.budget<={pool_size} or audit.pool_size>={budget}")
+    for key in ("replications", "pool_chunk"):
+        checks.number(audit, key, f"audit.{key}", low=1, integer=True)
+    checks.number(audit, "tau", "audit.tau", low=0, high=1)
+    features = _get(audit, "features")
+    if features is not None:
+        checks.number(features, "components", "audit.features.components", low=1, integer=True)
+    if ok_budget:
+        report_at = _plain(_get(audit, "report_at")) or []
+        beyond = [k for k in report_at if k > budget]
+        checks.require(not beyond, f"audit.report_at {beyond} exceed audit.budget={budget}; report at k <= {budget} "
+                       f"or raise audit.budget to {max(beyond) if beyond else budget}")
+        checks.require(all(k >= 1 for k in report_at), f"audit.report_at={report_at}: k counts queries, from 1")
+    compare = _plain(_get(audit, "compare")) or []
+    unknown = [m for m in compare if m not in SEARCH_METHODS]
+    checks.require(not unknown, f"audit.compare names unknown methods {unknown}; use {list(SEARCH_METHODS)}")
+    if search is not None:
+        for method in ("adversarial_distance", "gad"):
+            settings = _get(search, method)
+            if settings is None:
+                continue
+            lowess = _get(settings, "lowess")
+            if lowess is not None:
+                checks.number(lowess, "frac", f"search.{method}.lowess.frac", low=0, high=1, low_open=True)
+            attack = _get(settings, "attack")
+            if attack is not None:
+                for key in ("steps", "max_steps", "chunk", "binary_steps", "gradient_queries"):
+                    checks.number(attack, key, f"search.{method}.attack.{key}", low=1, integer=True)
+                checks.number(attack, "step", f"search.{method}.attack.step", low=0, low_open=True)
+        pseudo = _get(_get(search, "gad"), "pseudo_model")
+        if pseudo is not None:
+            for key in ("design_size", "epochs", "batch_size"):
+                checks.number(pseudo, key, f"search.gad.pseudo_model.{key}", low=1, integer=True)
+            _check_learning_rate(checks, _get(pseudo, "lr"), "search.gad.pseudo_model.lr")
+
+
+def _check_fault_tests(audit: DictConfig, generator: Any, checks: Checks) -> None:
+    if checks.require(generator is not None, "audit=fault_tests needs generator=<path/to/generator.pt> "
+                      "(written by train.py model=generator)"):
+        _check_file(checks, generator, "generator", "a generator.pt written by train.py model=generator")
+    for key in ("n_seeds", "max_steps", "chunk"):
+        checks.number(audit, key, f"audit.{key}", low=1, integer=True)
+    checks.number(audit, "k", "audit.k", low=1, high=3, integer=True)
+    checks.number(audit, "eps", "audit.eps", low=0, low_open=True)
+    checks.number(audit, "kappa", "audit.kappa", low=0)
+    _check_learning_rate(checks, _get(audit, "lr"), "audit.lr")
+    for i, path in enumerate(_plain(_get(audit, "transfer_targets")) or []):
+        _check_file(checks, path, f"audit.transfer_targets[{i}]", "a target.pt written by train.py")
+    feature = _plain(_get(audit, "fault_feature"))
+    if feature:
+        checks.require(feature.get("kind") in ("patch", "brightness"),
+                       f"audit.fault_feature.kind={feature.get('kind')!r}; use brightness or patch")
+        checks.require(feature.get("direction", 1) in (1, -1),
+                       f"audit.fault_feature.direction={feature.get('direction')!r}; use +1 or -1")
+    for kind, settings in (_plain(_get(audit, "pixel")) or {}).items():
+        checks.require(kind in ("l2", "linf"), f"audit.pixel.{kind}: unknown pixel baseline; use l2 or linf")
+        if isinstance(settings, Mapping):
+            eps, steps = settings.get("eps"), settings.get("steps")
+            checks.require(eps is None or (isinstance(eps, (int, float)) and eps > 0), f"audit.pixel.{kind}.eps={eps} must be > 0")
+            checks.require(steps is None or (isinstance(steps, int) and steps >= 1), f"audit.pixel.{kind}.steps={steps} must be >= 1")
+
+
+def _check_known_keys(node: Any, path: str, checks: Checks) -> None:
+    """Keys added with ``+`` that the schema does not declare: nothing would read them, so refuse."""
+    if not isinstance(node, DictConfig):
+        return
+    schema = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(schema):
+        return
+    fields = [f.name for f in dataclasses.fields(schema)]
+    unknown = [str(key) for key in node.keys() if key not in fields]
+    if unknown:
+        close = {k: difflib.get_close_matches(k, fields, n=1) for k in unknown}
+        hints = [f"{path}.{c[0]} for {path}.{k}" for k, c in close.items() if c]
+        hint = f"; did you mean {', '.join(hints)}?" if hints else f"; its settings are {fields}"
+        checks.problems.append(f"{path} has unknown keys {unknown} (nothing would read them){hint}")
+    for key in node.keys():
+        if key in fields:
+            _check_known_keys(node._get_node(key), f"{path}.{key}", checks)
+
+
+# -- factors ------------------------------------------------------------------------------------
+def _known_factors(node: Any) -> list[str] | None:
+    """Factor names of the world (or shapes dataset) ``node`` builds; ``None`` if unknown."""
+    import importlib
+
+    target = str(_get(node, "_target_") or "") if node is not None else ""
+    if target not in _WORLD_FACTORS:
+        return None
+    module, names = _WORLD_FACTORS[target]
+    loaded = importlib.import_module(module)
+    return [f.name for part in names.split("+") for f in getattr(loaded, part)]
+
+
+def _check_factor_names(world: Any, names: Iterable[str], key: str, checks: Checks) -> None:
+    known = _known_factors(world)
+    if known is None:
+        return
+    unknown = [n for n in names if n not in known]
+    checks.require(not unknown, f"{key} names unknown factors {unknown}; this world's factors are {known}")
+
+
+def _check_factors(node: Any, key: str, field: str, checks: Checks) -> None:
+    """``{name: [low, high] | value | {low, high}}``: known names, two bounds, ``low <= high``."""
+    factors = _plain(_get(node, field))
+    if not factors:
+        return
+    if not checks.require(isinstance(factors, Mapping), f"{key}={factors!r} must map factor names to "
+                          "[low, high] or one value, e.g. {camera_elevation: [-30, 30]}"):
+        return
+    _check_factor_names(node, factors.keys(), key, checks)
+    for name, value in factors.items():
+        if isinstance(value, Mapping):
+            low, high = value.get("low"), value.get("high")
+        elif isinstance(value, list):
+            if not checks.require(len(value) == 2, f"{key}.{name}={value} must be [low, high] or one value"):
+                continue
+            low, high = value
+        else:
+            low = high = value
+        numbers = [v for v in (low, high) if v is not None]
+        if not checks.require(all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers),
+                              f"{key}.{name}={value} must be numbers"):
+            continue
+        if low is not None and high is not None:
+            checks.require(low <= high, f"{key}.{name} has low={low} > high={high}; swap the bounds: "
+                           f"{key}.{name}=[{high}, {low}]")
+
+
+# -- files --------------------------------------------------------------------------------------
+def _check_file(checks: Checks, path: Any, key: str, expected: str) -> None:
+    """``path`` must be an existing, non-empty file; the message says what it is instead."""
+    if isinstance(path, (list, ListConfig)):
+        checks.problems.append(f"{key} is a list {list(path)}; give one path (sweep several with -m "
+                               f"{key}=a.pt,b.pt)")
+        return
+    p = Path(str(path)).expanduser()
+    what = describe_path(p)
+    checks.require(what == "a file", f"{key}={p} is {what}; expected {expected}")
+
+
+def _check_dir(checks: Checks, path: Any, key: str, expected: str) -> None:
+    p = Path(str(path)).expanduser()
+    what = describe_path(p)
+    checks.require(what == "a directory", f"{key}={p} is {what}; expected {expected}")
+
+
+# -- config access --------------------------------------------------------------------------------
+def _get(node: Any, key: str) -> Any:
+    """``node[key]`` as plain data (enums as strings), ``None`` when absent."""
+    if node is None:
+        return None
+    if isinstance(node, DictConfig):
+        if key not in node or OmegaConf.is_missing(node, key):
+            return None
+        value = node[key]
+    elif isinstance(node, Mapping):
+        value = node.get(key)
+    else:
+        return None
+    return value.value if isinstance(value, Enum) else value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(value, resolve=True, enum_to_str=True)
+    return value

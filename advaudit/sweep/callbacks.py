@@ -1,0 +1,84 @@
+"""What happens when a multirun ends: compare the checkpoints, list failed jobs, exit non-zero.
+
+Configured in ``conf/hydra/default.yaml`` as ``hydra.callbacks.sweep_end``. A failed job has
+written ``result.json`` with ``"status": "failed"`` (the task wrapper) and returned, so the other
+jobs ran; a job killed before it could write one is found by its Hydra folder without a result.
+At the end the comparison (``advaudit.compare``) is written into ``<sweep dir>/comparison`` when
+the sweep examined checkpoints, ``<sweep dir>/failures.json`` lists the failures, and the process
+exits with 2 when every failure was a user error (bad path, bad value) and 1 otherwise, so a
+script or CI step running the sweep sees it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from advaudit.errors import AdvauditError
+
+log = logging.getLogger("advaudit.sweep")
+
+
+class SweepEnd(Callback):
+    """``on_multirun_end``: comparison, failure list, exit code (module docstring)."""
+
+    def __init__(self, compare: bool = True, replay: bool = True, fail_on_error: bool = True,
+                 wandb: bool = True) -> None:
+        self.compare = compare
+        self.replay = replay
+        self.fail_on_error = fail_on_error
+        self.wandb = wandb
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        from advaudit.compare.records import discover_runs
+
+        try:
+            records = discover_runs([sweep_dir])
+        except AdvauditError:
+            log.warning("multirun in %s left no result.json and no job folder", sweep_dir)
+            return
+        if self.compare and any(r.ok and r.audit not in (None, "train") for r in records):
+            self._compare(records, sweep_dir, config)
+        failures = [r for r in records if not r.ok]
+        if failures:
+            report_failures(failures, sweep_dir, len(records))
+            if self.fail_on_error:
+                sys.exit(2 if all(r.error_kind == "user" for r in failures) else 1)
+
+    def _compare(self, records: list[Any], sweep_dir: Path, config: DictConfig) -> None:
+        from advaudit.compare.report import compare_records
+
+        try:
+            summary = compare_records(records, sweep_dir / "comparison", replay=self.replay)
+        except Exception as error:  # the comparison must never hide the sweep's own outcome
+            log.warning("comparison of %s failed: %s", sweep_dir, error)
+            return
+        log.info("comparison of %d runs: %s", summary["runs"], summary["files"]["md"])
+        if self.wandb:
+            from advaudit.report.wandb_run import log_comparison
+
+            try:
+                log_comparison(summary, sweep_dir / "comparison", config, sweep_id=sweep_dir.name)
+            except Exception as error:
+                log.warning("logging the comparison to W&B failed: %s", error)
+
+
+def report_failures(failures: list[Any], sweep_dir: Path, total: int) -> Path:
+    """Log one line per failed job and write ``<sweep dir>/failures.json``."""
+    from advaudit.report.records import write_json
+
+    path = write_json(sweep_dir / "failures.json", [
+        {"run_dir": str(r.run_dir), "target": r.target, "seed": r.seed, "error_kind": r.error_kind, "error": r.error}
+        for r in failures])
+    lines = [f"{len(failures)} of {total} jobs failed (listed in {path}):"]
+    lines += [f"  {r.run_dir.name}: [{r.error_kind}] {r.error}" for r in failures]
+    message = "\n".join(lines)
+    log.error(message)
+    print(message, file=sys.stderr)
+    return path

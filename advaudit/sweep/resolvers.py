@@ -1,0 +1,34 @@
+"""OmegaConf resolvers the launcher and logger configs use (registered when :mod:`advaudit` is imported)."""
+
+from __future__ import annotations
+
+import os
+
+from omegaconf import OmegaConf
+
+
+def cores_per_job(n_jobs: int | str | None) -> int:
+    """Torch threads for each of ``n_jobs`` parallel jobs so together they use the cores once.
+
+    ``n_jobs <= 0`` or ``None`` (joblib's "all cores") gives one thread per job. The cores are
+    those this process may run on (``sched_getaffinity``), not the machine's total.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    jobs = int(n_jobs) if n_jobs not in (None, "") else 0
+    if jobs <= 0 or jobs >= cores:
+        return 1
+    return max(1, cores // jobs)
+
+
+def wandb_group(task_name: str) -> str:
+    """``<task>-<sweep id>`` inside a multirun, else ``<task>`` (the W&B group of a job)."""
+    from advaudit.report.wandb_run import run_group
+
+    return run_group(task_name)
+
+
+def register_resolvers() -> None:
+    """Register ``${cores_per_job:N}`` and ``${wandb_group:<task>}`` (idempotent)."""
+    for name, function in (("cores_per_job", cores_per_job), ("wandb_group", wandb_group)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, function)

@@ -1,0 +1,123 @@
+"""Label preservation, measured: which conditions ``s`` still show an instance as its class.
+
+The examiner paper requires S to be chosen so that every condition preserves the label as a
+human would judge it (its Sec. 2.1); a failure found outside that set is not a weakness of the
+model. advaudit checks every proposal and counts failures only on valid ones:
+
+- **geometric checks** from the world itself (``world.render_checked(z, s, rules)``, computed in
+  the same pass as the images): ShapeWorld asks that the whole object is in frame and at least
+  ``min_height_px`` tall; TransformWorld that at least ``min_content_kept`` of the image's content
+  stays in frame. A world without ``render_checked`` has no geometric check (all pass).
+- an optional **reference judge** (``reference=<target.pt>``): a strong model, trained on the same
+  world with many fresh renders, whose *confident correct* answer (probability of the true class
+  >= ``reference_min_prob``) stands in for the human. When the reference takes another image
+  size than the target, the world renders the same scenes again at its size
+  (``world.with_image_size``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+from torch import Tensor
+
+from advaudit.errors import require
+from advaudit.worlds.protocol import Instances, World
+
+REFERENCE_CHECK = "reference"
+
+
+@dataclass(frozen=True)
+class ValidityRules:
+    """The configurable rules (``audit.validity``); see the module docstring."""
+
+    in_frame: bool = True
+    min_height_px: int = 6
+    min_content_kept: float = 0.8
+    reference: str | None = None
+    reference_min_prob: float = 0.5
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any] | None) -> "ValidityRules":
+        """Rules from ``audit.validity`` (missing keys keep their defaults; unknown keys are named)."""
+        options = dict(cfg or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        require(not unknown, f"audit.validity has unknown keys {unknown}; use {sorted(known)}")
+        rules = cls(**options)
+        require(rules.min_height_px >= 0, f"audit.validity.min_height_px={rules.min_height_px} must be >= 0")
+        require(0.0 <= rules.min_content_kept <= 1.0,
+                f"audit.validity.min_content_kept={rules.min_content_kept} must be in [0, 1]")
+        require(0.0 <= rules.reference_min_prob <= 1.0,
+                f"audit.validity.reference_min_prob={rules.reference_min_prob} must be in [0, 1]")
+        return rules
+
+
+class ValidityJudge:
+    """Renders conditions and says which of them preserve the label.
+
+    Args:
+        world: the world under examination.
+        rules: :class:`ValidityRules`.
+        device: where the reference judge runs (the target's device).
+    """
+
+    def __init__(self, world: World, rules: ValidityRules, device: str | torch.device = "cpu") -> None:
+        self.world, self.rules = world, rules
+        self.reference = None
+        self.reference_world = world
+        if rules.reference:
+            from advaudit.models import load_target
+
+            path = Path(str(rules.reference)).expanduser()
+            self.reference = load_target(path, map_location=str(device))
+            require(list(self.reference.class_names) == list(world.class_names),
+                    f"the reference judge {path} knows classes {self.reference.class_names} but the world has "
+                    f"{world.class_names}; give a reference trained on this world")
+            shape = tuple(self.reference.input_shape)
+            if shape != tuple(world.image_shape):
+                require(hasattr(world, "with_image_size") and shape[0] == world.image_shape[0] and shape[1] == shape[2],
+                        f"the reference judge takes images of shape {list(shape)} and this world renders "
+                        f"{list(world.image_shape)} and cannot change its size; give a reference of the world's size")
+                self.reference_world = world.with_image_size(int(shape[-1]))
+
+    @property
+    def checks(self) -> list[str]:
+        """Names of the checks this judge applies, in report order."""
+        names = []
+        if hasattr(self.world, "render_checked"):
+            names += ["in_frame"] if self.rules.in_frame else []
+            names += ["min_height"] if self.rules.min_height_px > 0 and _has_height(self.world) else []
+        return names + ([REFERENCE_CHECK] if self.reference is not None else [])
+
+    def render(self, z: Instances, s: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+        """Render ``s`` ``[N, q, C]`` (factor units) and judge it.
+
+        Returns images ``[N*q, ...]``, ``valid`` ``[N, q]`` bool (every check passed) and each check
+        ``{name: [N, q] bool}`` (True = passed).
+        """
+        n, q = s.shape[:2]
+        if hasattr(self.world, "render_checked"):
+            images, raw = self.world.render_checked(z, s, self.rules)
+        else:
+            images, raw = self.world.render(z, s), {}
+        checks = {name: raw[name].reshape(n, q).cpu() for name in self.checks if name in raw}
+        if self.reference is not None:
+            shown = images if self.reference_world is self.world else self.reference_world.render(z, s)
+            probs = self.reference.predict_proba(shown, calibrated=True)
+            labels = z.labels.to(probs.device).repeat_interleave(q)
+            confident = probs.gather(1, labels[:, None]).squeeze(1) >= self.rules.reference_min_prob
+            correct = probs.argmax(1) == labels
+            checks[REFERENCE_CHECK] = (confident & correct).reshape(n, q).cpu()
+        valid = torch.ones(n, q, dtype=torch.bool)
+        for passed in checks.values():
+            valid &= passed
+        return images, valid, checks
+
+
+def _has_height(world: World) -> bool:
+    """Whether the world's geometric checks include an object height (rendered 3D worlds do)."""
+    return bool(getattr(world, "checks_object_height", False))

@@ -152,7 +152,8 @@ class FaultTestsAuditConf:
     pixel: Dict[str, Any] = field(default_factory=dict)
     transfer_targets: List[str] = field(default_factory=list)
     metric: Optional[str] = None
-    fault_feature: Any = None  # null or a mapping (checked in validation)
+    fault_feature: Any = None  # null, a mapping or a list of mappings (checked in validation)
+    judge: Optional[str] = None  # independent validity classifier (target.pt)
 
 
 @dataclass
@@ -301,8 +302,11 @@ class ClustersConf:
 
 @dataclass
 class BansalWeldConf:
-    clusters: int = 10
-    anchors: int = 128
+    variance: float = 0.001
+    neighbours: int = 64
+    max_k: int = 5
+    prior_strength: float = 2.0
+    score: str = "published"  # published | expected_gain (checked by the policy)
 
 
 @dataclass

@@ -353,12 +353,17 @@ def _check_fault_tests(audit: DictConfig, generator: Any, checks: Checks) -> Non
     _check_learning_rate(checks, _get(audit, "lr"), "audit.lr")
     for i, path in enumerate(_plain(_get(audit, "transfer_targets")) or []):
         _check_file(checks, path, f"audit.transfer_targets[{i}]", "a target.pt written by train.py")
-    feature = _plain(_get(audit, "fault_feature"))
-    if feature:
-        checks.require(feature.get("kind") in ("patch", "brightness"),
-                       f"audit.fault_feature.kind={feature.get('kind')!r}; use brightness or patch")
+    features = _plain(_get(audit, "fault_feature"))
+    for feature in [features] if isinstance(features, Mapping) else list(features or []):
+        if not checks.require(isinstance(feature, Mapping), f"audit.fault_feature entry {feature!r}: use "
+                              "{kind: brightness, direction: -1} or a list of them"):
+            continue
+        checks.require(feature.get("kind") in ("patch", "brightness", "size"),
+                       f"audit.fault_feature.kind={feature.get('kind')!r}; use brightness, size or patch")
         checks.require(feature.get("direction", 1) in (1, -1),
                        f"audit.fault_feature.direction={feature.get('direction')!r}; use +1 or -1")
+    if _get(audit, "judge"):
+        _check_file(checks, _get(audit, "judge"), "audit.judge", "a target.pt written by train.py")
     for kind, settings in (_plain(_get(audit, "pixel")) or {}).items():
         checks.require(kind in ("l2", "linf"), f"audit.pixel.{kind}: unknown pixel baseline; use l2 or linf")
         if isinstance(settings, Mapping):

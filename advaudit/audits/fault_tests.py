@@ -199,7 +199,7 @@ def _write_report(path: Path, summary: dict[str, Any], kinds: list[str], plots: 
     """``report.md``: one row per kind of test (success, steps, time, pixel distances, RQ1 / RQ3 columns)."""
     columns = ["success", "steps_mean", "seconds_per_test", "tests_per_second", "l2_median", "linf_median",
                "valid_share", "feature_moved_share", "feature_shift_mean"]
-    transfer = sorted({k.split("/transfer_acc/")[1] for k in summary if "/transfer_acc/" in k})
+    transfer = sorted({k.split("/transfer_acc/")[1].split("/")[0] for k in summary if "/transfer_acc/" in k})
     header = columns + [f"acc on {name}" for name in transfer]
 
     def cell(value: Any) -> str:

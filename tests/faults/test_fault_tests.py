@@ -148,6 +148,7 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
     d = pixel_distances(saved["seeds"], saved["pixel_linf_tests"])["linf"]
     assert bool((d <= 0.1 + 1e-4).all())
     assert "| generator |" in (out / "report.md").read_text()
+    assert "/lo" not in (out / "report.md").read_text()  # interval keys are no transfer targets
     # a rerun of the same audit reuses the finished chunks: same tests, no search time spent again
     again = examine(cfg)
     assert torch.equal(torch.load(out / "tests.pt", weights_only=True)["generator_tests"], saved["generator_tests"])

@@ -155,22 +155,25 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
     assert again["faults/generator/success"] == result["faults/generator/success"]
     assert again["faults/generator/seconds_per_test"] == result["faults/generator/seconds_per_test"]  # loaded
     assert "faults/seeds/transfer_acc/checkpoints" not in again and any("faults/seeds/transfer_acc/" in k for k in again)
-    # changing only the pixel baseline keeps the generator tests and searches the pixel ones again
-    other_engine = examine(compose_config("examine", [*base, f"audit.source_class={source}",
-                                                      f"audit.target_class={other}", "audit.eps=50",
-                                                      "audit.pixel_engine=advaudit"], tmp_path))
+    # changing only the pixel baseline keeps the generator tests and searches the pixel ones again (the audit
+    # itself: the task wrapper refuses a changed config in the same run dir)
+    from advaudit.audits.fault_tests import run as run_fault_tests
+
+    other_engine = run_fault_tests(compose_config("examine", [*base, f"audit.source_class={source}",
+                                                              f"audit.target_class={other}", "audit.eps=50",
+                                                              "audit.pixel_engine=advaudit"], tmp_path))
     assert other_engine["faults/generator/seconds_per_test"] == result["faults/generator/seconds_per_test"]
     assert other_engine["faults/pixel_l2/seconds_per_test"] != result["faults/pixel_l2/seconds_per_test"]
     assert sorted(p.parent.name for p in (out / "chunks").glob("*/*.pt")) == ["generator", "pixel_l2", "pixel_linf"]
     with pytest.raises(AdvauditError, match="are both"):
         examine(compose_config("examine", [*base, f"audit.source_class={source}", f"audit.target_class={source}"],
-                               tmp_path))
+                               tmp_path / "same_class"))
     with pytest.raises(AdvauditError, match="must be > 0"):
-        examine(compose_config("examine", [*base, f"audit.source_class={source}", "audit.eps=0"], tmp_path))
+        examine(compose_config("examine", [*base, f"audit.source_class={source}", "audit.eps=0"], tmp_path / "eps"))
     wrong = save_generator(ConditionalGenerator(3, (1, 28, 28), 16, 8), {**meta, "class_names": ["a", "b", "c"]},
                            tmp_path / "wrong.pt")
     with pytest.raises(AdvauditError, match="trained on classes"):
-        examine(compose_config("examine", [*base, f"generator={wrong}"], tmp_path))
+        examine(compose_config("examine", [*base, f"generator={wrong}"], tmp_path / "wrong"))
 
 
 def test_injected_feature_direction_is_measured_on_images() -> None:

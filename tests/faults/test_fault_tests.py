@@ -158,10 +158,11 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
     # changing only the pixel baseline keeps the generator tests and searches the pixel ones again (the audit
     # itself: the task wrapper refuses a changed config in the same run dir)
     from advaudit.audits.fault_tests import run as run_fault_tests
+    from advaudit.config.validation import plain_config
 
-    other_engine = run_fault_tests(compose_config("examine", [*base, f"audit.source_class={source}",
-                                                              f"audit.target_class={other}", "audit.eps=50",
-                                                              "audit.pixel_engine=advaudit"], tmp_path))
+    other_engine = run_fault_tests(plain_config(compose_config("examine", [
+        *base, f"audit.source_class={source}", f"audit.target_class={other}", "audit.eps=50",
+        "audit.pixel_engine=advaudit"], tmp_path)))
     assert other_engine["faults/generator/seconds_per_test"] == result["faults/generator/seconds_per_test"]
     assert other_engine["faults/pixel_l2/seconds_per_test"] != result["faults/pixel_l2/seconds_per_test"]
     assert sorted(p.parent.name for p in (out / "chunks").glob("*/*.pt")) == ["generator", "pixel_l2", "pixel_linf"]

@@ -111,7 +111,7 @@ def _exit_interrupted(name: str) -> None:
 
 
 def _interrupt_name(error: BaseException) -> str | None:
-    from advaudit.tasks import interruption
+    from advaudit.run_records import interruption
 
     return interruption(error)
 

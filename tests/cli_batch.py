@@ -14,6 +14,7 @@ import io
 import json
 import runpy
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -23,8 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run_case(script: str, args: list[str]) -> dict[str, object]:
-    """Run ``script`` with ``args`` as ``__main__``; returns ``{"code", "stdout", "stderr"}``."""
+    """Run ``script`` with ``args`` as ``__main__``; returns ``{"code", "stdout", "stderr", "seconds"}``."""
     out, err = io.StringIO(), io.StringIO()
+    start = time.perf_counter()
     sys.argv = [str(REPO / script), *args]
     code: object = 0
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -37,7 +39,8 @@ def run_case(script: str, args: list[str]) -> dict[str, object]:
             code = 1
         finally:
             GlobalHydra.instance().clear()
-    return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+    return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue(),
+            "seconds": round(time.perf_counter() - start, 3)}
 
 
 def main(cases_path: str, results_path: str) -> None:

@@ -26,24 +26,23 @@ QUIET = ["logger=none", "threads=1"]
 TINY = "dataset.limit={train:60,val:20,test:20}"
 
 
-@pytest.fixture(scope="session")
-def bad_files(tmp_path_factory: pytest.TempPathFactory, tiny_fmnist_target: Path) -> dict[str, Path]:
-    """Files that are not what a user meant to pass: each named in a case below."""
+def make_bad_files(root: Path, target: Path) -> dict[str, Path]:
+    """Files that are not what a user meant to pass (each named in a case below), made under ``root``
+    from a real ``target`` (its ``resume.ckpt`` next to it is the Lightning checkpoint)."""
     from advaudit.models import save_generator
     from advaudit.models.generator import ConditionalGenerator
 
-    root = tmp_path_factory.mktemp("bad_files")
-    files = {"target": tiny_fmnist_target, "missing": root / "no_such_model.pt", "dir": root / "a_dir.pt",
+    files = {"target": target, "missing": root / "no_such_model.pt", "dir": root / "a_dir.pt",
              "empty": root / "empty.pt", "text": root / "notes.pt", "state_dict": root / "weights.pt",
-             "lightning": tiny_fmnist_target.parent / "resume.ckpt", "truncated": root / "truncated.pt",
+             "lightning": target.parent / "resume.ckpt", "truncated": root / "truncated.pt",
              "generator": root / "generator.pt", "pickled_module": root / "module.pt",
              "csv_binary": root / "table.csv", "csv_text": root / "words.csv", "images": root / "images"}
     files["dir"].mkdir()
     files["empty"].touch()
     files["text"].write_text("these are my notes, not a model\n")
-    payload = torch.load(tiny_fmnist_target, weights_only=True)
+    payload = torch.load(target, weights_only=True)
     torch.save(payload["state_dict"], files["state_dict"])
-    data = tiny_fmnist_target.read_bytes()
+    data = target.read_bytes()
     files["truncated"].write_bytes(data[: len(data) // 2])
     meta = {"class_names": ["a", "b"], "image_shape": [1, 28, 28], "latent_dim": 8, "width": 8}
     save_generator(ConditionalGenerator(2, (1, 28, 28), 8, 8), meta, files["generator"])
@@ -55,6 +54,12 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory, tiny_fmnist_target: Path
         for i in range(3):
             _png(files["images"] / name / f"{i}.png", i)
     (files["images"] / "dog" / "broken.png").write_text("not an image")
+    return files
+
+
+@pytest.fixture(scope="session")
+def bad_files(tmp_path_factory: pytest.TempPathFactory, tiny_fmnist_target: Path) -> dict[str, Path]:
+    files = make_bad_files(tmp_path_factory.mktemp("bad_files"), tiny_fmnist_target)
     assert files["lightning"].is_file(), "train.py writes checkpoints/resume.ckpt next to target.pt"
     return files
 
@@ -66,7 +71,7 @@ def _png(path: Path, seed: int) -> None:
     Image.fromarray((torch.rand(12, 12, 3, generator=g) * 255).to(torch.uint8).numpy()).save(path)
 
 
-def _cases(f: dict[str, Path]) -> dict[str, tuple[str, list[str], str]]:
+def cases(f: dict[str, Path]) -> dict[str, tuple[str, list[str], str]]:
     """``name -> (script, args, text the message must contain)``."""
     t = f"target={f['target']}"
     search = ["audit=error_search", t]
@@ -133,7 +138,7 @@ def _cases(f: dict[str, Path]) -> dict[str, tuple[str, list[str], str]]:
     }
 
 
-CASE_NAMES = list(_cases({k: Path(k) for k in ("target", "missing", "dir", "empty", "text", "state_dict",
+CASE_NAMES = list(cases({k: Path(k) for k in ("target", "missing", "dir", "empty", "text", "state_dict",
                                                "lightning", "truncated", "generator", "pickled_module",
                                                "csv_binary", "csv_text", "images")}))
 
@@ -142,10 +147,9 @@ CASE_NAMES = list(_cases({k: Path(k) for k in ("target", "missing", "dir", "empt
 def batch_results(bad_files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """Every case run once, in one interpreter; ``name -> {"code", "stdout", "stderr", "run_dir"}``."""
     root = tmp_path_factory.mktemp("bad_input_runs")
-    cases = {}
-    for name, (script, args, _) in _cases(bad_files).items():
-        cases[name] = {"script": script, "args": [*QUIET, *args, f"hydra.run.dir={root / name}"]}
-    (root / "cases.json").write_text(json.dumps(cases))
+    batch = {name: {"script": script, "args": [*QUIET, *args, f"hydra.run.dir={root / name}"]}
+             for name, (script, args, _) in cases(bad_files).items()}
+    (root / "cases.json").write_text(json.dumps(batch))
     done = subprocess.run([sys.executable, "-m", "tests.cli_batch", str(root / "cases.json"), str(root / "out.json")],
                           cwd=REPO, env=ENV, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -158,7 +162,7 @@ def batch_results(bad_files: dict[str, Path], tmp_path_factory: pytest.TempPathF
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_bad_input_is_one_named_line_and_exit_2(name: str, batch_results: dict[str, dict],
                                                 bad_files: dict[str, Path]) -> None:
-    expected = _cases(bad_files)[name][2]
+    expected = cases(bad_files)[name][2]
     result = batch_results[name]
     output = result["stdout"] + result["stderr"]
     assert result["code"] == 2, output[-3000:]

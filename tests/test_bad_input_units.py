@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 from advaudit.cli import run_cli
 from advaudit.errors import AdvauditError, check_finite, classify
-from advaudit.tasks import RunDirConflict, claim_run_dir
+from advaudit.run_records import RunDirConflict, claim_run_dir
 from tests.conftest import REPO
 
 

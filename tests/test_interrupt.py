@@ -3,7 +3,7 @@
 Each test starts the real CLI in a subprocess, waits until it has written records, sends the
 signal, checks the exit code (130 / 143), the one-line message and the failure record, then reruns
 the same command into the same run dir: the records written before survive unchanged and the run
-resumes from them. A rerun with a different config into that dir is refused.
+resumes from them. A rerun with a different config into that dir is refused (training: the keys that changed are named).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _interrupt_when(cmd: list[str], ready: callable, signum: int, timeout: float
 def _examine(target: Path, run_dir: Path, *extra: str) -> list[str]:
     return [sys.executable, "examine.py", f"target={target}", "audit=worst_case", "world=shapes",
             "world.image_size=16", "world.instances_per_class={train:2,val:2,test:2}", "examiner=random",
-            "examiner.q=4", "audit.budget=600", "audit.report_budgets=[0,600]", "audit.selection_renders=2",
+            "examiner.q=4", "audit.budget=200", "audit.report_budgets=[0,200]", "audit.selection_renders=2",
             "audit.checkpoint_every=1", "logger=none", "threads=1", f"hydra.run.dir={run_dir}", *extra]
 
 
@@ -53,40 +53,42 @@ def _assert_interrupted(done: subprocess.CompletedProcess, run_dir: Path, name: 
     assert record["status"] == "failed" and record["error_kind"] == "interrupted" and name in record["error"]
 
 
+@pytest.mark.slow  # ~100 s on the loaded machine (3 processes); the training test below stays in make test
 @pytest.mark.parametrize("signum,name,code", [(signal.SIGINT, "SIGINT", 130), (signal.SIGTERM, "SIGTERM", 143)])
 def test_an_interrupted_examination_keeps_its_records_and_resumes(tiny_shapes_target: Path, tmp_path: Path,
                                                                   signum: int, name: str, code: int) -> None:
     run_dir = tmp_path / "run"
     steps_file = run_dir / "steps.jsonl"
     cmd = _examine(tiny_shapes_target, run_dir)
-    done = _interrupt_when(cmd, lambda: len(read_jsonl(steps_file)) >= 30, signum)
+    done = _interrupt_when(cmd, lambda: len(read_jsonl(steps_file)) >= 20, signum)
     _assert_interrupted(done, run_dir, name, code)
     before = read_jsonl(steps_file)
-    assert (run_dir / "examiner_state.pt").exists() and len(before) >= 30
+    assert (run_dir / "examiner_state.pt").exists() and len(before) >= 20
 
     rerun = subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert json.loads((run_dir / "result.json").read_text())["status"] == "ok"
     after = read_jsonl(steps_file)
     n_instances = len({r["instance"] for r in after})
-    assert sorted({r["step"] for r in after}) == list(range(600 // 4))
-    assert len(after) == n_instances * 600 // 4  # every step once: nothing lost, nothing doubled
+    assert sorted({r["step"] for r in after}) == list(range(200 // 4))
+    assert len(after) == n_instances * 200 // 4  # every step once: nothing lost, nothing doubled
     # every step checkpointed before the signal (all but the last one written) survives unchanged
     kept = [r for r in before if r["step"] < max(r["step"] for r in before)]
     assert kept and kept == after[:len(kept)]
 
-    changed = subprocess.run(_examine(tiny_shapes_target, run_dir, "audit.budget=300", "audit.report_budgets=[0,300]"),
+    changed = subprocess.run(_examine(tiny_shapes_target, run_dir, "audit.budget=100", "audit.report_budgets=[0,100]"),
                              cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300)
     assert changed.returncode == 2 and "Traceback" not in changed.stderr
-    assert "holds results of a different config" in changed.stderr and "audit.budget: 600 -> 300" in changed.stderr
+    assert "holds a different examination" in changed.stderr  # the examination's own key refuses to mix
     assert json.loads((run_dir / "result.json").read_text())["status"] == "ok"  # the finished run's record stays
+    assert json.loads((run_dir / "result.failed.json").read_text())["error_kind"] == "user"
 
 
 def test_an_interrupted_training_run_resumes_from_its_last_epoch(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     resume = run_dir / "checkpoints" / "resume.ckpt"
-    cmd = [sys.executable, "train.py", "model=mlp", "dataset.limit={train:300,val:100,test:100}",
-           "trainer.max_epochs=25", "logger=none", "callbacks=none", "threads=1", "+trainer.enable_progress_bar=false",
+    cmd = [sys.executable, "train.py", "model=mlp", "dataset.limit={train:200,val:100,test:100}",
+           "trainer.max_epochs=12", "logger=none", "callbacks=none", "threads=1", "+trainer.enable_progress_bar=false",
            f"hydra.run.dir={run_dir}"]
     done = _interrupt_when(cmd, resume.exists, signal.SIGTERM)
     _assert_interrupted(done, run_dir, "SIGTERM", 143)
@@ -95,5 +97,11 @@ def test_an_interrupted_training_run_resumes_from_its_last_epoch(tmp_path: Path)
     rerun = subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     result = json.loads((run_dir / "result.json").read_text())
-    assert result["status"] == "ok" and result["epochs"] == 25
-    assert 1 <= result["resumed_from_epoch"] < 25
+    assert result["status"] == "ok" and result["epochs"] == 12
+    assert 1 <= result["resumed_from_epoch"] < 12
+
+    changed = subprocess.run([*cmd, "model.optimizer.lr=0.01"], cwd=REPO, env=ENV, capture_output=True, text=True,
+                             timeout=300)
+    assert changed.returncode == 2 and "Traceback" not in changed.stderr
+    assert "holds results of a different config (changed: model.optimizer.lr: 0.001 -> 0.01)" in changed.stderr
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "ok"  # the finished run's record stays

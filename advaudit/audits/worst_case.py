@@ -159,7 +159,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         u = examiner.ask()[:, :take]
         s = space.assemble(u)
         x, valid, checks = judge.render(z, s.to(device))
-        probs = target.predict_proba(x, calibrated=calibrated)
+        probs = target.predict_proba(x, calibrated=calibrated, context={
+            "step": step, "instance": z.ids.cpu(), "condition": s, "factors": [f.name for f in world.factors]})
         true_prob = probs.gather(1, labels.repeat_interleave(take).to(probs.device).view(-1, 1)).view(len(z), -1).cpu()
         predicted = probs.argmax(1).view(len(z), -1).cpu()
         examiner.tell(u, true_prob if strength else 1 - true_prob)

@@ -24,9 +24,18 @@ BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device"
 AUDIT_BOOKKEEPING = {"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk"}
 
 
+# the config groups each audit reads; the others (e.g. ``search`` in a worst-case run, whose
+# ``${seed}`` interpolations differ per seed) do not define the examination
+AUDIT_SECTIONS = {"worst_case": {"audit", "world", "examiner"}, "gallery": {"audit", "world"},
+                  "error_search": {"audit", "search", "oracle"}, "fault_tests": {"audit", "generator"},
+                  "evaluate": {"audit"}}
+
+
 def design_of(config: dict[str, Any]) -> dict[str, Any]:
     """The part of a resolved config that defines the examination (see module docstring)."""
-    design = {k: v for k, v in config.items() if k not in BOOKKEEPING}
+    audit = (config.get("audit") or {}).get("name") if isinstance(config.get("audit"), dict) else None
+    sections = AUDIT_SECTIONS.get(str(audit))
+    design = {k: v for k, v in config.items() if k not in BOOKKEEPING and (sections is None or k in sections)}
     if isinstance(design.get("audit"), dict):
         design["audit"] = {k: v for k, v in design["audit"].items() if k not in AUDIT_BOOKKEEPING}
     return design

@@ -46,7 +46,7 @@ def render_worst(world: Any, run: Any, split: str) -> tuple[Any, torch.Tensor, p
     require(not unknown, f"{run.run_dir}: instances {unknown[:5]} are not in the {split} split of the rebuilt "
             "world; was the world config changed after the run?")
     z = pool.subset(torch.as_tensor([position[int(i)] for i in frame["instance"]], dtype=torch.long))
-    s = torch.as_tensor(conditions[names].to_numpy(np.float32))
+    s = torch.as_tensor(conditions[names].to_numpy(np.float32, copy=True))
     return z, s, frame
 
 

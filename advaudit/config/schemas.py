@@ -124,6 +124,7 @@ class ErrorSearchAuditConf:
     dataset: Any = None
     critical_class: Any = 0
     tau: float = 0.65
+    box: Any = "auto"  # auto | observed | [low, high]
     pool_size: int = 2000
     replications: int = 1000
     budget: int = 50
@@ -152,8 +153,8 @@ class FaultTestsAuditConf:
     pixel: Dict[str, Any] = field(default_factory=dict)
     transfer_targets: List[str] = field(default_factory=list)
     metric: Optional[str] = None
-    fault_feature: Any = None  # null, a mapping or a list of mappings (checked in validation)
-    judge: Optional[str] = None  # independent validity classifier (target.pt)
+    fault_feature: Any = None  # null, {kind, direction} or a list of them (checked in validation)
+    judge: Optional[str] = None
 
 
 @dataclass
@@ -240,6 +241,33 @@ class TransformsWorldConf:
     device: str = "auto"
 
 
+@dataclass
+class MeshWorldConf:
+    """``conf/world/meshes.yaml`` (MeshWorld, Mitsuba 3); wire with ``defaults: [meshes_schema, _self_]``."""
+
+    _target_: str = "advaudit.worlds.meshes.MeshWorld"
+    root: str = "builtin"
+    layout: str = "auto"
+    classes: Optional[List[str]] = None
+    split_fractions: Dict[str, float] = field(default_factory=lambda: {"train": 0.7, "val": 0.1, "test": 0.2})
+    instances_per_class: Any = None
+    builtin_instances: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
+    seed: int = 0
+    up_axis: str = "auto"
+    image_size: int = 32
+    spp: int = 16
+    max_depth: int = 3
+    object_radius: float = 0.6
+    ambient: float = 0.15
+    exposure: float = 1.0
+    ground: bool = True
+    batch_cameras: bool = True
+    factors: Any = None  # null or a mapping (checked in validation)
+    cache_dir: Optional[str] = None
+    device: str = "auto"
+    threads: Optional[int] = None
+
+
 # -- search -------------------------------------------------------------------------------------
 @dataclass
 class LowessConf:
@@ -295,37 +323,16 @@ class GADConf:
 
 
 @dataclass
-class ClustersConf:
-    clusters: int = 10
-    exploration: float = 2.0
-
-
-@dataclass
-class BansalWeldConf:
-    variance: float = 0.001
-    neighbours: int = 64
-    max_k: int = 5
-    prior_strength: float = 2.0
-    score: str = "published"  # published | expected_gain (checked by the policy)
-
-
-@dataclass
-class FacilityLocationsConf:
-    alpha: float = 0.5
-    anchors: int = 128
-    ridge: float = 1.0
-
-
-@dataclass
 class SearchConf:
     name: str = "adversarial_distance"
     adversarial_distance: AdversarialDistanceConf = field(default_factory=AdversarialDistanceConf)
     gad: GADConf = field(default_factory=GADConf)
     random: Dict[str, Any] = field(default_factory=dict)
     low_confidence: Dict[str, Any] = field(default_factory=dict)
-    lakkaraju: ClustersConf = field(default_factory=ClustersConf)
-    bansal_weld: BansalWeldConf = field(default_factory=BansalWeldConf)
-    facility_locations: FacilityLocationsConf = field(default_factory=FacilityLocationsConf)
+    # the adaptive policies' parameters are passed to their constructors, which name unknown ones
+    lakkaraju: Dict[str, Any] = field(default_factory=dict)
+    bansal_weld: Dict[str, Any] = field(default_factory=dict)
+    facility_locations: Dict[str, Any] = field(default_factory=dict)
 
 
 # -- dataset ------------------------------------------------------------------------------------
@@ -399,6 +406,20 @@ class ShapesDatasetConf(DatasetConf):
     val_fraction: float = 0.0
 
 
+@dataclass
+class MeshesDatasetConf(DatasetConf):
+    """``conf/dataset/meshes.yaml``; wire with ``defaults: [meshes_schema, _self_]``."""
+
+    _target_: str = "advaudit.data.meshes.MeshesDataModule"
+    m: int = 10
+    m_eval: int = 10
+    world: Dict[str, Any] = field(default_factory=dict)
+    factors: Any = None
+    eval_factors: Any = None
+    cache_dir: Optional[str] = None
+    val_fraction: float = 0.0
+
+
 # -- roots --------------------------------------------------------------------------------------
 @dataclass
 class TrainConf:
@@ -453,6 +474,7 @@ SCHEMAS: list[tuple[str | None, str, type]] = [
     ("examiner", "rl_schema", RLExaminerConf),
     ("world", "shapes_schema", ShapesWorldConf),
     ("world", "transforms_schema", TransformsWorldConf),
+    ("world", "meshes_schema", MeshWorldConf),
     ("search", "search_schema", SearchConf),
     ("dataset", "fashion_mnist_schema", FashionMNISTDatasetConf),
     ("dataset", "digits_schema", DigitsDatasetConf),
@@ -460,4 +482,5 @@ SCHEMAS: list[tuple[str | None, str, type]] = [
     ("dataset", "image_folder_schema", ImageFolderDatasetConf),
     ("dataset", "torchvision_schema", TorchvisionDatasetConf),
     ("dataset", "shapes_schema", ShapesDatasetConf),
+    ("dataset", "meshes_schema", MeshesDatasetConf),
 ]

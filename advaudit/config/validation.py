@@ -29,6 +29,8 @@ _WORLD_FACTORS = {
     "advaudit.worlds.shapes.world.ShapeWorld": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
     "advaudit.worlds.transforms.TransformWorld": ("advaudit.worlds.transforms", "GEOMETRIC+COLOUR"),
     "advaudit.data.shapes.ShapesDataModule": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
+    "advaudit.worlds.meshes.MeshWorld": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
+    "advaudit.data.meshes.MeshesDataModule": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
 }
 SEARCH_METHODS = ("adversarial_distance", "gad", "random", "low_confidence", "lakkaraju", "bansal_weld",
                   "facility_locations")
@@ -138,7 +140,12 @@ def _check_train(cfg: DictConfig, checks: Checks) -> None:
         quality = _get(model, "quality_target")
         if quality:
             _check_file(checks, quality, "model.quality_target", "a classifier target.pt written by train.py")
-    _check_dataset(cfg.get("dataset"), "dataset", checks)
+    dataset = cfg.get("dataset")
+    if model is not None and _get(model, "kind") == "sklearn" and dataset is not None:
+        checks.require(str(_get(dataset, "_target_")).endswith("TabularDataModule"),
+                       f"model={_get(model, 'estimator')} is a black box for tables; use dataset=tabular "
+                       "(or a torch model for images)")
+    _check_dataset(dataset, "dataset", checks)
 
 
 def _check_learning_rate(checks: Checks, lr: Any, key: str) -> None:
@@ -237,9 +244,10 @@ def _check_worst_case(audit: DictConfig, examiner: DictConfig | None, world: Dic
     if checks.require(isinstance(budget, int) and budget >= 1,
                       f"audit.budget={budget}: the examination budget ({unit} per instance) must be >= 1; "
                       "the nearest valid value is 1"):
-        if unit == "queries" and q > 1:
-            checks.warn(budget < q, f"audit.budget={budget} queries is less than one batch of examiner.q={q}: "
-                        f"the examiner never learns from a full batch ({_get(examiner, 'name')})")
+        if unit == "queries" and str(_get(examiner, "name")) == "rl":
+            checks.warn(budget <= q, f"audit.budget={budget} queries is at most one RL iteration of examiner.q={q}: "
+                        "the policy is never updated before its last proposals, so E_T is that of its "
+                        "untrained (near-uniform) policy")
         n_init = _get(examiner, "n_init") if examiner is not None else None
         if n_init is not None and unit == "queries":
             checks.warn(budget <= n_init, f"audit.budget={budget} <= examiner.n_init={n_init}: BO only ever "
@@ -353,17 +361,16 @@ def _check_fault_tests(audit: DictConfig, generator: Any, checks: Checks) -> Non
     _check_learning_rate(checks, _get(audit, "lr"), "audit.lr")
     for i, path in enumerate(_plain(_get(audit, "transfer_targets")) or []):
         _check_file(checks, path, f"audit.transfer_targets[{i}]", "a target.pt written by train.py")
-    features = _plain(_get(audit, "fault_feature"))
-    for feature in [features] if isinstance(features, Mapping) else list(features or []):
-        if not checks.require(isinstance(feature, Mapping), f"audit.fault_feature entry {feature!r}: use "
-                              "{kind: brightness, direction: -1} or a list of them"):
-            continue
-        checks.require(feature.get("kind") in ("patch", "brightness", "size"),
-                       f"audit.fault_feature.kind={feature.get('kind')!r}; use brightness, size or patch")
-        checks.require(feature.get("direction", 1) in (1, -1),
-                       f"audit.fault_feature.direction={feature.get('direction')!r}; use +1 or -1")
-    if _get(audit, "judge"):
-        _check_file(checks, _get(audit, "judge"), "audit.judge", "a target.pt written by train.py")
+    features = _plain(_get(audit, "fault_feature")) or []
+    for i, feature in enumerate(features if isinstance(features, list) else [features]):
+        key = "audit.fault_feature" + (f"[{i}]" if isinstance(features, list) else "")
+        if checks.require(isinstance(feature, Mapping) and "kind" in feature,
+                          f"{key}={feature!r} must be {{kind: <feature>, direction: +1|-1}}"):
+            checks.require(feature.get("direction", 1) in (1, -1),
+                           f"{key}.direction={feature.get('direction')!r}; use +1 or -1")
+    judge = _get(audit, "judge")
+    if judge:
+        _check_file(checks, judge, "audit.judge", "a classifier target.pt of another architecture")
     for kind, settings in (_plain(_get(audit, "pixel")) or {}).items():
         checks.require(kind in ("l2", "linf"), f"audit.pixel.{kind}: unknown pixel baseline; use l2 or linf")
         if isinstance(settings, Mapping):

@@ -69,10 +69,12 @@ class TorchTarget(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return self.logits(x)
 
-    def predict_proba(self, x: Tensor, calibrated: bool = True, batch_size: int = 2048) -> Tensor:
+    def predict_proba(self, x: Tensor, calibrated: bool = True, batch_size: int = 2048,
+                      context: str | dict[str, Any] = "target") -> Tensor:
         """Class probabilities ``[B, K]``: ``softmax(logits / T)`` (``T = 1`` if not ``calibrated``).
 
-        Runs without gradients in batches of ``batch_size``; raises on non-finite outputs.
+        Runs without gradients in batches of ``batch_size``; raises on non-finite outputs, naming
+        ``context`` (see :func:`advaudit.errors.check_finite`: e.g. the step, instances and conditions).
         """
         self.check_input(x)
         temperature = self.temperature if calibrated else torch.ones_like(self.temperature)
@@ -82,7 +84,7 @@ class TorchTarget(nn.Module):
                 chunk = x[start:start + batch_size].to(self.device)
                 outs.append(torch.softmax(self.logits(chunk) / temperature, dim=1))
         probs = torch.cat(outs) if outs else torch.empty(0, self.num_classes)
-        check_finite(probs, "target")
+        check_finite(probs, context)
         return probs
 
 
@@ -111,13 +113,14 @@ class SklearnTarget:
     check_input = TorchTarget.check_input
     device = torch.device("cpu")
 
-    def predict_proba(self, x: Tensor | np.ndarray, calibrated: bool = True) -> Tensor:
+    def predict_proba(self, x: Tensor | np.ndarray, calibrated: bool = True,
+                      context: str | dict[str, Any] = "target") -> Tensor:
         """Class probabilities ``[B, K]`` (sklearn's own, e.g. Platt-scaled for SVMs)."""
         x = torch.as_tensor(x, dtype=torch.float32)
         self.check_input(x)
         z = (x.double().numpy() - self._mean) / self._std
         probs = torch.as_tensor(self.estimator.predict_proba(z), dtype=torch.float32)
-        check_finite(probs, "target")
+        check_finite(probs, context)
         return probs
 
     def logits(self, x: Tensor | np.ndarray) -> Tensor:

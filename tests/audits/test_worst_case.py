@@ -140,6 +140,10 @@ def test_a_model_that_returns_nan_is_named(make_cfg, tiny_shapes_target: Path, t
     torch.save(payload, broken)
     with pytest.raises(AdvauditError, match="returned NaN"):
         examine(make_cfg("examine", worst_case_overrides(broken)))
+    # random selection: the first forward pass is the examination's, which names where it happened
+    with pytest.raises(AdvauditError, match=r"step 0, instance \d+, condition \{sun_rot_x: "):
+        examine(make_cfg("examine", worst_case_overrides(broken, "audit.selection=random", "audit.n_instances=3",
+                                                         f"paths.output_dir={tmp_path / 'random'}")))
 
 
 def test_examine_multirun_over_examiners_and_the_leaderboard(tiny_shapes_target: Path, tmp_path: Path) -> None:

@@ -1,0 +1,138 @@
+"""What a run dir records about the run: the config that owns it, and how a failed run ended.
+
+Two records, both read by people and by the multirun callback: ``run_config.json`` (the config a
+run dir belongs to, so a rerun resumes only the same run) and the failure record in
+``result.json`` (``status: failed``, a one-line ``error``, ``error_kind``, ``task``, ``config``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Callable
+
+from omegaconf import DictConfig, OmegaConf
+
+from advaudit.errors import AdvauditError, RunInterrupted, classify
+from advaudit.report.records import write_json
+
+log = logging.getLogger(__name__)
+
+
+def write_failure(out: Path, task: str, cfg: DictConfig, error: BaseException,
+                  summary: Callable[[DictConfig], dict[str, Any]]) -> dict[str, Any]:
+    """Write the failure record ``<out>/result.json`` (``result.failed.json`` when ``result.json``
+    holds a finished run's results, which a refused rerun must not erase); returns it.
+
+    ``{"status": "failed", "error": <one line>, "error_kind": "user" | "bug" | "interrupted",
+    "task": "train" | "examine", "config": summary(cfg)}`` (the resolved config; unresolved when
+    resolving it is what failed).
+    """
+    interrupt = interruption(error)
+    if interrupt is not None:
+        kind, message = "interrupted", (f"interrupted by {interrupt}; the records written so far are kept: "
+                                        "rerun the same command into this run dir to resume")
+    else:
+        kind, message = classify(error)
+    record = {"status": "failed", "error": message, "error_kind": kind, "task": task}
+    try:
+        record["config"] = summary(cfg)
+    except Exception:  # an interpolation that does not resolve may be the very error
+        record["config"] = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
+    path = out / "result.json"
+    if _status(path) == "ok":  # a refused rerun must not erase the finished run's results
+        path = out / "result.failed.json"
+    try:
+        write_json(path, record)
+    except OSError as write_error:  # the run dir itself may be the problem; the message still reaches the user
+        log.warning("could not write the failure record to %s: %s", out, write_error)
+    return record
+
+
+def interruption(error: BaseException) -> str | None:
+    """``"SIGINT"``/``"SIGTERM"`` when ``error`` (or what it interrupted) is a stop request, else ``None``."""
+    item: BaseException | None = error
+    seen = 0
+    while item is not None and seen < 10:
+        if isinstance(item, RunInterrupted):
+            return item.signal_name
+        if isinstance(item, KeyboardInterrupt):
+            return "SIGINT"
+        if type(item).__name__ == "SIGTERMException":
+            return "SIGTERM"
+        item, seen = item.__cause__ or item.__context__, seen + 1
+    return None
+
+
+#: keys that do not change what a run computes: a rerun may differ in these and still resume
+_VOLATILE = ("paths", "logger", "callbacks", "threads", "tags", "device", "optimized_metric", "hydra",
+             "audit.stop_after_steps", "dataset.cache_dir", "dataset.num_workers", "world.device",
+             "trainer.enable_progress_bar", "trainer.enable_model_summary", "trainer.log_every_n_steps",
+             "trainer.default_root_dir", "trainer.accelerator")
+RUN_CONFIG = "run_config.json"
+
+
+class RunDirConflict(AdvauditError):
+    """The run dir holds results of a different config; mixing them would corrupt both."""
+
+
+def claim_run_dir(out: Path, cfg: DictConfig) -> None:
+    """Record the config that owns ``out``; refuse a rerun with a different one.
+
+    ``<out>/run_config.json`` holds the resolved config without the keys that do not change what
+    is computed (paths, loggers, threads, ``audit.stop_after_steps``, ...). A rerun with the same
+    config resumes from the records in ``out``; one with another config is refused, naming the
+    first keys that differ.
+    """
+    fingerprint = _fingerprint(cfg)
+    path = out / RUN_CONFIG
+    if path.exists() and not _failed_on_user_error(out):
+        try:
+            previous = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            previous = None
+        if previous is not None and previous != fingerprint:
+            changed = _differences(previous, fingerprint)
+            raise RunDirConflict(f"run dir {out} holds results of a different config (changed: {', '.join(changed[:4])}"
+                                 f"{', ...' if len(changed) > 4 else ''}); refusing to mix them: run without "
+                                 "hydra.run.dir (a new dir) or delete that dir")
+    write_json(path, fingerprint)
+
+
+def _fingerprint(cfg: DictConfig) -> dict[str, Any]:
+    container = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
+    for key in _VOLATILE:
+        head, _, tail = key.partition(".")
+        if not tail:
+            container.pop(head, None)
+        elif isinstance(container.get(head), dict):
+            container[head].pop(tail, None)
+    return json.loads(json.dumps(container, sort_keys=True, default=str))
+
+
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ, as ``key: old -> new``."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in sorted(set(old) | set(new)):
+            out += _differences(old.get(key), new.get(key), f"{prefix}{key}.")
+        return out
+    if old == new:
+        return []
+    return [f"{prefix.rstrip('.')}: {json.dumps(old)} -> {json.dumps(new)}"]
+
+
+def _failed_on_user_error(out: Path) -> bool:
+    """The earlier run in ``out`` ended on a user error (so it left no results to protect)."""
+    return _status(out / "result.json") == ("failed", "user")
+
+
+def _status(path: Path) -> str | tuple[str, str] | None:
+    """``"ok"``, ``("failed", error_kind)`` or ``None`` (no readable record) for ``result.json``."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    status = record.get("status", "ok")
+    return "ok" if status == "ok" else (status, record.get("error_kind"))

@@ -7,8 +7,10 @@
 2. Score every eligible item once (attack + MAE for adversarial distance / GAD; cached, resumable).
 3. Draw R pools of P items; run the chosen method and every method in ``audit.compare`` on all
    pools (batched), asking the oracle B times per pool.
-4. SDR, errors found, spread and queried confidences per query count, with CIs over pools, the
-   oracle ceiling, plots, a report, and W&B.
+4. The paper's measures per query count (SDR, errors found, spread, Bansal & Weld's coverage
+   utility, confidence of the queried items), averaged over the pools, the oracle ceiling, plots, a
+   report, and W&B. Pools of one run overlap: intervals come from independent replications
+   (``benchmarks/error_search_replications.py``), never from these pools.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from advaudit.search.adversarial_distance import LowessSettings, distance_values
 from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import build_policy
 from advaudit.search.features import pca_features
-from advaudit.search.metrics import oracle_ceiling, sdr_curve, spread_curve
+from advaudit.search.coverage import coverage_utility_curve, pool_diameter
+from advaudit.search.metrics import oracle_ceiling, pool_mean_and_sd, sdr_curve, spread_curve
 from advaudit.search.oracle import TerminalOracle
 from advaudit.search.policy import PoolBatch, label_oracle, run_policy
 from advaudit.search.pools import draw_pools, eligible
@@ -40,6 +43,7 @@ from advaudit.search.scorers import ScoreInputs, item_distances
 
 log = logging.getLogger(__name__)
 SCORED = ("adversarial_distance", "gad")
+MEASURES = ("sdr", "errors", "spread", "coverage", "confidence")  # per query count, see advaudit.search.metrics
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -87,6 +91,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     features = pca_features(scaled, int(audit.features.components))
     budget = min(int(audit.budget), pool_size)
     results = _completed(out)
+    variance = float(search.bansal_weld.get("variance", 0.001))
+    diameters = torch.cat([pool_diameter(features[pools[s:s + 100]]) for s in range(0, replications, 100)])
     chunk = int(audit.pool_chunk)
     for name in (methods[:1] if interactive else methods):
         if name in results:
@@ -103,7 +109,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             chosen, found = run_policy(build_policy(name, **params), batch, oracle, budget, generator)
             positions.append(chosen)
             answers.append(found)
-        results[name] = _method_record(name, torch.cat(positions), torch.cat(answers), pools, conf_e, features)
+        results[name] = _method_record(name, torch.cat(positions), torch.cat(answers), pools, conf_e, features,
+                                       variance, diameters)
         results[name]["seconds"] = round(time.perf_counter() - started, 2)
         log.info("%s: %d pools x %d queries in %.1f s", name, replications, budget, results[name]["seconds"])
         append_jsonl(out / "methods.jsonl", results[name])
@@ -119,12 +126,13 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         **{f"search/{name}/seconds": r["seconds"] for name, r in results.items() if "seconds" in r},
     }
     for name, record in results.items():
+        if "confidence_mean" in record:  # the paper's Fig. 7: confidence of everything the method queried
+            summary[f"search/{name}/queried_confidence"] = sum(record["confidence_mean"]) / len(record["confidence_mean"])
         for k in plain(audit.report_at, []):
             if k <= budget:
-                summary[f"search/{name}/sdr@{k}"] = record["sdr_mean"][k - 1]
-                if "errors_mean" in record:
-                    summary[f"search/{name}/errors@{k}"] = record["errors_mean"][k - 1]
-                    summary[f"search/{name}/spread@{k}"] = record["spread_mean"][k - 1]
+                for measure in MEASURES:
+                    if f"{measure}_mean" in record:
+                        summary[f"search/{name}/{measure}@{k}"] = record[f"{measure}_mean"][k - 1]
         if name == search.name:
             summary.update({f"search/sdr@{k}": record["sdr_mean"][k - 1]
                             for k in plain(audit.report_at, []) if k <= budget})
@@ -144,19 +152,28 @@ def _completed(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def _method_record(name: str, positions: torch.Tensor, answers: torch.Tensor, pools: torch.Tensor,
-                   confidence: torch.Tensor, features: torch.Tensor) -> dict[str, Any]:
-    """Curves over query counts for one method: mean and 95% CI half-width over pools."""
-    from advaudit.search.metrics import mean_and_ci
+                   confidence: torch.Tensor, features: torch.Tensor, variance: float,
+                   diameters: torch.Tensor, chunk: int = 100) -> dict[str, Any]:
+    """Curves over query counts ``1..B`` for one method: each measure's mean and SD over the pools.
 
+    ``positions`` / ``answers`` ``[R, B]`` (positions within each pool), ``pools`` ``[R, P]`` eligible-item
+    indices, ``confidence`` ``[N]`` and ``features`` ``[N, D]`` of the eligible items, ``diameters`` ``[R]``.
+    """
     item = pools.gather(1, positions)                       # [R, B] eligible-item indices
     queried_conf = confidence[item]
-    sdr = sdr_curve(answers, queried_conf)
-    errors = answers.double().cumsum(1)
-    spread = torch.stack([spread_curve(features[pools[r]], positions[r]) for r in range(len(pools))])
+    spread, coverage = [], []
+    for s in range(0, len(pools), chunk):                   # [chunk, P, B] distances at a time
+        rows = slice(s, s + chunk)
+        pool_features, pool_conf = features[pools[rows]], confidence[pools[rows]]
+        spread.append(spread_curve(pool_features, positions[rows]))
+        coverage.append(coverage_utility_curve(pool_features, pool_conf, positions[rows], answers[rows],
+                                               variance, diameters[rows]))
+    curves = {"sdr": sdr_curve(answers, queried_conf), "errors": answers.double().cumsum(1),
+              "spread": torch.cat(spread), "coverage": torch.cat(coverage), "confidence": queried_conf}
     record: dict[str, Any] = {"method": name}
-    for key, values in (("sdr", sdr), ("errors", errors), ("spread", spread)):
-        mean, half = mean_and_ci(values)
-        record[f"{key}_mean"], record[f"{key}_ci"] = mean.tolist(), half.tolist()
+    for key, values in curves.items():
+        mean, sd = pool_mean_and_sd(values)
+        record[f"{key}_mean"], record[f"{key}_sd"] = mean.tolist(), sd.tolist()
     record["queried_confidence"] = queried_conf.flatten().tolist()[:20000]
     record["first_pool_items"] = item[0].tolist()
     record["first_pool_answers"] = answers[0].tolist()
@@ -164,7 +181,5 @@ def _method_record(name: str, positions: torch.Tensor, answers: torch.Tensor, po
 
 
 def _ceiling_record(is_error: torch.Tensor, confidence: torch.Tensor, budget: int) -> dict[str, Any]:
-    from advaudit.search.metrics import mean_and_ci
-
-    mean, half = mean_and_ci(oracle_ceiling(is_error, confidence, budget))
-    return {"method": "oracle_ceiling", "sdr_mean": mean.tolist(), "sdr_ci": half.tolist()}
+    mean, sd = pool_mean_and_sd(oracle_ceiling(is_error, confidence, budget))
+    return {"method": "oracle_ceiling", "sdr_mean": mean.tolist(), "sdr_sd": sd.tolist()}

@@ -30,6 +30,7 @@ from advaudit.faults.foolbox_pgd import foolbox_pixel_tests
 from advaudit.faults.search import FaultResult, generator_tests, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_generator, load_target
+from advaudit.report.intervals import mean_with_ci
 from advaudit.report.plots import image_grid, plt, save_figure
 from advaudit.report.records import write_json
 from advaudit.report.wandb_run import open_wandb
@@ -62,6 +63,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         p.requires_grad_(False)
     model = target  # an nn.Module whose forward gives uncalibrated logits
 
+    features = _fault_features(audit.get("fault_feature"))
+    judge = None
+    if audit.get("judge"):
+        judge = load_target(str(audit.judge)).eval()
+        require(judge.class_names == target.class_names, f"the judge (audit.judge) knows classes {judge.class_names}, "
+                f"the target {target.class_names}; train the judge on the target's classes")
     n = int(audit.n_seeds)
     z, y0, seeds = sample_seeds(generator, model, source, n, seed=int(cfg.seed))
     y1 = None if destination is None else torch.full((n,), destination, dtype=torch.long)
@@ -104,21 +111,33 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         summary[f"faults/{kind}/tests_per_second"] = float(ok.sum()) / max(result.seconds, 1e-9)
         for name, values in distances[kind].items():
             summary[f"faults/{kind}/{name}_median"] = float(values[ok].median()) if ok.any() else None
-        feature = plain(audit.get("fault_feature"))
-        if feature and ok.any():  # share of failing tests that moved the injected feature the fault's way
-            shift = feature_shift(seeds[ok], result.tests[ok], str(feature["kind"]), float(feature["direction"]))
-            summary[f"faults/{kind}/feature_moved_share"] = float((shift > 0).float().mean())
-            summary[f"faults/{kind}/feature_shift_mean"] = float(shift.mean())
+        valid = ok
+        if judge is not None:  # the independent classifier still sees the seed's class: the test kept its label
+            keeps = judge.predict_proba(result.tests).argmax(1) == y0
+            valid = ok & keeps
+            _share(summary, f"faults/{kind}/valid_share", keeps[ok])
+        for feature in features:  # share of failing tests that moved the injected feature the fault's way
+            shift = feature_shift(seeds, result.tests, str(feature["kind"]), float(feature["direction"]))
+            for label, members in (("", ok), ("_valid", valid)):
+                key = f"faults/{kind}/feature/{feature['kind']}{label}"
+                _share(summary, f"{key}/moved_share", shift[members] > 0)
+                summary[f"{key}/shift_mean"] = float(shift[members].mean()) if members.any() else None
+        if features and ok.any():  # the first feature under the report's column names
+            first = f"faults/{kind}/feature/{features[0]['kind']}"
+            summary[f"faults/{kind}/feature_moved_share"] = summary[f"{first}/moved_share"]
+            summary[f"faults/{kind}/feature_shift_mean"] = summary[f"{first}/shift_mean"]
     for path in plain(audit.get("transfer_targets"), []) or []:
         other = load_target(str(path)).eval()
         name = Path(str(path)).parent.parent.name
         # the other model's accuracy on the unperturbed seeds: how much of its error the tests cause
-        summary[f"faults/seeds/transfer_acc/{name}"] = float((other.predict_proba(seeds).argmax(1) == y0).float().mean())
+        _share(summary, f"faults/seeds/transfer_acc/{name}", other.predict_proba(seeds).argmax(1) == y0)
         for kind, result in kinds.items():
             ok = result.success
+            if judge is not None:  # RQ3 on valid tests only: a test that changed class cannot count as transfer
+                ok = ok & (judge.predict_proba(result.tests).argmax(1) == y0)
             if ok.any():
-                accuracy = float((other.predict_proba(result.tests[ok]).argmax(1) == y0[ok]).float().mean())
-                summary[f"faults/{kind}/transfer_acc/{name}"] = accuracy
+                _share(summary, f"faults/{kind}/transfer_acc/{name}",
+                       other.predict_proba(result.tests[ok]).argmax(1) == y0[ok])
     torch.save({"seeds": seeds, "y0": y0, "z": z, **{f"{k}_tests": r.tests for k, r in kinds.items()},
                 **{f"{k}_success": r.success for k, r in kinds.items()}}, out / "tests.pt")
     with open_wandb(cfg, job_type="examine", name="fault_tests") as wandb_run:
@@ -129,6 +148,27 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for key, path in plots.items():
             wandb_run.log_image(key, path)
     return summary
+
+
+def _fault_features(setting: Any) -> list[dict[str, Any]]:
+    """``audit.fault_feature`` as a list of ``{kind, direction}`` (one mapping or a list of them)."""
+    value = plain(setting)
+    features = [] if not value else [value] if isinstance(value, dict) else list(value)
+    for feature in features:
+        require(isinstance(feature, dict) and {"kind", "direction"} <= set(feature), f"audit.fault_feature entry "
+                f"{feature!r} needs kind and direction, e.g. {{kind: brightness, direction: -1}}")
+    return features
+
+
+def _share(summary: dict[str, Any], key: str, hits: torch.Tensor) -> None:
+    """``key`` = share of ``hits`` ``[n]`` (bool), with its 95% bootstrap interval over the tests
+    (each test comes from its own seed: independent units) under ``key/lo``, ``key/hi``, and ``key/n``."""
+    if not len(hits):
+        summary[key] = None
+        return
+    stats = mean_with_ci(hits.float().numpy())
+    summary[key], summary[f"{key}/lo"], summary[f"{key}/hi"], summary[f"{key}/n"] = (
+        stats["mean"], stats["lo"], stats["hi"], stats["n"])
 
 
 def _chunked(make: Any, n: int, chunk: int, cache: Path, fingerprint: str) -> FaultResult:
@@ -158,8 +198,8 @@ def _chunked(make: Any, n: int, chunk: int, cache: Path, fingerprint: str) -> Fa
 def _write_report(path: Path, summary: dict[str, Any], kinds: list[str], plots: dict[str, Path]) -> Path:
     """``report.md``: one row per kind of test (success, steps, time, pixel distances, RQ1 / RQ3 columns)."""
     columns = ["success", "steps_mean", "seconds_per_test", "tests_per_second", "l2_median", "linf_median",
-               "feature_moved_share", "feature_shift_mean"]
-    transfer = sorted({k.split("/transfer_acc/")[1] for k in summary if "/transfer_acc/" in k})
+               "valid_share", "feature_moved_share", "feature_shift_mean"]
+    transfer = sorted({k.split("/transfer_acc/")[1].split("/")[0] for k in summary if "/transfer_acc/" in k})
     header = columns + [f"acc on {name}" for name in transfer]
 
     def cell(value: Any) -> str:

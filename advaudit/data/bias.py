@@ -3,9 +3,11 @@
 All options are plain config (``dataset.bias``) and apply to the **training** split only, except
 ``test_grayscale`` which is a test-time shift:
 
-``drop_subgroup``: ``{class: c, attribute: a, low: l, high: h}`` removes training items of class
-    ``c`` whose attribute ``a`` lies in ``[l, h]`` (a dataset attribute such as a render factor or
-    a table column, or an image statistic: ``brightness`` = mean intensity, ``contrast`` = std).
+``drop_subgroup``: ``{class: c, attribute: a, low: l, high: h}`` (or a list of them) removes training
+    items of class ``c`` whose attribute ``a`` lies in ``[l, h]`` (a dataset attribute such as a render
+    factor or a table column, or an image statistic: ``brightness`` = mean intensity, ``contrast`` =
+    std, ``size`` = share of pixels above 0.1, the garment's area). A list of two drops ties a
+    feature to a class in both directions (e.g. bright pullovers and dark coats only: an injected fault).
 ``max_per_group``: ``{m: 10, group: instance}`` keeps at most ``m`` items per group (``instance``
     ids for rendered worlds, ``class`` for per-class caps); asking for more than exists is an error.
 ``test_grayscale``: ``true`` converts the test split's RGB images to grayscale (kept 3-channel).
@@ -28,7 +30,8 @@ from advaudit.data.split import Split
 from advaudit.errors import AdvauditError, require
 
 KNOWN_OPTIONS = {"drop_subgroup", "max_per_group", "test_grayscale", "test_contrast", "spurious"}
-IMAGE_STATISTICS = ("brightness", "contrast")
+IMAGE_STATISTICS = ("brightness", "contrast", "size")
+SIZE_THRESHOLD = 0.1  # a pixel above this belongs to the object (Fashion-MNIST backgrounds are 0)
 
 
 def apply_bias(split: Split, bias: Mapping[str, Any], class_names: list[str], seed: int) -> Split:
@@ -36,8 +39,9 @@ def apply_bias(split: Split, bias: Mapping[str, Any], class_names: list[str], se
     unknown = set(bias) - KNOWN_OPTIONS
     require(not unknown, f"unknown bias option(s) {sorted(unknown)}; use {sorted(KNOWN_OPTIONS)}")
     generator = torch.Generator().manual_seed(seed + 17)
-    if bias.get("drop_subgroup"):
-        split = drop_subgroup(split, class_names=class_names, **dict(bias["drop_subgroup"]))
+    drops = bias.get("drop_subgroup")
+    for drop in ([drops] if isinstance(drops, Mapping) else list(drops or [])):
+        split = drop_subgroup(split, class_names=class_names, **dict(drop))
     if bias.get("max_per_group"):
         split = keep_per_group(split, generator=generator, **dict(bias["max_per_group"]))
     if bias.get("spurious"):
@@ -62,6 +66,19 @@ def scale_contrast(x: Tensor, factor: float) -> Tensor:
     return (mean + factor * (x - mean)).clamp(0, 1)
 
 
+def image_statistic(x: Tensor, name: str) -> Tensor:
+    """``[N]`` statistic of images ``[N, C, H, W]``: ``brightness`` (mean), ``contrast`` (std) or ``size``
+    (share of pixels above :data:`SIZE_THRESHOLD`)."""
+    flat = x.flatten(1)
+    if name == "brightness":
+        return flat.mean(1)
+    if name == "contrast":
+        return flat.std(1)
+    if name == "size":
+        return (flat > SIZE_THRESHOLD).float().mean(1)
+    raise AdvauditError(f"image statistic {name!r} is unknown; use one of {list(IMAGE_STATISTICS)}")
+
+
 def _class(value: Any, class_names: list[str]) -> int:
     from advaudit.data.base import class_index
 
@@ -73,8 +90,7 @@ def attribute_values(split: Split, attribute: str) -> Tensor:
     if attribute in split.attributes:
         return split.attributes[attribute].float()
     if split.x.dim() == 4 and attribute in IMAGE_STATISTICS:
-        flat = split.x.flatten(1)
-        return flat.mean(1) if attribute == "brightness" else flat.std(1)
+        return image_statistic(split.x, attribute)
     available = sorted(split.attributes) + (list(IMAGE_STATISTICS) if split.x.dim() == 4 else [])
     raise AdvauditError(f"attribute {attribute!r} does not exist; use one of {available}")
 

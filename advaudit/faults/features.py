@@ -9,14 +9,17 @@ from advaudit.errors import AdvauditError
 
 
 def feature_value(x: Tensor, kind: str) -> Tensor:
-    """``[B]`` strength of the feature of :func:`advaudit.data.bias.add_image_feature` in ``x`` ``[B, C, H, W]``:
-    ``brightness`` = mean intensity; ``patch`` = mean of the top-left square (1/5 of the side)."""
-    if kind == "brightness":
-        return x.flatten(1).mean(1)
+    """``[B]`` strength of an injected feature in ``x`` ``[B, C, H, W]``: ``brightness`` = mean
+    intensity; ``size`` = share of pixels above 0.1 (the object's area); ``patch`` = mean of the
+    top-left square (1/5 of the side, :func:`advaudit.data.bias.add_image_feature`)."""
+    if kind in ("brightness", "size"):
+        from advaudit.data.bias import image_statistic
+
+        return image_statistic(x, kind)
     if kind == "patch":
         side = max(2, x.shape[-1] // 5)
         return x[..., :side, :side].flatten(1).mean(1)
-    raise AdvauditError(f"audit.fault_feature.kind={kind!r} is unknown; use brightness or patch")
+    raise AdvauditError(f"audit.fault_feature.kind={kind!r} is unknown; use brightness, size or patch")
 
 
 def feature_shift(seeds: Tensor, tests: Tensor, kind: str, direction: float) -> Tensor:

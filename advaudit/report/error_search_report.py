@@ -1,4 +1,4 @@
-"""Error-search results people look at: SDR / errors / spread curves with CIs (Fig. 3-7 style),
+"""Error-search results people look at: the paper's measures per query count (Figs. 2, 3, 5-7 style),
 queried-confidence box plots, the LOWESS fit behind adversarial distance, the target's reliability
 on the critical class, the errors found, and a markdown summary. All PNG/JSON under the run dir."""
 
@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from advaudit.models.calibration import expected_calibration_error, reliability_table
+from advaudit.report.intervals import mean_with_ci
 from advaudit.report.plots import image_grid, plt, reliability_diagram, save_figure
 from advaudit.report.records import write_json
 from advaudit.search.lowess import lowess_fit
@@ -22,11 +23,12 @@ def _curves(results: dict[str, dict[str, Any]], key: str, path: Path, ylabel: st
     for name, record in results.items():
         if f"{key}_mean" not in record:
             continue
-        mean, half = np.array(record[f"{key}_mean"]), np.array(record[f"{key}_ci"])
+        mean = np.array(record[f"{key}_mean"])
         queries = np.arange(1, len(mean) + 1)
         style = "--" if name == "oracle_ceiling" else "-"
         ax.plot(queries, mean, style, label=name)
-        ax.fill_between(queries, mean - half, mean + half, alpha=0.2)
+        if f"{key}_lo" in record:  # intervals over independent replications only
+            ax.fill_between(queries, record[f"{key}_lo"], record[f"{key}_hi"], alpha=0.2)
     if key == "sdr":
         ax.axhline(1.0, color="gray", lw=0.8)
     if log_y:
@@ -69,7 +71,8 @@ def write_report(out: Path, results: dict[str, dict[str, Any]], summary: dict[st
     plots: dict[str, Path] = {
         "search/sdr": _curves(results, "sdr", out / "sdr.png", "SDR (errors found / expected)", log_y=True),
         "search/errors": _curves(results, "errors", out / "errors.png", "errors found"),
-        "search/spread": _curves(results, "spread", out / "spread.png", "spread (PCA space)"),
+        "search/spread": _curves(results, "spread", out / "spread.png", "spread (PCA space; lower = better)"),
+        "search/coverage": _curves(results, "coverage", out / "coverage.png", "Bansal & Weld coverage utility"),
         "search/confidence": _confidence_box(results, out / "queried_confidence.png"),
     }
     for name, distance in distances.items():
@@ -98,12 +101,72 @@ def _markdown(results: dict[str, dict[str, Any]], summary: dict[str, Any], prima
     errors = summary["search/eligible_errors"]
     lines = [f"# Error search: {primary}", "",
              f"{summary['search/eligible']} eligible items" + (f" ({errors} errors)" if errors is not None else "") + ", "
-             f"{summary['search/replications']} pools of {summary['search/pool_size']}, budget {budget}.", "",
-             "| method | " + " | ".join(f"SDR@{k}" for k in marks) + f" | errors@{budget} | spread@{budget} |",
-             "|---" * (len(marks) + 3) + "|"]
+             f"{summary['search/replications']} pools of {summary['search/pool_size']}, budget {budget}. Means over the "
+             "pools of this run (they overlap: no interval here; see benchmarks/error_search_replications.py). "
+             "Spread: lower is better.", "",
+             "| method | " + " | ".join(f"SDR@{k}" for k in marks) + f" | errors@{budget} | spread@{budget} | "
+             f"coverage@{budget} | queried confidence |",
+             "|---" * (len(marks) + 5) + "|"]
     for name, record in results.items():
-        sdr = " | ".join(f"{record['sdr_mean'][k - 1]:.2f} ± {record['sdr_ci'][k - 1]:.2f}" for k in marks)
-        errors = f"{record['errors_mean'][budget - 1]:.1f}" if "errors_mean" in record else "-"
-        spread = f"{record['spread_mean'][budget - 1]:.3f}" if "spread_mean" in record else "-"
-        lines.append(f"| {name} | {sdr} | {errors} | {spread} |")
+        cells = [f"{record['sdr_mean'][k - 1]:.2f}" for k in marks]
+        for key, digits in (("errors", 1), ("spread", 3), ("coverage", 2)):
+            cells.append(f"{record[f'{key}_mean'][budget - 1]:.{digits}f}" if f"{key}_mean" in record else "-")
+        confidence = record.get("confidence_mean")
+        cells.append(f"{float(np.mean(confidence)):.3f}" if confidence else "-")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def aggregate_replications(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every ``search/<method>/<measure>`` of independent runs (one ``summary.json`` per seed, each
+    with a ``seed`` key) as ``{mean, lo, hi, n}`` over the runs (:func:`advaudit.report.intervals.mean_with_ci`),
+    plus each method's per-seed difference to random search (paired by seed) for every measure.
+    """
+    methods: dict[str, dict[str, list[float]]] = {}
+    for summary in summaries:
+        for key, value in summary.items():
+            parts = key.split("/")
+            if len(parts) == 3 and parts[0] == "search" and isinstance(value, (int, float)) and "@" in parts[2] \
+                    or len(parts) == 3 and parts[2] == "queried_confidence":
+                methods.setdefault(parts[1], {}).setdefault(parts[2], []).append(float(value))
+    table: dict[str, Any] = {
+        "seeds": [s["seed"] for s in summaries], "n": len(summaries),
+        "eligible": [s.get("search/eligible") for s in summaries],
+        "eligible_errors": [s.get("search/eligible_errors") for s in summaries],
+        "pool_size": [s.get("search/pool_size") for s in summaries],
+        "replications": [s.get("search/replications") for s in summaries],
+        "budget": summaries[0].get("search/budget") if summaries else None,
+        "methods": {name: {measure: mean_with_ci(values) for measure, values in measures.items()}
+                    for name, measures in methods.items()},
+    }
+    random = methods.get("random", {})
+    table["vs_random"] = {
+        name: {measure: mean_with_ci(np.subtract(values, random[measure]))
+               for measure, values in measures.items() if len(random.get(measure, [])) == len(values)}
+        for name, measures in methods.items() if name not in ("random", "oracle_ceiling")}
+    return table
+
+
+def replications_markdown(task: str, table: dict[str, Any]) -> str:
+    """A RESULTS-ready table: mean [95% interval over seeds] of each measure, and SDR minus random's."""
+    budget = table["budget"]
+    marks = [k for k in (5, 10, 20, 50) if budget and k <= budget]
+
+    def cell(stats: dict[str, float] | None, digits: int = 2) -> str:
+        if not stats:
+            return "-"
+        return f"{stats['mean']:.{digits}f} [{stats['lo']:.{digits}f}, {stats['hi']:.{digits}f}]"
+
+    lines = [f"**{task}**: {table['n']} seeds {table['seeds']}; eligible items per seed {table['eligible']} "
+             f"(errors {table['eligible_errors']}); pools of {sorted(set(table['pool_size']))} x "
+             f"{sorted(set(table['replications']))} per seed, budget {budget}. Mean [95% bootstrap interval over seeds].",
+             "", "| method | " + " | ".join(f"SDR@{k}" for k in marks) + f" | errors@{budget} | spread@{budget} (lower "
+             f"is better) | coverage@{budget} | queried confidence | SDR@20 - random |",
+             "|---" * (len(marks) + 6) + "|"]
+    for name, measures in table["methods"].items():
+        row = [cell(measures.get(f"sdr@{k}")) for k in marks]
+        row += [cell(measures.get(f"errors@{budget}"), 1), cell(measures.get(f"spread@{budget}"), 3),
+                cell(measures.get(f"coverage@{budget}")), cell(measures.get("queried_confidence"), 3),
+                cell(table["vs_random"].get(name, {}).get("sdr@20"))]
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"

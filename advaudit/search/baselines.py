@@ -9,16 +9,16 @@ listed in docs/RESULTS.md:
     papers ran: k-means clusters of the derived feature space as arms of a UCB1 bandit whose
     reward is "high-confidence error found" (uniform oracle cost only shifts every arm equally);
     within an arm the item is drawn at random.
-``bansal_weld``: coverage-based greedy (Bansal & Weld 2018): utility ``U = sum_x c_x Cover(x|Q)``,
-    ``Cover`` the largest Gaussian-kernel similarity (bandwidth = median item-anchor distance) to a
-    found error; next query maximises ``P(error) * (U gain if it is an error)``, ``P(error)`` per
-    k-means cluster from a Beta(1, 1) posterior over answers seen there.
+``bansal_weld``: Bansal & Weld's (2018) adaptive greedy as their code (run by the adversarial-distance
+    paper) does it: clusters on confidence then features, prior ``1 - c`` updated per cluster, next
+    query ``argmax P(error) * U(Q + x)`` on the coverage utility (see :class:`BansalWeldCoverage`).
 ``facility_locations``: Maurer & Bennette (2019): utility ``a sum log(1/(1-c))`` over found errors
     ``- (1-a)/n sum_x min-distance(x, found errors)``; next query maximises ``P(error) * gain``, with
     ``P(error)`` from a ridge logistic-regression meta-model on [features, confidence] refitted after
     every answer once both outcomes are seen, ``1 - c`` before that.
 
-Sums over all pool items (coverage, facility distances) use ``anchors`` seeded random items per pool.
+Facility distances sum over ``anchors`` seeded random items per pool; Bansal & Weld's coverage over each
+item's nearest neighbours (exact for their narrow kernel; :mod:`advaudit.search.coverage`).
 """
 
 from __future__ import annotations
@@ -134,37 +134,110 @@ def _anchor_distances(features: Tensor, anchors: int, generator: torch.Generator
     return torch.cdist(features, anchor_features), pick
 
 
+def masked_kmeans(features: Tensor, mask: Tensor, k: int, generator: torch.Generator,
+                  iterations: int = 25) -> tuple[Tensor, Tensor]:
+    """Lloyd's k-means in ``G`` groups at once, each over its own items.
+
+    ``features`` ``[G, P, D]``, ``mask`` ``[G, P]`` (which items belong to the group). Returns cluster
+    ids ``[G, P]`` (meaningless outside the mask) and each group's mean squared distance to its
+    centres ``[G]`` (sklearn's inertia / n, the elbow's score). Seeded random initial centres.
+    """
+    g, p, d = features.shape
+    key = torch.rand(g, p, generator=generator).masked_fill(~mask, -1.0)
+    start = key.topk(min(k, p), dim=1).indices
+    centers = features.gather(1, start[..., None].expand(-1, -1, d)).clone()
+    weight = mask.to(features.dtype)[..., None]
+    for _ in range(iterations):
+        assign = torch.cdist(features, centers).argmin(2)
+        one_hot = torch.nn.functional.one_hot(assign, centers.shape[1]).to(features.dtype) * weight
+        counts = one_hot.sum(1)[..., None]
+        updated = one_hot.transpose(1, 2) @ features / counts.clamp_min(1)
+        centers = torch.where(counts > 0, updated, centers)
+    distance = torch.cdist(features, centers)
+    assign = distance.argmin(2)
+    sse = (distance.amin(2) ** 2 * mask).sum(1) / mask.sum(1).clamp_min(1)
+    return assign, sse
+
+
+def elbow_kmeans(features: Tensor, mask: Tensor, generator: torch.Generator, max_k: int = 5) -> Tensor:
+    """Bansal & Weld's ``elbow``: fit k = 2..max_k, pick ``k = K[argmax(diff ratio)] + 1`` per group.
+
+    ``diff = SSE_{k+1} - SSE_k``; the chosen k is where ``diff_{k+1} / diff_k`` peaks, plus one (their
+    code, ``clustering.elbow``). Returns the chosen fit's cluster ids ``[G, P]``.
+    """
+    ks = list(range(2, max_k + 1))
+    fits = [masked_kmeans(features, mask, k, generator) for k in ks]
+    sse = torch.stack([f[1] for f in fits], 1)                           # [G, len(ks)]
+    diff = sse.diff(dim=1)
+    ratio = torch.nan_to_num(diff[:, 1:] / diff[:, :-1], nan=-math.inf, posinf=-math.inf)
+    chosen = ratio.argmax(1) + 1                                          # index into ks of K[argmax] + 1
+    assigns = torch.stack([f[0] for f in fits], 1)                        # [G, len(ks), P]
+    return assigns[torch.arange(len(chosen)), chosen]
+
+
+def confidence_then_feature_clusters(features: Tensor, confidence: Tensor, generator: torch.Generator,
+                                     max_k: int = 5) -> Tensor:
+    """Bansal & Weld's ``kmeans_both`` clusters ``[R, P]``: k-means on the confidence (elbow), then
+    k-means on the features inside each confidence cluster (elbow). ``features`` ``[R, P, D]``."""
+    r, p, d = features.shape
+    everything = torch.ones(r, p, dtype=torch.bool)
+    by_confidence = elbow_kmeans(confidence.float()[..., None], everything, generator, max_k)   # [R, P]
+    groups = int(by_confidence.max()) + 1
+    member = torch.stack([by_confidence == c for c in range(groups)], 1)                      # [R, C, P]
+    inner = elbow_kmeans(features[:, None].expand(-1, groups, -1, -1).reshape(r * groups, p, d),
+                         member.reshape(r * groups, p), generator, max_k).view(r, groups, p)
+    return by_confidence * max_k + inner.gather(1, by_confidence[:, None]).squeeze(1)
+
+
 class BansalWeldCoverage(_Masked):
-    """Coverage-based greedy search (Bansal & Weld 2018) with cluster-level Beta error estimates."""
+    """Bansal & Weld (2018) adaptive greedy on their coverage utility, as the paper ran it.
+
+    From their code (``optim.adap_greedy('conf', submod, B, 'cluster', k, clusters)``):
+    clusters = k-means on confidence, then on the features within each (:func:`confidence_then_feature_clusters`);
+    prior ``P(error | x) = 1 - c_x``, updated per cluster after every answer to
+    ``(2 (1 - c_x) + errors in x's cluster) / (2 + queries in x's cluster)``; next query
+    ``argmax_x P(error | x) * U(Q + x)`` with ``U`` the coverage utility of :mod:`advaudit.search.coverage`
+    (``score: published``). ``score: expected_gain`` uses ``P(error | x) * (U(Q + x) - U(Q))`` instead,
+    the expected marginal gain of the greedy in their paper's text.
+    """
 
     name = "bansal_weld"
 
-    def __init__(self, clusters: int = 10, anchors: int = 128) -> None:
-        self.clusters, self.anchors = clusters, anchors
+    def __init__(self, variance: float = 0.001, neighbours: int = 64, max_k: int = 5, prior_strength: float = 2.0,
+                 score: str = "published") -> None:
+        require(score in ("published", "expected_gain"), f"bansal_weld score={score!r}; use published or expected_gain")
+        require(variance > 0 and neighbours >= 1 and max_k >= 4, f"bansal_weld variance={variance} must be > 0, "
+                f"neighbours={neighbours} >= 1, max_k={max_k} >= 4")
+        self.variance, self.neighbours, self.max_k = variance, neighbours, max_k
+        self.prior_strength, self.score = prior_strength, score
 
     def start(self, pools: PoolBatch, generator: torch.Generator) -> None:
+        from advaudit.search.coverage import NeighbourCoverage
+
         super().start(pools, generator)
-        self.assign = kmeans(pools.features, self.clusters, generator)
-        self.k = int(self.assign.max()) + 1
-        distance, anchors = _anchor_distances(pools.features, self.anchors, generator)  # [R, P, A]
-        bandwidth = distance.flatten(1).median(1).values.clamp_min(1e-12)[:, None, None]
-        self.similarity = torch.exp(-0.5 * (distance / bandwidth) ** 2)
-        self.anchor_confidence = pools.confidence.gather(1, anchors)                   # c_x in U, [R, A]
-        self.cover = torch.zeros(anchors.shape)                                         # [R, A]
-        self.errors = torch.ones(pools.shape[0], self.k)   # Beta(1, 1) prior per cluster
-        self.trials = torch.full((pools.shape[0], self.k), 2.0)
+        self.assign = confidence_then_feature_clusters(pools.features, pools.confidence, generator, self.max_k)
+        k = int(self.assign.max()) + 1
+        self.errors = torch.zeros(pools.shape[0], k, dtype=torch.float64)
+        self.trials = torch.zeros(pools.shape[0], k, dtype=torch.float64)
+        self.prior = 1 - pools.confidence.double()
+        self.coverage = NeighbourCoverage(pools.features, pools.confidence, self.neighbours, self.variance)
+
+    def p_error(self) -> Tensor:
+        """``[R, P]`` the cluster-updated prior."""
+        errors, trials = self.errors.gather(1, self.assign), self.trials.gather(1, self.assign)
+        return (self.prior_strength * self.prior + errors) / (self.prior_strength + trials)
 
     def next(self) -> Tensor:
-        gain = ((self.similarity - self.cover[:, None, :]).clamp_min(0) * self.anchor_confidence[:, None, :]).sum(2)
-        p_error = (self.errors / self.trials).gather(1, self.assign)
-        return self._pick(p_error * gain)
+        gain = self.coverage.gain_if_error()
+        if self.score == "published":
+            gain = gain + self.coverage.utility()[:, None]
+        return self._pick(self.p_error() * gain)
 
     def observe(self, positions: Tensor, is_error: Tensor) -> None:
         cluster = self.assign[self.rows, positions]
         self.trials[self.rows, cluster] += 1
-        self.errors[self.rows, cluster] += is_error.float()
-        found = self.similarity[self.rows, positions] * is_error.float()[:, None]   # [R, A]
-        self.cover = torch.maximum(self.cover, found)
+        self.errors[self.rows, cluster] += is_error.double()
+        self.coverage.add_errors(positions, is_error)
         super().observe(positions, is_error)
 
 

@@ -1,5 +1,13 @@
-"""Error-search metrics: SDR (errors found / errors expected from confidence), errors found,
-spread (mean distance from each pool item to its nearest queried item)."""
+"""Error-search measures of the adversarial-distance paper (its Figs. 2, 3, 5, 6, 7), per query count.
+
+- SDR (Eq. 5 / Maurer & Bennette): errors found divided by the errors the confidences predict,
+  ``SDR_k = sum_{j<=k} e_j / sum_{j<=k} (1 - c_j)``. Higher is better.
+- spread (Eq. 6): ``spread = sum_{x in X} min_{q in Q} dist(x, q) / |X|``, the mean distance from
+  every pool item to its nearest queried item. LOWER is better: the queries cover the pool.
+- Bansal & Weld's coverage utility (Eq. 1): :func:`advaudit.search.coverage.coverage_utility_curve`.
+- errors found (Lakkaraju's utility for imagery, Fig. 6): ``sum_{j<=k} e_j``.
+- confidence of what was queried (Fig. 7): ``c_j`` of each query.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +21,23 @@ def sdr_curve(is_error: Tensor, confidence: Tensor) -> Tensor:
 
 
 def spread_curve(features: Tensor, queried: Tensor) -> Tensor:
-    """Spread after each query ``[B]`` for one pool: ``features`` ``[P, D]``, ``queried`` ``[B]`` indices."""
-    distances = torch.cdist(features.float(), features[queried].float())  # [P, B]
-    return distances.cummin(1).values.mean(0)
+    """Spread (Eq. 6, lower is better) after each query: ``[..., B]``.
+
+    ``features`` ``[..., P, D]`` (one pool, or ``R`` pools batched), ``queried`` ``[..., B]`` positions.
+    """
+    picked = features.gather(-2, queried[..., None].expand(*queried.shape, features.shape[-1]))
+    distances = torch.cdist(features.float(), picked.float())  # [..., P, B]
+    return distances.cummin(-1).values.mean(-2)
 
 
-def mean_and_ci(values: Tensor, z: float = 1.96) -> tuple[Tensor, Tensor]:
-    """Mean over replications ``[R, B] -> [B]`` and the half-width of its normal 95% interval."""
-    mean = values.double().mean(0)
-    half = z * values.double().std(0) / max(1, values.shape[0]) ** 0.5
-    return mean, half
+def pool_mean_and_sd(values: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean over the pools of one run ``[R, B] -> [B]`` and the pool-to-pool standard deviation.
+
+    Pools drawn from one evaluation set overlap, so this is no confidence interval: intervals come
+    from independent replications (:func:`advaudit.report.error_search_report.aggregate_replications`).
+    """
+    values = values.double()
+    return values.mean(0), values.std(0) if values.shape[0] > 1 else torch.zeros(values.shape[1:], dtype=torch.float64)
 
 
 def _smallest_cumsum(values: Tensor, keep: Tensor, budget: int) -> Tensor:

@@ -44,11 +44,13 @@ def test_gad_search_on_a_biased_black_box_runs_every_method_and_resumes(biased_s
                  "adversarial_distance", "oracle_ceiling"):
         assert f"search/{name}/sdr@15" in result, name
         assert result[f"search/{name}/sdr@15"] >= 0
+        for measure in ("errors", "spread", "coverage", "confidence") * (name != "oracle_ceiling"):
+            assert result[f"search/{name}/{measure}@15"] >= 0, (name, measure)  # the paper's other measures
     ceiling = result["search/oracle_ceiling/sdr@15"]
     assert all(result[f"search/{n}/sdr@15"] <= ceiling + 1e-9 for n in ("gad", "random", "lakkaraju"))
     assert result["search/sdr@15"] == result["search/gad/sdr@15"]
     assert result["search/eligible_errors"] > 0 and -1 <= result["search/gad/pseudo_r2"] <= 1
-    for png in ("sdr.png", "errors.png", "spread.png", "queried_confidence.png", "lowess_gad.png",
+    for png in ("sdr.png", "errors.png", "spread.png", "coverage.png", "queried_confidence.png", "lowess_gad.png",
                 "reliability_critical_class.png"):
         assert (out / png).is_file(), png
     assert "| gad |" in (out / "report.md").read_text()
@@ -86,13 +88,17 @@ def test_bad_input_is_named(biased_svm: Path, tmp_path: Path) -> None:
     from advaudit.tasks import examine
 
     with pytest.raises(AdvauditError, match=r"confidence > 1.0.*lower audit.tau"):
-        examine(compose_config("examine", search_overrides(biased_svm, "audit.tau=1.0"), tmp_path))
+        examine(compose_config("examine", search_overrides(biased_svm, "audit.tau=1.0"),
+                               tmp_path / "tau"))  # one run dir each: a changed config is refused
     with pytest.raises(AdvauditError, match="number of queries must be >= 1"):
-        examine(compose_config("examine", search_overrides(biased_svm, "audit.budget=0"), tmp_path))
+        examine(compose_config("examine", search_overrides(biased_svm, "audit.budget=0"),
+                               tmp_path / "budget"))  # one run dir each: a changed config is refused
     with pytest.raises(AdvauditError, match="does not exist; use a name or index"):
-        examine(compose_config("examine", search_overrides(biased_svm, "audit.critical_class=cat"), tmp_path))
+        examine(compose_config("examine", search_overrides(biased_svm, "audit.critical_class=cat"),
+                               tmp_path / "cls"))  # one run dir each: a changed config is refused
     with pytest.raises(AdvauditError, match="exceeds the .* items available"):
-        examine(compose_config("examine", search_overrides(biased_svm, "audit.pool_size=100000"), tmp_path))
+        examine(compose_config("examine", search_overrides(biased_svm, "audit.pool_size=100000"),
+                               tmp_path / "pool"))  # one run dir each: a changed config is refused
     meta = {"class_names": ["a", "b"], "input_shape": [2], "normalization": {"mean": [0, 0], "std": [1, 1]}}
     with pytest.raises(AdvauditError, match="no predict_proba"):
         SklearnTarget(SVC().fit(torch.rand(10, 2).numpy(), [0, 1] * 5), meta)

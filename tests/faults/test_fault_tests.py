@@ -128,39 +128,53 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
             "audit.n_seeds=6", "audit.max_steps=30", "audit.pixel.l2.steps=10", "audit.pixel.linf.steps=10",
             f"audit.transfer_targets=[{tiny_fmnist_target}]"]
     cfg = compose_config("examine", [*base, f"audit.source_class={source}", f"audit.target_class={other}",
-                                     "audit.eps=50"], tmp_path)
+                                     "audit.eps=50", f"audit.judge={tiny_fmnist_target}",
+                                     "audit.fault_feature=[{kind:brightness,direction:-1},{kind:size,direction:1}]"],
+                         tmp_path)
     result = examine(cfg)
     out = Path(cfg.paths.output_dir)
     for kind in ("generator", "pixel_l2", "pixel_linf"):
         assert 0.0 <= result[f"faults/{kind}/success"] <= 1.0
+        if result[f"faults/{kind}/success"] > 0:  # the judge is the target itself here: no failing test keeps its class
+            assert result[f"faults/{kind}/valid_share"] == 0.0
+            for feature in ("brightness", "size"):
+                key = f"faults/{kind}/feature/{feature}/moved_share"
+                assert result[f"{key}/lo"] <= result[key] <= result[f"{key}/hi"]
+            assert result[f"faults/{kind}/feature/brightness_valid/moved_share"] is None
+            assert f"faults/{kind}/transfer_acc/checkpoints" not in result  # RQ3 counts valid tests only
     assert (out / "distances.png").is_file() and (out / "fault_tests.json").is_file()
     saved = torch.load(out / "tests.pt", weights_only=True)
     assert saved["generator_tests"].shape == (6, 1, 28, 28)
     d = pixel_distances(saved["seeds"], saved["pixel_linf_tests"])["linf"]
     assert bool((d <= 0.1 + 1e-4).all())
     assert "| generator |" in (out / "report.md").read_text()
+    assert "/lo" not in (out / "report.md").read_text()  # interval keys are no transfer targets
     # a rerun of the same audit reuses the finished chunks: same tests, no search time spent again
     again = examine(cfg)
     assert torch.equal(torch.load(out / "tests.pt", weights_only=True)["generator_tests"], saved["generator_tests"])
     assert again["faults/generator/success"] == result["faults/generator/success"]
     assert again["faults/generator/seconds_per_test"] == result["faults/generator/seconds_per_test"]  # loaded
     assert "faults/seeds/transfer_acc/checkpoints" not in again and any("faults/seeds/transfer_acc/" in k for k in again)
-    # changing only the pixel baseline keeps the generator tests and searches the pixel ones again
-    other_engine = examine(compose_config("examine", [*base, f"audit.source_class={source}",
-                                                      f"audit.target_class={other}", "audit.eps=50",
-                                                      "audit.pixel_engine=advaudit"], tmp_path))
+    # changing only the pixel baseline keeps the generator tests and searches the pixel ones again (the audit
+    # itself: the task wrapper refuses a changed config in the same run dir)
+    from advaudit.audits.fault_tests import run as run_fault_tests
+    from advaudit.config.validation import plain_config
+
+    other_engine = run_fault_tests(plain_config(compose_config("examine", [
+        *base, f"audit.source_class={source}", f"audit.target_class={other}", "audit.eps=50",
+        "audit.pixel_engine=advaudit"], tmp_path)))
     assert other_engine["faults/generator/seconds_per_test"] == result["faults/generator/seconds_per_test"]
     assert other_engine["faults/pixel_l2/seconds_per_test"] != result["faults/pixel_l2/seconds_per_test"]
     assert sorted(p.parent.name for p in (out / "chunks").glob("*/*.pt")) == ["generator", "pixel_l2", "pixel_linf"]
     with pytest.raises(AdvauditError, match="are both"):
         examine(compose_config("examine", [*base, f"audit.source_class={source}", f"audit.target_class={source}"],
-                               tmp_path))
+                               tmp_path / "same_class"))
     with pytest.raises(AdvauditError, match="must be > 0"):
-        examine(compose_config("examine", [*base, f"audit.source_class={source}", "audit.eps=0"], tmp_path))
+        examine(compose_config("examine", [*base, f"audit.source_class={source}", "audit.eps=0"], tmp_path / "eps"))
     wrong = save_generator(ConditionalGenerator(3, (1, 28, 28), 16, 8), {**meta, "class_names": ["a", "b", "c"]},
                            tmp_path / "wrong.pt")
     with pytest.raises(AdvauditError, match="trained on classes"):
-        examine(compose_config("examine", [*base, f"generator={wrong}"], tmp_path))
+        examine(compose_config("examine", [*base, f"generator={wrong}"], tmp_path / "wrong"))
 
 
 def test_injected_feature_direction_is_measured_on_images() -> None:
@@ -175,8 +189,27 @@ def test_injected_feature_direction_is_measured_on_images() -> None:
     assert (feature_shift(seeds, tests, "patch", 1.0) > 0).tolist() == [True, True, True, False]
     assert (feature_shift(seeds, tests, "brightness", -1.0) > 0).tolist() == [False, False, False, True]
     assert torch.allclose(feature_shift(seeds, tests, "patch", 1.0), torch.tensor([0.8, 0.8, 0.8, -0.1]))
-    with pytest.raises(AdvauditError, match="brightness or patch"):
+    with pytest.raises(AdvauditError, match="brightness, size or patch"):
         feature_value(seeds, "texture")
+    grown = seeds.clone()
+    grown[..., :5, :] = 0.0                      # half the object gone: size 1.0 -> 0.5
+    assert torch.allclose(feature_value(grown, "size"), torch.full((4,), 0.5))
+    assert (feature_shift(seeds, grown, "size", -1.0) > 0).all()
+
+
+def test_two_drops_tie_a_feature_to_each_class_and_the_held_out_sets_split_by_it() -> None:
+    from advaudit.data.bias import apply_bias
+    from advaudit.data.split import Split
+
+    brightness = torch.linspace(0.05, 0.95, 20)
+    x = brightness[:, None, None, None].expand(20, 1, 4, 4).clone()
+    y = torch.arange(20) % 2
+    drops = {"drop_subgroup": [{"class": "a", "attribute": "brightness", "low": 0.0, "high": 0.5},
+                               {"class": "b", "attribute": "brightness", "low": 0.5, "high": 1.0}]}
+    kept = apply_bias(Split(x, y, {}), drops, ["a", "b"], seed=0)
+    mean = kept.x.flatten(1).mean(1)
+    assert bool((mean[kept.y == 0] > 0.5).all()) and bool((mean[kept.y == 1] < 0.5).all())
+    assert len(kept) == 10
 
 
 def test_distance_histograms_survive_tests_that_all_sit_on_the_ball(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ import torch
 
 from advaudit.errors import AdvauditError
 from advaudit.search.lowess import lowess_fit
-from advaudit.search.metrics import mean_and_ci, sdr_curve, spread_curve
+from advaudit.search.coverage import NeighbourCoverage, coverage_utility_curve, pool_diameter
+from advaudit.search.metrics import pool_mean_and_sd, sdr_curve, spread_curve
 from advaudit.search.pools import draw_pools, eligible
 
 
@@ -45,5 +46,59 @@ def test_sdr_and_spread_known_answers() -> None:
     assert torch.allclose(sdr_curve(errors, confidence), torch.tensor([[10.0, 1 / 0.3, 2 / 0.6]], dtype=torch.float64))
     features = torch.tensor([[0.0], [1.0], [3.0]])
     assert torch.allclose(spread_curve(features, torch.tensor([0, 2])), torch.tensor([4 / 3, 1 / 3]))
-    mean, half = mean_and_ci(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
-    assert mean.tolist() == [2.0, 3.0] and float(half[0]) > 0
+    mean, sd = pool_mean_and_sd(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    assert mean.tolist() == [2.0, 3.0] and torch.allclose(sd, torch.full((2,), 2 ** 0.5, dtype=torch.float64))
+
+
+def test_spread_is_lower_when_queries_cover_the_pool_and_batches_agree() -> None:
+    """Eq. 6: mean distance to the nearest query; two spread-out queries beat two neighbours."""
+    line = torch.tensor([[0.0], [1.0], [2.0], [9.0], [10.0]])
+    covering, clumped = spread_curve(line, torch.tensor([1, 4])), spread_curve(line, torch.tensor([0, 1]))
+    assert torch.allclose(covering[-1], torch.tensor(3 / 5)) and torch.allclose(clumped[-1], torch.tensor(18 / 5))
+    g = torch.Generator().manual_seed(0)
+    features, queried = torch.randn(3, 40, 4, generator=g), torch.randint(0, 40, (3, 6), generator=g)
+    batched = spread_curve(features, queried)
+    assert torch.allclose(batched, torch.stack([spread_curve(features[r], queried[r]) for r in range(3)]))
+
+
+def test_coverage_utility_known_answer() -> None:
+    """U = sum_x c_x max_{found error q} exp(-(d / d_max)^2 / var): only errors cover, each covers itself."""
+    features = torch.tensor([[[0.0], [1.0], [4.0]]])       # d_max = 4
+    confidence = torch.tensor([[0.9, 0.8, 0.7]])
+    positions, answers = torch.tensor([[1, 2]]), torch.tensor([[True, False]])
+    curve = coverage_utility_curve(features, confidence, positions, answers, variance=0.1)
+    near = float(np.exp(-(1 / 4) ** 2 / 0.1))
+    expected = 0.9 * near + 0.8 + 0.7 * float(np.exp(-(3 / 4) ** 2 / 0.1))
+    assert torch.allclose(curve, torch.tensor([[expected, expected]], dtype=torch.float64))
+    assert float(pool_diameter(features)[0]) == 4.0
+
+
+def test_neighbour_coverage_gain_matches_the_exact_utility() -> None:
+    g = torch.Generator().manual_seed(1)
+    features, confidence = torch.randn(2, 30, 3, generator=g), 0.65 + 0.35 * torch.rand(2, 30, generator=g)
+    state = NeighbourCoverage(features, confidence, neighbours=30, variance=0.05)
+    found = torch.tensor([[4, 9], [0, 17]])
+    for step in range(2):
+        state.add_errors(found[:, step], torch.tensor([True, True]))
+    base = coverage_utility_curve(features, confidence, found, torch.ones(2, 2, dtype=torch.bool), 0.05)[:, -1]
+    assert torch.allclose(state.utility(), base, atol=1e-5)
+    for i in (3, 4, 25):
+        with_i = torch.cat([found, torch.full((2, 1), i)], 1)
+        exact = coverage_utility_curve(features, confidence, with_i, torch.ones(2, 3, dtype=torch.bool), 0.05)[:, -1]
+        assert torch.allclose(state.gain_if_error()[:, i], exact - base, atol=1e-5)
+
+
+def test_replications_are_summarised_over_seeds_with_paired_differences() -> None:
+    from advaudit.report.error_search_report import aggregate_replications, replications_markdown
+
+    summaries = [{"seed": s, "search/budget": 20, "search/eligible": 100, "search/eligible_errors": 10,
+                  "search/pool_size": 50, "search/replications": 10,
+                  "search/random/sdr@20": 1.0 + s, "search/gad/sdr@20": 3.0 + s,
+                  "search/gad/queried_confidence": 0.8, "search/gad/pseudo_r2": 0.9} for s in range(4)]
+    table = aggregate_replications(summaries)
+    gad = table["methods"]["gad"]["sdr@20"]
+    assert gad["n"] == 4 and gad["mean"] == 4.5 and gad["lo"] < 4.5 < gad["hi"]
+    gain = table["vs_random"]["gad"]["sdr@20"]   # paired by seed: exactly 2 every time, no spread
+    assert gain["mean"] == gain["lo"] == gain["hi"] == 2.0
+    assert "pseudo_r2" not in table["methods"]["gad"]
+    assert "| gad | - | - | 4.50 [" in replications_markdown("toy", table)

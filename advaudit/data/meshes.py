@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any, Mapping
 
 from advaudit.data.base import ArrayDataModule
 from advaudit.data.shapes import ShapesDataModule
-from advaudit.errors import require
 from advaudit.worlds.meshes import MeshWorld
-from advaudit.worlds.protocol import configure_factors
 
 
 class MeshesDataModule(ShapesDataModule):
@@ -39,17 +36,8 @@ class MeshesDataModule(ShapesDataModule):
                  cache_dir: str | None = None, fresh: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("val_fraction", 0.0)
         ArrayDataModule.__init__(self, **kwargs)  # ShapesDataModule.__init__ would build a ShapeWorld
-        require(m >= 1 and m_eval >= 1, f"m={m}, m_eval={m_eval}: renders per instance must be >= 1")
-        self.m, self.m_eval = int(m), int(m_eval)
         world_args = {"cache_dir": cache_dir, **dict(world or {}), "image_size": int(image_size)}
-        self.world = MeshWorld(**world_args)
-        self.train_factors = configure_factors(self.world.factors, factors)
-        self.eval_factors = configure_factors(self.world.factors, eval_factors)
-        self.cache_dir = Path(cache_dir) if cache_dir else None
-        self.fresh = bool(fresh)
-        require(not (self.fresh and (self.bias or self.limit.get("train") is not None)),
-                "dataset.fresh=true re-renders the training split every epoch, so dataset.bias and "
-                "dataset.limit.train do not apply; use dataset.factors, or set dataset.fresh=false")
+        self._configure(MeshWorld(**world_args), m, m_eval, factors, eval_factors, cache_dir, fresh)
         files = [(r.name, r.path.stat().st_size, r.path.stat().st_mtime_ns) for r in self.world.records]
         self.key = hashlib.sha256(json.dumps({
             "world": "meshes", "m": self.m, "m_eval": self.m_eval,

@@ -53,24 +53,30 @@ class ShapesDataModule(ArrayDataModule):
                  **kwargs: Any) -> None:
         kwargs.setdefault("val_fraction", 0.0)
         super().__init__(**kwargs)
-        require(m >= 1 and m_eval >= 1, f"m={m}, m_eval={m_eval}: renders per instance must be >= 1")
-        self.m, self.m_eval = int(m), int(m_eval)
-        self.world = ShapeWorld(image_size=image_size, instances_per_class=instances_per_class,
-                                seed=world_seed, classes=classes, shadows=shadows)
-        self.train_factors = configure_factors(self.world.factors, factors)
-        self.eval_factors = configure_factors(self.world.factors, eval_factors)
-        self.cache_dir = Path(cache_dir) if cache_dir else None
-        self.fresh = bool(fresh)
-        require(not (self.fresh and (self.bias or self.limit.get("train") is not None)),
-                "dataset.fresh=true re-renders the training split every epoch, so dataset.bias and "
-                "dataset.limit.train (which edit one fixed training split) do not apply; restrict the "
-                "training distribution with dataset.factors instead, or set dataset.fresh=false")
+        self._configure(ShapeWorld(image_size=image_size, instances_per_class=instances_per_class,
+                                   seed=world_seed, classes=classes, shadows=shadows),
+                        m, m_eval, factors, eval_factors, cache_dir, fresh)
         self.key = hashlib.sha256(json.dumps({
             "m": self.m, "m_eval": self.m_eval, "size": image_size, "counts": self.world.counts,
             "world_seed": world_seed, "classes": self.world.class_names, "shadows": shadows,
             "factors": [(f.name, f.low, f.high) for f in self.train_factors],
             "eval_factors": [(f.name, f.low, f.high) for f in self.eval_factors], "seed": self.seed,
             "fresh": self.fresh, "version": 1}, sort_keys=True).encode()).hexdigest()[:16]
+
+    def _configure(self, world: Any, m: int, m_eval: int, factors: Mapping[str, Any] | None,
+                   eval_factors: Mapping[str, Any] | None, cache_dir: str | None, fresh: bool) -> None:
+        """Set the world and everything derived from it (shared with ``dataset=meshes``)."""
+        require(m >= 1 and m_eval >= 1, f"m={m}, m_eval={m_eval}: renders per instance must be >= 1")
+        self.m, self.m_eval = int(m), int(m_eval)
+        self.world = world
+        self.train_factors = configure_factors(world.factors, factors)
+        self.eval_factors = configure_factors(world.factors, eval_factors)
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.fresh = bool(fresh)
+        require(not (self.fresh and (self.bias or self.limit.get("train") is not None)),
+                "dataset.fresh=true re-renders the training split every epoch, so dataset.bias and "
+                "dataset.limit.train (which edit one fixed training split) do not apply; restrict the "
+                "training distribution with dataset.factors instead, or set dataset.fresh=false")
 
     def load_splits(self) -> tuple[dict[str, Split], list[str]]:
         path = self.cache_dir / f"shapes-{self.key}.pt" if self.cache_dir else None

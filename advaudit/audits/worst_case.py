@@ -23,16 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from torch import Tensor
 
 from advaudit.audits.common import load_audit_target
-from advaudit.audits.instance_selection import select_instances, true_class_prob
+from advaudit.audits.instance_selection import select_instances
 from advaudit.confutil import plain
 from advaudit.errors import AdvauditError, require
 from advaudit.examiners import build_examiner
 from advaudit.report.progress import progress
-from advaudit.report.records import append_jsonl, read_jsonl, write_json
+from advaudit.report.records import append_jsonl, read_jsonl
 from advaudit.worlds import build_world, check_target_fits
 from advaudit.worlds.protocol import Factor, unit_to_factor
 from advaudit.worlds.validity import ValidityJudge, ValidityRules

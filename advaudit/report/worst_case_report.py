@@ -219,7 +219,7 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
         "plots": {k2: str(v) for k2, v in plots.items()},
     })
     report = out / "report.md"
-    report.write_text(_markdown(cfg, result, budgets, plots))
+    report.write_text(_markdown(cfg, result, plots))
     result["report"] = str(report)
     with open_wandb(cfg, job_type="examine", name=f"worst_case-{cfg.examiner.name}") as wb:
         curve = metrics.e_t_curve(true_prob, q).mean(0)
@@ -253,7 +253,7 @@ def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
     return f"{value:.4f} [{low:.4f}, {high:.4f}]"
 
 
-def _markdown(cfg: DictConfig, result: dict[str, Any], budgets: list[int], plots: dict[str, Path]) -> str:
+def _markdown(cfg: DictConfig, result: dict[str, Any], plots: dict[str, Path]) -> str:
     rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T@{queries}')} | "
                      f"{_fmt(result, f'examine/worst@{queries}')} |"
                      for b in result["budgets"] for queries in [b["queries"]])

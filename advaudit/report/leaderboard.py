@@ -112,7 +112,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     frame = rank(collect_results(args.roots), args.metric, args.ascending)
     paths = write_leaderboard(frame, args.out or args.roots[0], args.metric)
-    print(frame.drop(columns=["run_dir"]).to_string(index=False))
+    shown = frame.drop(columns=["run_dir"])
+    if args.metric:  # the terminal gets the ranking; every column stays in the CSV and Markdown files
+        keep = [c for c in ("target", "audit", "method", "seed", args.metric, f"{args.metric}/lo", f"{args.metric}/hi")
+                if c in shown.columns]
+        shown = shown[keep]
+    print(shown.to_string(index=False))
     print("\n" + "\n".join(f"{k}: {v}" for k, v in paths.items()))
 
 

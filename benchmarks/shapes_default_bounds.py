@@ -21,21 +21,14 @@ import torch
 
 from advaudit.worlds.shapes import ShapeWorld
 from advaudit.worlds.shapes.world import TABLE1_FACTORS
+from advaudit.worlds.validity import mask_checks as validity_mask_checks
 
 
 def mask_checks(masks: torch.Tensor, min_height: int) -> dict[str, torch.Tensor]:
-    """``masks`` ``[M, H, W]`` bool -> per render: ``border``, ``empty``, ``small`` ``[M]`` bool."""
-    border = masks[:, 0].any(1) | masks[:, -1].any(1) | masks[:, :, 0].any(1) | masks[:, :, -1].any(1)
-    rows, cols = masks.any(2), masks.any(1)
-
-    def extent(hit: torch.Tensor) -> torch.Tensor:
-        index = torch.arange(hit.shape[1]).expand_as(hit)
-        high = torch.where(hit, index, -1).max(1).values
-        low = torch.where(hit, index, hit.shape[1]).min(1).values
-        return (high - low + 1).clamp_min(0)
-
-    empty = ~masks.flatten(1).any(1)
-    return {"border": border, "empty": empty, "small": torch.maximum(extent(rows), extent(cols)) < min_height}
+    """``masks`` ``[M, H, W]`` bool -> per render: ``border``, ``empty``, ``small`` ``[M]`` bool
+    (the audit's own checks, :func:`advaudit.worlds.validity.mask_checks`, plus empty renders)."""
+    checks = validity_mask_checks(masks, min_height)
+    return {"border": ~checks["in_frame"], "empty": ~masks.flatten(1).any(1), "small": ~checks["min_height"]}
 
 
 def measure(world: ShapeWorld, renders: int, min_height: int, seed: int,

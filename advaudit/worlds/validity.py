@@ -118,6 +118,26 @@ class ValidityJudge:
         return images, valid, checks
 
 
+def mask_checks(masks: Tensor, min_height_px: int) -> dict[str, Tensor]:
+    """The geometric checks of a rendered 3D world from its object masks ``[B, H, W]`` bool.
+
+    Returns ``{"in_frame", "min_height"}``, each ``[B]`` bool (True = passed): no object pixel on
+    the image border, and an object extent of at least ``min_height_px`` pixels along its longer
+    image axis (0 for an empty mask).
+    """
+    border = masks[:, 0].any(1) | masks[:, -1].any(1) | masks[:, :, 0].any(1) | masks[:, :, -1].any(1)
+    rows, cols = masks.any(2), masks.any(1)
+    return {"in_frame": ~border, "min_height": torch.maximum(_span(rows), _span(cols)) >= int(min_height_px)}
+
+
+def _span(occupied: Tensor) -> Tensor:
+    """Extent in pixels ``[B]`` of the True entries of ``occupied`` ``[B, L]`` (0 where none)."""
+    index = torch.arange(occupied.shape[1], device=occupied.device)
+    first = torch.where(occupied, index, occupied.shape[1]).amin(1)
+    last = torch.where(occupied, index, -1).amax(1)
+    return (last - first + 1).clamp_min(0)
+
+
 def _has_height(world: World) -> bool:
     """Whether the world's geometric checks include an object height (rendered 3D worlds do)."""
     return bool(getattr(world, "checks_object_height", False))

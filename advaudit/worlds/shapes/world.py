@@ -13,6 +13,7 @@ from advaudit.errors import require
 from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors
 from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS, build_primitives
 from advaudit.worlds.shapes.renderer import render_scenes
+from advaudit.worlds.validity import mask_checks
 
 # Table 1 of the paper (angles in degrees; camera azimuth spans half a turn as in the paper).
 TABLE1_FACTORS = [
@@ -35,14 +36,6 @@ SPLIT_OFFSETS = {"train": 0, "val": 1_000_000, "test": 2_000_000}
 
 def _split_seed(seed: int, split: str) -> int:
     return int(hashlib.sha256(f"shapeworld/{seed}/{split}".encode()).hexdigest()[:12], 16)
-
-
-def _span(occupied: Tensor) -> Tensor:
-    """Extent in pixels ``[B]`` of the True entries of ``occupied`` ``[B, L]`` (0 where none)."""
-    index = torch.arange(occupied.shape[1], device=occupied.device)
-    first = torch.where(occupied, index, occupied.shape[1]).amin(1)
-    last = torch.where(occupied, index, -1).amax(1)
-    return (last - first + 1).clamp_min(0)
 
 
 def hsv_to_rgb(h: Tensor, s: Tensor, v: Tensor) -> Tensor:
@@ -115,10 +108,7 @@ class ShapeWorld:
           image axis (so a speck far away, or an object seen edge-on, does not count as a view of it).
         """
         images, masks = self._render(z, s, output="both")
-        border = masks[:, 0].any(1) | masks[:, -1].any(1) | masks[:, :, 0].any(1) | masks[:, :, -1].any(1)
-        rows, cols = masks.any(2), masks.any(1)
-        return images, {"in_frame": ~border,
-                        "min_height": torch.maximum(_span(rows), _span(cols)) >= int(rules.min_height_px)}
+        return images, mask_checks(masks, rules.min_height_px)
 
     def with_image_size(self, image_size: int) -> "ShapeWorld":
         """The same world (instances, factors, lights) rendered at another resolution."""

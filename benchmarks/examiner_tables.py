@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from advaudit.audits import examiner_metrics as metrics
 from advaudit.report.concentration import Region, run_concentration
 from advaudit.report.intervals import mean_with_ci
 from advaudit.report.records import read_json, read_jsonl
@@ -38,21 +39,27 @@ def per_instance_steps(run_dir: Path) -> dict[int, list[dict]]:
 
 
 def e_t(steps: dict[int, list[dict]], iteration: int) -> float:
-    """Mean over instances of the mean true-class probability of iteration ``iteration`` (1-based;
-    0 means the first)."""
-    index = max(iteration, 1) - 1
-    return float(np.mean([np.mean(records[index]["true_prob"]) for records in steps.values()]))
+    """Mean over instances of the paper's E_T at iteration ``iteration`` (1-based; 0 means the first),
+    as the audit computes it (:func:`advaudit.audits.examiner_metrics.e_t`)."""
+    true_prob, _, q = _arrays(steps)
+    return float(metrics.e_t(true_prob, q, max(iteration, 1) * q).mean())
 
 
 def worst(steps: dict[int, list[dict]], queries: int) -> float:
-    """Mean over instances of the lowest true-class probability among the first ``queries`` valid
-    proposals' evaluations (at least one)."""
-    values = []
-    for records in steps.values():
-        probs = [p for r in records for p, ok in zip(r["true_prob"], r.get("valid") or [True] * len(r["true_prob"]))
-                 if ok][: max(queries, 1)]
-        values.append(min(probs) if probs else float("nan"))
-    return float(np.nanmean(values))
+    """Mean over instances of the lowest true-class probability among the valid proposals of the first
+    ``queries`` (at least one), as the audit computes it (:func:`advaudit.audits.examiner_metrics.worst`)."""
+    true_prob, valid, _ = _arrays(steps)
+    return float(np.nanmean(metrics.worst(true_prob, valid, queries)))
+
+
+def _arrays(steps: dict[int, list[dict]]) -> tuple[np.ndarray, np.ndarray, int]:
+    """``true_prob`` and ``valid`` ``[N, Q]`` (all valid for records that predate the checks) and q."""
+    def stack(key: str) -> np.ndarray:
+        return np.stack([np.concatenate([r.get(key) if r.get(key) is not None else [True] * len(r["true_prob"])
+                                         for r in records]) for records in steps.values()])
+
+    first = next(iter(steps.values()))[0]
+    return stack("true_prob").astype(float), stack("valid").astype(bool), len(first["true_prob"])
 
 
 def runs(out: Path) -> dict[tuple[str, str], list[Path]]:

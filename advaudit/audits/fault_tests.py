@@ -49,7 +49,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     require(hasattr(target, "net"), "fault tests need a torch target (gradients through the model)")
     require(cfg.get("generator") is not None, "no generator given; add generator=<path/to/generator.pt> "
             "(train one with train.py model=generator dataset=<the target's dataset>)")
-    generator, meta = load_generator(str(cfg.generator))
+    device = target.device  # generator, seeds, judge and transfer targets join the target there
+    generator, meta = load_generator(str(cfg.generator), map_location=str(device))
     require(meta["class_names"] == target.class_names, f"the generator was trained on classes {meta['class_names']} "
             f"but the target has {target.class_names}; train the generator on the target's dataset")
     require(list(meta["image_shape"]) == list(target.input_shape), f"the generator makes images of shape "
@@ -58,6 +59,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     destination = None if audit.target_class is None else class_index(audit.target_class, target.class_names)
     require(destination != source, f"source and target class are both {target.class_names[source]!r}; pick a "
             "different audit.target_class (or null for untargeted tests)")
+    both = bool(audit.get("both_directions", False))
+    require(not both or destination is not None, "audit.both_directions=true needs a audit.target_class (the "
+            "reverse direction tests target_class seeds towards source_class); set one or turn it off")
     require(float(audit.eps) > 0, f"audit.eps={audit.eps} must be > 0 (the L2 budget on the perturbation)")
     for p in generator.parameters():
         p.requires_grad_(False)
@@ -66,12 +70,19 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     features = _fault_features(audit.get("fault_feature"))
     judge = None
     if audit.get("judge"):
-        judge = load_target(str(audit.judge)).eval()
+        judge = load_target(str(audit.judge), map_location=str(device)).eval()
         require(judge.class_names == target.class_names, f"the judge (audit.judge) knows classes {judge.class_names}, "
                 f"the target {target.class_names}; train the judge on the target's classes")
     n = int(audit.n_seeds)
-    z, y0, seeds = sample_seeds(generator, model, source, n, seed=int(cfg.seed))
-    y1 = None if destination is None else torch.full((n,), destination, dtype=torch.long)
+    # each direction: (name in the summary, seed class, target class, sign of the fault's direction, rows)
+    directions = [("", source, destination, 1.0)] + [("reverse/", destination, source, -1.0)] * both
+    drawn = [sample_seeds(generator, model, y, n, seed=int(cfg.seed) + i) for i, (_, y, _, _) in enumerate(directions)]
+    z = torch.cat([d[0] for d in drawn])
+    y0 = torch.cat([d[1] for d in drawn])
+    seeds = torch.cat([d[2] for d in drawn])
+    y1 = None if destination is None else torch.cat([torch.full((n,), to, dtype=torch.long, device=device)
+                                                      for _, _, to, _ in directions])
+    total = len(z)
     kinds: dict[str, FaultResult] = {}
     chunk = int(audit.chunk)
     # finished chunks are reused by a rerun only when the settings that make that kind of test match:
@@ -80,74 +91,98 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     audit_settings = OmegaConf.to_container(audit, resolve=True)
 
     def fingerprint(*keys: str) -> str:
-        shared = ("source_class", "target_class", "n_seeds", "chunk", "kappa")
+        shared = ("source_class", "target_class", "n_seeds", "chunk", "kappa", "both_directions")
         return json.dumps([str(cfg.target), str(cfg.generator), int(cfg.seed),
                            {key: audit_settings.get(key) for key in shared + keys}], sort_keys=True, default=str)
 
     kinds["generator"] = _chunked(lambda s: generator_tests(
         generator, model, z[s], y0[s], None if y1 is None else y1[s], k=int(audit.k), eps=float(audit.eps),
         kappa=float(audit.kappa), lr=float(audit.lr), max_steps=int(audit.max_steps),
-        anneal=audit.budget == "annealed", show_progress=True), n, chunk, out / "chunks" / "generator",
+        anneal=audit.budget == "annealed", show_progress=True), total, chunk, out / "chunks" / "generator",
         fingerprint("k", "eps", "budget", "lr", "max_steps"))
     engine = str(audit.get("pixel_engine", "foolbox"))
     require(engine in PIXEL_ENGINES, f"audit.pixel_engine={engine!r}; use one of {sorted(PIXEL_ENGINES)}")
     for norm, settings in plain(audit.pixel, {}).items():
         kinds[f"pixel_{norm}"] = _chunked(lambda s, st=settings, nm=norm: PIXEL_ENGINES[engine](
             model, seeds[s], y0[s], None if y1 is None else y1[s], eps=float(st["eps"]), norm=nm,
-            kappa=float(audit.kappa), steps=int(st["steps"])), n, chunk, out / "chunks" / f"pixel_{norm}",
+            kappa=float(audit.kappa), steps=int(st["steps"])), total, chunk, out / "chunks" / f"pixel_{norm}",
             fingerprint("pixel_engine", "pixel"))
 
     summary: dict[str, Any] = {"faults/n_seeds": n, "faults/source": target.class_names[source],
                                "faults/target": None if destination is None else target.class_names[destination],
                                "faults/budget": str(audit.budget), "faults/pixel_engine": engine,
-                               "faults/eps": float(audit.eps), "faults/k": int(audit.k)}
+                               "faults/eps": float(audit.eps), "faults/k": int(audit.k),
+                               "faults/both_directions": both}
+    # reporting runs on the CPU: seeds, labels and tests come back once, after the search
+    seeds, y0 = seeds.cpu(), y0.cpu()
+    kinds = {kind: result.cpu() for kind, result in kinds.items()}
+    judged = {kind: _judge_keeps(judge, result.tests, y0) for kind, result in kinds.items()}
+    others = {Path(str(path)).parent.parent.name: load_target(str(path), map_location=str(device)).eval()
+              for path in plain(audit.get("transfer_targets"), []) or []}
     distances: dict[str, dict[str, torch.Tensor]] = {}
-    for kind, result in kinds.items():
-        distances[kind] = pixel_distances(seeds, result.tests)
-        ok = result.success
-        summary[f"faults/{kind}/success"] = float(ok.float().mean())
-        summary[f"faults/{kind}/steps_mean"] = float(result.steps[ok].float().mean()) if ok.any() else None
-        summary[f"faults/{kind}/seconds_per_test"] = result.seconds / n
-        summary[f"faults/{kind}/tests_per_second"] = float(ok.sum()) / max(result.seconds, 1e-9)
-        for name, values in distances[kind].items():
-            summary[f"faults/{kind}/{name}_median"] = float(values[ok].median()) if ok.any() else None
-        valid = ok
-        if judge is not None:  # the independent classifier still sees the seed's class: the test kept its label
-            keeps = judge.predict_proba(result.tests).argmax(1) == y0
-            valid = ok & keeps
-            _share(summary, f"faults/{kind}/valid_share", keeps[ok])
-        for feature in features:  # share of failing tests that moved the injected feature the fault's way
-            shift = feature_shift(seeds, result.tests, str(feature["kind"]), float(feature["direction"]))
-            for label, members in (("", ok), ("_valid", valid)):
-                key = f"faults/{kind}/feature/{feature['kind']}{label}"
-                _share(summary, f"{key}/moved_share", shift[members] > 0)
-                summary[f"{key}/shift_mean"] = float(shift[members].mean()) if members.any() else None
-        if features and ok.any():  # the first feature under the report's column names
-            first = f"faults/{kind}/feature/{features[0]['kind']}"
-            summary[f"faults/{kind}/feature_moved_share"] = summary[f"{first}/moved_share"]
-            summary[f"faults/{kind}/feature_shift_mean"] = summary[f"{first}/shift_mean"]
-    for path in plain(audit.get("transfer_targets"), []) or []:
-        other = load_target(str(path)).eval()
-        name = Path(str(path)).parent.parent.name
-        # the other model's accuracy on the unperturbed seeds: how much of its error the tests cause
-        _share(summary, f"faults/seeds/transfer_acc/{name}", other.predict_proba(seeds).argmax(1) == y0)
+    views: dict[str, tuple[torch.Tensor, FaultResult]] = {}
+    for i, (prefix, _, _, sign) in enumerate(directions):
+        rows = slice(i * n, (i + 1) * n)
         for kind, result in kinds.items():
-            ok = result.success
-            if judge is not None:  # RQ3 on valid tests only: a test that changed class cannot count as transfer
-                ok = ok & (judge.predict_proba(result.tests).argmax(1) == y0)
-            if ok.any():
-                _share(summary, f"faults/{kind}/transfer_acc/{name}",
-                       other.predict_proba(result.tests[ok]).argmax(1) == y0[ok])
-    torch.save({"seeds": seeds, "y0": y0, "z": z, **{f"{k}_tests": r.tests for k, r in kinds.items()},
+            name = f"{prefix}{kind}"
+            views[name] = (seeds[rows], result.subset(rows))
+            distances[name] = pixel_distances(seeds[rows], views[name][1].tests)
+            _summarise(summary, f"faults/{name}", seeds[rows], y0[rows], views[name][1], distances[name],
+                       None if judge is None else judged[kind][rows], features, sign, others)
+        for other_name, other in others.items():
+            # the other model's accuracy on the unperturbed seeds: how much of its error the tests cause
+            _share(summary, f"faults/{prefix}seeds/transfer_acc/{other_name}",
+                   other.predict_proba(seeds[rows]).argmax(1).cpu() == y0[rows])
+    torch.save({"seeds": seeds, "y0": y0, "z": z.cpu(), **{f"{k}_tests": r.tests for k, r in kinds.items()},
                 **{f"{k}_success": r.success for k, r in kinds.items()}}, out / "tests.pt")
     with open_wandb(cfg, job_type="examine", name="fault_tests") as wandb_run:
-        plots = _plots(out, seeds, kinds, distances, target.class_names)
+        plots = _plots(out, views, distances, target.class_names)
         write_json(out / "fault_tests.json", summary)
-        _write_report(out / "report.md", summary, list(kinds), plots)
+        _write_report(out / "report.md", summary, list(views), plots)
         wandb_run.log(summary)
         for key, path in plots.items():
             wandb_run.log_image(key, path)
     return summary
+
+
+def _judge_keeps(judge: Any, tests: torch.Tensor, y0: torch.Tensor) -> torch.Tensor | None:
+    """``[B]`` bool: the independent judge still gives each test the seed's class (None without a judge)."""
+    return None if judge is None else judge.predict_proba(tests).argmax(1).cpu() == y0
+
+
+def _summarise(summary: dict[str, Any], key: str, seeds: torch.Tensor, y0: torch.Tensor, result: FaultResult,
+               distances: dict[str, torch.Tensor], keeps: torch.Tensor | None, features: list[dict[str, Any]],
+               sign: float, others: dict[str, Any]) -> None:
+    """One kind of test in one direction under ``key`` (``faults/[reverse/]<kind>``): success, steps,
+    time, distances, validity, the injected features' moved shares (``sign`` -1 flips each feature's
+    direction for the reverse tests) and the transfer accuracies (valid tests only when judged)."""
+    ok = result.success
+    n = len(ok)
+    summary[f"{key}/success"] = float(ok.float().mean())
+    summary[f"{key}/steps_mean"] = float(result.steps[ok].float().mean()) if ok.any() else None
+    summary[f"{key}/seconds_per_test"] = result.seconds / n
+    summary[f"{key}/tests_per_second"] = float(ok.sum()) / max(result.seconds, 1e-9)
+    for name, values in distances.items():
+        summary[f"{key}/{name}_median"] = float(values[ok].median()) if ok.any() else None
+    valid = ok
+    if keeps is not None:  # the independent classifier still sees the seed's class: the test kept its label
+        valid = ok & keeps
+        _share(summary, f"{key}/valid_share", keeps[ok])
+    for feature in features:  # share of failing tests that moved the injected feature the fault's way
+        shift = feature_shift(seeds, result.tests, str(feature["kind"]), sign * float(feature["direction"]))
+        for label, members in (("", ok), ("_valid", valid)):
+            name = f"{key}/feature/{feature['kind']}{label}"
+            _share(summary, f"{name}/moved_share", shift[members] > 0)
+            summary[f"{name}/shift_mean"] = float(shift[members].mean()) if members.any() else None
+    if features and ok.any():  # the first feature under the report's column names
+        first = f"{key}/feature/{features[0]['kind']}"
+        summary[f"{key}/feature_moved_share"] = summary[f"{first}/moved_share"]
+        summary[f"{key}/feature_shift_mean"] = summary[f"{first}/shift_mean"]
+    for other_name, other in others.items():
+        # RQ3 on valid tests only: a test that changed class cannot count as transfer
+        if valid.any():
+            _share(summary, f"{key}/transfer_acc/{other_name}",
+                   other.predict_proba(result.tests[valid]).argmax(1).cpu() == y0[valid])
 
 
 def _fault_features(setting: Any) -> list[dict[str, Any]]:
@@ -182,17 +217,16 @@ def _chunked(make: Any, n: int, chunk: int, cache: Path, fingerprint: str) -> Fa
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
         path = cache / f"{start}-{stop}.pt"
-        saved = torch.load(path, weights_only=True) if path.exists() else None
+        saved = torch.load(path, weights_only=True, map_location="cpu") if path.exists() else None
         if saved is not None and saved.get("fingerprint") == fingerprint:
             parts.append(FaultResult(**{k: v for k, v in saved.items() if k != "fingerprint"}))
             log.info("resumed %s from %s", cache.name, path)
             continue
         part = make(slice(start, stop))
+        part = part.cpu()
         torch.save({**vars(part), "fingerprint": fingerprint}, path)
         parts.append(part)
-    return FaultResult(torch.cat([p.tests for p in parts]), torch.cat([p.success for p in parts]),
-                       torch.cat([p.steps for p in parts]), torch.cat([p.final_label for p in parts]),
-                       sum(p.seconds for p in parts), torch.cat([p.perturbation_norm for p in parts]))
+    return FaultResult.concat(parts)
 
 
 def _write_report(path: Path, summary: dict[str, Any], kinds: list[str], plots: dict[str, Path]) -> Path:
@@ -219,19 +253,21 @@ def _write_report(path: Path, summary: dict[str, Any], kinds: list[str], plots: 
     return path
 
 
-def _plots(out: Path, seeds: torch.Tensor, kinds: dict[str, FaultResult], distances: dict[str, dict[str, torch.Tensor]],
-           class_names: list[str]) -> dict[str, Path]:
-    """Seed -> test galleries per kind and the L2 / Linf histograms."""
+def _plots(out: Path, views: dict[str, tuple[torch.Tensor, FaultResult]],
+           distances: dict[str, dict[str, torch.Tensor]], class_names: list[str]) -> dict[str, Path]:
+    """Seed -> test galleries per kind of test and direction (``views``: name -> (seeds, result)) and
+    the L2 / Linf histograms."""
     plots: dict[str, Path] = {}
-    for kind, result in kinds.items():
+    for kind, (seeds, result) in views.items():
         index = result.success.nonzero().squeeze(1)[:12]
         if len(index):
             pairs = torch.stack([seeds[index], result.tests[index]], 1).flatten(0, 1)
             titles = [t for i in index.tolist() for t in ("seed", class_names[int(result.final_label[i])])]
-            plots[f"faults/{kind}_pairs"] = image_grid(pairs, out / f"{kind}_pairs.png", titles, columns=8)
+            stem = kind.replace("/", "_")
+            plots[f"faults/{stem}_pairs"] = image_grid(pairs, out / f"{stem}_pairs.png", titles, columns=8)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     for ax, name in zip(axes, ("l2", "linf")):
-        found = {kind: distances[kind][name][result.success].double().numpy() for kind, result in kinds.items()}
+        found = {kind: distances[kind][name][result.success].double().numpy() for kind, (_, result) in views.items()}
         found = {kind: values for kind, values in found.items() if len(values)}
         if not found:
             continue

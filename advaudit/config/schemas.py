@@ -155,6 +155,7 @@ class FaultTestsAuditConf:
     metric: Optional[str] = None
     fault_feature: Any = None  # null, {kind, direction} or a list of them (checked in validation)
     judge: Optional[str] = None
+    both_directions: bool = False
 
 
 @dataclass

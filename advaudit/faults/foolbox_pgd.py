@@ -56,6 +56,6 @@ def foolbox_pixel_tests(model: torch.nn.Module, x: Tensor, y0: Tensor, y1: Tenso
     with torch.no_grad():
         logits = model(tests)
     success = margin_loss(logits, y0, y1, kappa) < 0
-    taken = torch.full((len(x),), steps, dtype=torch.long)
+    taken = torch.full((len(x),), steps, dtype=torch.long, device=x.device)
     return FaultResult(tests, success, taken, logits.argmax(1), time.perf_counter() - start,
                        (tests - x).flatten(1).norm(dim=1))

@@ -10,10 +10,13 @@ import torch
 from torch import nn
 
 from advaudit.errors import AdvauditError
+from advaudit.faults.features import feature_shift
 from advaudit.faults.foolbox_pgd import foolbox_pixel_tests
 from advaudit.faults.search import FaultResult, generator_tests, margin_loss, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
-from advaudit.models import load_generator, load_target, save_generator
+from advaudit.models import load_generator, load_target, save_generator, save_target
+from advaudit.models.nets import build_net
+from advaudit.models.target import TorchTarget
 from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic
 from tests.conftest import FMNIST_ROOT, compose_config
 
@@ -60,6 +63,53 @@ def test_generator_walk_reaches_confident_targeted_mistakes_within_the_budget() 
     assert bool((tight.perturbation_norm <= 1e-3 + 1e-6).all()) and float(tight.success.float().mean()) < 0.5
     with pytest.raises(AdvauditError, match="eps=0.0 must be > 0"):
         generator_tests(generator, model, z, y0, y1, k=2, eps=0.0)
+
+
+def test_seeds_walk_independently_so_both_directions_share_one_batch() -> None:
+    """One walk over pullover->coat and coat->pullover seeds gives each seed the test it gets alone,
+    however often the batch drops finished seeds (the CPU / accelerator synchronisation interval)."""
+    generator, model = tiny_generator(classes=2), linear_model(classes=2)
+    with torch.no_grad():
+        model[1].weight.mul_(5)
+    z = torch.randn(12, 8, generator=torch.Generator().manual_seed(3))
+    y0 = torch.tensor([0] * 6 + [1] * 6)
+    settings = dict(k=2, eps=20.0, kappa=0.2, lr=0.05, max_steps=60)
+    both = generator_tests(generator, model, z, y0, 1 - y0, **settings)
+    alone = [generator_tests(generator, model, z[s], y0[s], 1 - y0[s], **settings) for s in (slice(0, 6), slice(6, 12))]
+    assert 0 < int(both.success.sum()) < 12  # some seeds fail early, some never: the batch shrinks as it goes
+    for name in ("success", "steps", "final_label"):
+        assert torch.equal(getattr(both, name), torch.cat([getattr(a, name) for a in alone]))
+    assert torch.allclose(both.tests, torch.cat([a.tests for a in alone]), atol=1e-5)
+    assert torch.allclose(both.perturbation_norm, torch.cat([a.perturbation_norm for a in alone]), atol=1e-4)
+    sparse = generator_tests(generator, model, z, y0, 1 - y0, compact_every=7, **settings)
+    assert torch.equal(sparse.success, both.success) and torch.equal(sparse.steps, both.steps)
+    assert torch.allclose(sparse.tests, both.tests, atol=1e-5)
+    assert all(p.requires_grad for p in model.parameters())  # frozen only during the walk
+
+
+def test_walk_refuses_seeds_on_another_device_than_the_models() -> None:
+    generator, model = tiny_generator(), linear_model()
+    z, y0 = torch.randn(2, 8, device="meta"), torch.zeros(2, dtype=torch.long, device="meta")
+    with pytest.raises(AdvauditError, match="the generator is on cpu but the seeds are on meta"):
+        generator_tests(generator, model, z, y0, None, k=2, eps=1.0)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_walk_and_pixel_baseline_run_on_cuda_like_on_the_cpu() -> None:
+    generator, model = tiny_generator(classes=2), linear_model(classes=2)
+    with torch.no_grad():
+        model[1].weight.mul_(5)
+    z = torch.randn(12, 8, generator=torch.Generator().manual_seed(3))
+    y0 = torch.tensor([0] * 6 + [1] * 6)
+    settings = dict(k=2, eps=20.0, kappa=0.2, lr=0.05, max_steps=60)
+    on_cpu = generator_tests(generator, model, z, y0, 1 - y0, **settings)
+    on_gpu = generator_tests(generator.cuda(), model.cuda(), z.cuda(), y0.cuda(), 1 - y0.cuda(), **settings)
+    assert on_gpu.tests.device.type == "cuda" and on_gpu.success.device.type == "cuda"
+    assert float((on_gpu.success.cpu() == on_cpu.success).float().mean()) >= 0.9
+    x = torch.rand(6, 1, 12, 12, device="cuda")
+    pixel = pixel_tests(model, x, model(x).argmax(1), None, eps=3.0, steps=10)
+    assert pixel.tests.device.type == "cuda" and pixel.success.device.type == "cuda"
 
 
 @pytest.mark.parametrize("engine", [pixel_tests, foolbox_pixel_tests], ids=["advaudit", "foolbox"])
@@ -112,6 +162,24 @@ def test_one_gan_step_moves_both_networks() -> None:
 
 
 @pytest.mark.skipif(not FMNIST_ROOT.exists(), reason="Fashion-MNIST not installed")
+def brightness_target(meta: dict, generator: ConditionalGenerator, bright: int, dark: int, path: Path) -> Path:
+    """A linear target that calls an image class ``bright`` above the generator's median brightness and
+    ``dark`` below it (every other class far behind): half the seeds of either class are accepted."""
+    with torch.no_grad():
+        median = float(generator(torch.randn(400, 16), torch.randint(10, (400,))).flatten(1).mean(1).median())
+    meta = {**meta, "arch": "mlp", "arch_params": {"hidden": [], "dropout": 0.0},
+            "normalization": {"mean": [0.0], "std": [1.0]}}
+    target = TorchTarget(build_net("mlp", meta["input_shape"], 10, hidden=[], dropout=0.0), meta)
+    linear = target.net.body[1]
+    with torch.no_grad():
+        linear.weight.zero_()
+        linear.bias.fill_(-100.0)
+        for cls, sign in ((bright, 1.0), (dark, -1.0)):
+            linear.weight[cls] = sign * 50.0 / 784
+            linear.bias[cls] = -sign * 50.0 * median
+    return save_target(target, path)
+
+
 def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp_path: Path) -> None:
     from advaudit.tasks import examine
 
@@ -166,6 +234,22 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
     assert other_engine["faults/generator/seconds_per_test"] == result["faults/generator/seconds_per_test"]
     assert other_engine["faults/pixel_l2/seconds_per_test"] != result["faults/pixel_l2/seconds_per_test"]
     assert sorted(p.parent.name for p in (out / "chunks").glob("*/*.pt")) == ["generator", "pixel_l2", "pixel_linf"]
+    # both directions in one walk: the reverse tests start from target-class seeds, and each injected
+    # feature's direction flips for them
+    both_target = brightness_target(target.meta, generator, source, other, tmp_path / "brightness_target.pt")
+    both = examine(compose_config("examine", [*base, f"target={both_target}", f"audit.transfer_targets=[{both_target}]",
+                                              f"audit.source_class={source}", f"audit.target_class={other}",
+                                              "audit.eps=50", "audit.lr=0.2", "audit.both_directions=true", "audit.pixel={}",
+                                              "audit.fault_feature={kind:brightness,direction:-1}"], tmp_path / "both"))
+    saved_both = torch.load(tmp_path / "both" / "run" / "tests.pt", weights_only=True)
+    assert saved_both["y0"].tolist() == [source] * 6 + [other] * 6
+    for prefix, rows, sign in (("", slice(0, 6), -1.0), ("reverse/", slice(6, 12), 1.0)):
+        ok = saved_both["generator_success"][rows]
+        assert both[f"faults/{prefix}generator/success"] == float(ok.float().mean()) > 0
+        if ok.any():
+            shift = feature_shift(saved_both["seeds"][rows], saved_both["generator_tests"][rows], "brightness", sign)
+            assert both[f"faults/{prefix}generator/feature/brightness/moved_share"] == float((shift[ok] > 0).float().mean())
+    assert "| reverse/generator |" in (tmp_path / "both" / "run" / "report.md").read_text()
     with pytest.raises(AdvauditError, match="are both"):
         examine(compose_config("examine", [*base, f"audit.source_class={source}", f"audit.target_class={source}"],
                                tmp_path / "same_class"))
@@ -179,7 +263,7 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
 
 def test_injected_feature_direction_is_measured_on_images() -> None:
     from advaudit.data.bias import add_image_feature
-    from advaudit.faults.features import feature_shift, feature_value
+    from advaudit.faults.features import feature_value
 
     seeds = torch.full((4, 1, 10, 10), 0.2)
     patched = add_image_feature(seeds, "patch", 1.0)
@@ -219,5 +303,5 @@ def test_distance_histograms_survive_tests_that_all_sit_on_the_ball(tmp_path: Pa
     tests = seeds + 0.1  # Linf PGD that always ends on its ball's surface: one distinct distance
     result = FaultResult(tests, torch.ones(5, dtype=torch.bool), torch.ones(5, dtype=torch.long),
                          torch.zeros(5, dtype=torch.long), 0.0, torch.ones(5))
-    plots = _plots(tmp_path, seeds, {"pixel_linf": result}, {"pixel_linf": pixel_distances(seeds, tests)}, ["a"])
+    plots = _plots(tmp_path, {"pixel_linf": (seeds, result)}, {"pixel_linf": pixel_distances(seeds, tests)}, ["a"])
     assert plots["faults/distances"].is_file() and (tmp_path / "pixel_linf_pairs.png").is_file()

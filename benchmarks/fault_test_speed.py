@@ -1,0 +1,226 @@
+"""Fault-test throughput: the generator walk before and after batching and folding, in one run.
+
+``before`` is the walk as it was on main before issue 12's second session (kept verbatim below as
+:func:`legacy_generator_tests`): one direction per call, the plain generator (BatchNorm, nearest
+upsample then conv), the target's weights still collecting gradients. ``after`` is
+:func:`advaudit.faults.search.generator_tests`: both directions in one batch, the folded generator
+(:mod:`advaudit.models.generator_folding`), the target frozen. Both walk the same seeds with the same
+settings, so their quality must agree: the share of failing tests per direction, the confidence of
+the failing tests (the target's softmax probability of the target class and the margin), and the
+seed-by-seed agreement of success. Throughput = failing tests per second of walk.
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/fault_test_speed.py --generator G.pt --target T.pt \
+        [--seeds 200] [--profile 20] [--scaling 50 200 800] [--out outputs/fault_speed]
+
+``--profile N``: torch.profiler over N walk steps of 200 seeds, before and after (top operators).
+``--scaling``: the after-walk's cost against the number of seeds per direction, one run, with a
+linear fit ``seconds = fixed + per_seed_step * seed_steps`` (which term dominates) and a PNG.
+Results are appended to ``<out>/results.jsonl`` as they come.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from advaudit.data.base import class_index
+from advaudit.faults.search import (FaultResult, activation_scales, generator_tests, joint_norm, margin_loss)
+from advaudit.faults.seeds import sample_seeds
+from advaudit.models import load_generator, load_target
+from advaudit.report.plots import plt, save_figure
+
+
+def _legacy_project(parts: list[Tensor], eps: Tensor) -> list[Tensor]:
+    norm = joint_norm(parts).clamp_min(1e-12)
+    factor = (eps / norm).clamp(max=1.0)
+    return [p * factor.view(-1, *([1] * (p.dim() - 1))) for p in parts]
+
+
+def legacy_generator_tests(generator: torch.nn.Module, model: torch.nn.Module, z: Tensor, y0: Tensor,
+                           y1: Tensor | None, k: int, eps: float, kappa: float = 1.0, lr: float = 0.003,
+                           max_steps: int = 400, anneal: bool = False) -> FaultResult:
+    """The generator walk of advaudit main at commit ea46cc3 (before this change), verbatim but for the
+    progress bar: the reference for the speed comparison."""
+    start = time.perf_counter()
+    scales = activation_scales(generator, k)
+    with torch.no_grad():
+        shapes = [a.shape for a in generator.activations(z[:1], y0[:1], k)]
+    parts = [torch.zeros((len(z),) + tuple(s[1:]), requires_grad=True) for s in shapes]
+    optimizer = torch.optim.Adam(parts, lr=lr)
+    done = torch.zeros(len(z), dtype=torch.bool)
+    steps = torch.full((len(z),), max_steps, dtype=torch.long)
+    tests = torch.zeros((len(z),) + tuple(generator.image_shape))
+    norms = torch.zeros(len(z))
+    for step in range(max_steps + 1):
+        active = (~done).nonzero().squeeze(1)
+        x = generator(z[active], y0[active], [p[active] * s for p, s in zip(parts, scales)])
+        loss = margin_loss(model(x), y0[active], None if y1 is None else y1[active], kappa)
+        success = loss.detach() < 0
+        tests[active] = x.detach()
+        norms[active] = joint_norm([p.detach()[active] for p in parts])
+        steps[active[success]] = step
+        done[active[success]] = True
+        if bool(done.all()) or step == max_steps:
+            break
+        optimizer.zero_grad()
+        loss[~success].sum().backward()
+        optimizer.step()
+        with torch.no_grad():
+            budget = torch.full((len(z),), min(1.0 + 0.1 * step, eps) if anneal else eps)
+            for p, projected in zip(parts, _legacy_project([p.detach() for p in parts], budget)):
+                p.copy_(torch.where(done.view(-1, *([1] * (p.dim() - 1))), p, projected))
+    with torch.no_grad():
+        label = model(tests).argmax(1)
+    return FaultResult(tests, done, steps, label, time.perf_counter() - start, norms)
+
+
+def quality(model: torch.nn.Module, result: FaultResult, y0: Tensor, y1: Tensor, kappa: float) -> dict[str, Any]:
+    """Share of failing tests, and for the failing ones the target-class probability and margin."""
+    ok = result.success
+    with torch.no_grad():
+        logits = model(result.tests)
+    prob = torch.softmax(logits, 1).gather(1, y1[:, None]).squeeze(1)
+    margin = kappa - margin_loss(logits, y0, y1, kappa)  # f_{y1} - max_{y != y1} f_y
+    return {"success": float(ok.float().mean()), "failing": int(ok.sum()),
+            "target_prob_mean": float(prob[ok].mean()) if ok.any() else None,
+            "margin_mean": float(margin[ok].mean()) if ok.any() else None,
+            "steps_mean": float(result.steps[ok].float().mean()) if ok.any() else None,
+            "seed_steps": int((result.steps + 1).sum())}
+
+
+def draw_seeds(generator: torch.nn.Module, model: torch.nn.Module, classes: tuple[int, int], n: int,
+               seed: int) -> tuple[Tensor, Tensor, Tensor]:
+    """``n`` seeds per direction: ``(z, y0, y1)`` for ``a -> b`` then ``b -> a``."""
+    a, b = classes
+    za, ya, _ = sample_seeds(generator, model, a, n, seed=seed)
+    zb, yb, _ = sample_seeds(generator, model, b, n, seed=seed + 1)
+    return torch.cat([za, zb]), torch.cat([ya, yb]), torch.cat([torch.full_like(ya, b), torch.full_like(yb, a)])
+
+
+def compare(generator: torch.nn.Module, model: torch.nn.Module, z: Tensor, y0: Tensor, y1: Tensor,
+            settings: dict[str, Any]) -> dict[str, Any]:
+    """Before (one call per direction, as the audit made them) and after (one batched call), same seeds."""
+    n = len(z) // 2
+    halves = (slice(0, n), slice(n, 2 * n))
+    model.requires_grad_(True)  # as the audit loaded it before this change
+    before = [legacy_generator_tests(generator, model, z[s], y0[s], y1[s], **settings) for s in halves]
+    after = generator_tests(generator, model, z, y0, y1, **settings)
+    row: dict[str, Any] = {"seeds_per_direction": n, "settings": settings}
+    for name, parts in (("before", before), ("after", [after.subset(s) for s in halves])):
+        seconds = sum(p.seconds for p in before) if name == "before" else after.seconds
+        per_direction = [quality(model, p, y0[s], y1[s], settings["kappa"]) for p, s in zip(parts, halves)]
+        failing = sum(q["failing"] for q in per_direction)
+        row[name] = {"seconds": seconds, "failing_tests_per_second": failing / seconds,
+                     "directions": per_direction}
+    same = torch.cat([b.success for b in before]) == after.success
+    row["same_success_share"] = float(same.float().mean())
+    both_ok = torch.cat([b.success for b in before]) & after.success
+    diff = (torch.cat([b.tests for b in before]) - after.tests).flatten(1).abs().amax(1)
+    row["max_abs_test_difference_where_both_fail"] = float(diff[both_ok].max()) if both_ok.any() else None
+    row["speedup"] = row["before"]["seconds"] / row["after"]["seconds"]
+    return row
+
+
+def profile(generator: torch.nn.Module, model: torch.nn.Module, z: Tensor, y0: Tensor, y1: Tensor,
+            steps: int, kappa: float) -> dict[str, list[dict[str, Any]]]:
+    """Top operators by self CPU time over ``steps`` walk steps (no seed finishes: eps is tiny)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    tables: dict[str, list[dict[str, Any]]] = {}
+    settings = {"k": 2, "eps": 1e-4, "kappa": kappa, "max_steps": steps}
+    for name in ("before", "after"):
+        model.requires_grad_(name == "before")
+        with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+            if name == "before":
+                legacy_generator_tests(generator, model, z, y0, y1, **settings)
+            else:
+                generator_tests(generator, model, z, y0, y1, **settings)
+        events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+        total = sum(e.self_cpu_time_total for e in events)
+        tables[name] = [{"op": e.key, "self_s": e.self_cpu_time_total / 1e6, "share": e.self_cpu_time_total / total,
+                         "calls": e.count} for e in events[:8]]
+        tables[name + "_total_s"] = total / 1e6  # type: ignore[assignment]
+    model.requires_grad_(True)
+    return tables
+
+
+def scaling(generator: torch.nn.Module, model: torch.nn.Module, classes: tuple[int, int], sizes: list[int],
+            settings: dict[str, Any], seed: int, out: Path, log: Any) -> list[dict[str, Any]]:
+    """The batched walk's seconds against seeds per direction, with the fixed / per-seed-step fit."""
+    rows = []
+    for n in sizes:
+        z, y0, y1 = draw_seeds(generator, model, classes, n, seed)
+        result = generator_tests(generator, model, z, y0, y1, **settings)
+        q = quality(model, result, y0, y1, settings["kappa"])
+        row = {"scaling_seeds_per_direction": n, "seconds": result.seconds, "seed_steps": q["seed_steps"],
+               "failing": q["failing"], "success": q["success"],
+               "failing_tests_per_second": q["failing"] / result.seconds}
+        log(row)
+        rows.append(row)
+    x = np.array([r["seed_steps"] for r in rows], dtype=float)
+    t = np.array([r["seconds"] for r in rows])
+    per_step, fixed = np.polyfit(x, t, 1)
+    fit = {"scaling_fit": {"fixed_seconds": float(fixed), "per_seed_step_ms": float(per_step * 1e3),
+                           "share_per_seed_step_at_largest": float(per_step * x[-1] / t[-1])}}
+    log(fit)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot([r["scaling_seeds_per_direction"] for r in rows], t, "o-", label="measured")
+    ax.plot([r["scaling_seeds_per_direction"] for r in rows], fixed + per_step * x, "--",
+            label=f"{fixed:.1f} s + {per_step * 1e3:.2f} ms x seed-steps")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("seeds per direction (2 directions in one batch)")
+    ax.set_ylabel("walk seconds")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "fault_test_scaling.png")
+    return rows + [fit]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--generator", required=True)
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--classes", nargs=2, default=["pullover", "coat"])
+    parser.add_argument("--seeds", type=int, default=200, help="seeds per direction (0: skip the comparison)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--eps", type=float, default=4.0)
+    parser.add_argument("--max-steps", type=int, default=400)
+    parser.add_argument("--profile", type=int, default=0, help="walk steps to profile (0: no profile)")
+    parser.add_argument("--scaling", type=int, nargs="*", default=[])
+    parser.add_argument("--out", type=Path, default=Path("outputs/fault_speed"))
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = args.out / "results.jsonl"
+
+    def log(row: dict[str, Any]) -> None:
+        print(json.dumps(row), flush=True)
+        with results.open("a") as f:
+            f.write(json.dumps({"target": args.target, **row}) + "\n")
+
+    model = load_target(args.target).eval()
+    generator, meta = load_generator(args.generator)
+    generator.requires_grad_(False)
+    classes = (class_index(args.classes[0], model.class_names), class_index(args.classes[1], model.class_names))
+    settings = {"k": 2, "eps": args.eps, "kappa": 1.0, "lr": 0.003, "max_steps": args.max_steps}
+    if args.profile:
+        z, y0, y1 = draw_seeds(generator, model, classes, 100, args.seed)
+        log({"profile_steps": args.profile, "seeds": len(z),
+             **profile(generator, model, z, y0, y1, args.profile, settings["kappa"])})
+    if args.seeds:
+        z, y0, y1 = draw_seeds(generator, model, classes, args.seeds, args.seed)
+        log(compare(generator, model, z, y0, y1, settings))
+    if args.scaling:
+        scaling(generator, model, classes, args.scaling, settings, args.seed, args.out, log)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,17 +1,24 @@
-"""Injected global faults on Fashion-MNIST (the generative-fault-tests paper's RQ1, Table 2), with a
-control target, the pixel baseline and an independent validity judge.
+"""Injected global faults on Fashion-MNIST (the generative-fault-tests paper's RQ1, Table 2, and RQ3),
+with a control target, the pixel baseline, an independent validity judge, and intervals over
+independently retrained targets.
 
-1. A class-conditional generator of pullovers and coats; targets with an injected fault (brightness:
-   bright pullovers / dark coats only; size: large pullovers / small coats only), a control target
-   trained without a fault, and a judge (MLP) trained on all real pullovers and coats.
-2. Each fault verified on two held-out sets (biased like training / the opposite way).
-3. Tests in both directions (pullover -> coat and coat -> pullover, ``--seeds`` each) against every
-   target; for each kind of test (generator; pixel L2 and Linf PGD, advaudit engine) the share of
-   failing tests that moved brightness and size the fault's way, and the share the judge still gives
-   the seed's class.
+1. One class-conditional generator of pullovers and coats, one judge (MLP) trained on all real
+   pullovers and coats, one PGD-trained target (RQ3). For every training seed: a brightness-fault
+   target (bright pullovers / dark coats only), a size-fault target (large pullovers / small coats
+   only) and a control target trained without a fault.
+2. Each fault target verified on two held-out sets (biased like training / the opposite way).
+3. Per target, tests in both directions in one batched walk (``audit.both_directions``:
+   pullover -> coat and coat -> pullover, ``--seeds`` generator seeds each), and the pixel baseline
+   (L2 and Linf PGD, advaudit engine) from the same seeds; the share of failing tests that moved
+   brightness and size the fault's way, and the share the judge still gives the seed's class.
+   RQ3: the tests' accuracy on the PGD-trained target, valid tests only.
+4. Per fault, direction and kind of test: the mean over training seeds of each per-target share, with
+   a 95% bootstrap interval over the seeds (independent replications: each seed retrains the target
+   and draws its own generator seeds), and the failing tests pooled over seeds.
 Finished runs are skipped (rerun to resume). Writes ``<out>/table.md`` and ``<out>/table.json``.
 
-    .venv/bin/python benchmarks/fault_injection_experiments.py [--out outputs/faults_injected] [--seeds 100]
+    .venv/bin/python benchmarks/fault_injection_experiments.py [--out outputs/faults_injected] \
+        [--train-seeds 42 1 2 3 4] [--seeds 60] [--generator G.pt]
 """
 
 from __future__ import annotations
@@ -21,27 +28,33 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from error_search_replications import run  # noqa: E402
 
+from advaudit.report.intervals import mean_with_ci  # noqa: E402
 from advaudit.report.records import read_json, write_json  # noqa: E402
 
-TARGETS = {"brightness": "faults/train_fmnist_brightness", "size": "faults/train_fmnist_size",
-           "clean": "faults/train_fmnist_clean", "judge": "faults/train_fmnist_judge"}
+FAULTS = {"brightness": "faults/train_fmnist_brightness", "size": "faults/train_fmnist_size",
+          "clean": "faults/train_fmnist_clean"}
+SHARED = {"judge": ["experiment=faults/train_fmnist_judge"],
+          "robust": ["experiment=faults/train_fmnist_robust", "dataset.classes=[pullover,coat]"]}
 THRESHOLDS = {"brightness": 0.40, "size": 0.59}  # the configs' splits (2-class training medians)
-# the fault's direction: pullover -> coat tests should darken and shrink, coat -> pullover brighten and grow
-DIRECTIONS = {"pullover_to_coat": ("pullover", "coat", -1), "coat_to_pullover": ("coat", "pullover", +1)}
 FEATURES = ("brightness", "size")
+# forward direction pullover -> coat: the fault's way is darker and smaller (reverse: brighter, larger)
+DIRECTIONS = {"pullover_to_coat": "", "coat_to_pullover": "reverse/"}
+KINDS = ("generator", "pixel_l2", "pixel_linf")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("outputs/faults_injected"))
     parser.add_argument("--generator", type=Path, default=None, help="an existing pullover/coat generator.pt")
-    parser.add_argument("--seeds", type=int, default=100, help="tests per direction (the paper: 100 + 100)")
+    parser.add_argument("--train-seeds", type=int, nargs="+", default=[42, 1, 2, 3, 4])
+    parser.add_argument("--seeds", type=int, default=60, help="generator seeds per direction and target")
     parser.add_argument("--generator-epochs", type=int, default=8)
     parser.add_argument("--audit", nargs="*", default=[], help="extra examine.py overrides")
     args = parser.parse_args()
@@ -53,39 +66,44 @@ def main() -> None:
         run("train.py", ["model=generator", "dataset=fashion_mnist", "dataset.classes=[pullover,coat]",
                          "dataset.batch_size=64", f"trainer.max_epochs={args.generator_epochs}", "callbacks=none"],
             out / "generator", log)
-    checkpoints = {name: out / name / "checkpoints" / "target.pt" for name in TARGETS}
 
-    def train(name: str) -> None:
-        if not checkpoints[name].exists():
-            run("train.py", [f"experiment={TARGETS[name]}", "callbacks=none"], out / name, log)
+    def trained(name: str, overrides: list[str]) -> Path:
+        checkpoint = out / name / "checkpoints" / "target.pt"
+        if not checkpoint.exists():
+            run("train.py", [*overrides, "callbacks=none"], out / name, log)
+        return checkpoint.resolve()
 
-    train("judge")
-    verification: dict = {"generator_gate": generator_gate(generator, checkpoints["judge"])}
-    results = {}
-    # the control right after the first fault: a feature share means nothing without it
-    for name in ("brightness", "clean", "size"):
-        train(name)
-        if name in THRESHOLDS:
-            text = subprocess.run([sys.executable, "benchmarks/verify_injected_fault.py", str(checkpoints[name]),
-                                   "--attribute", name, "--threshold", str(THRESHOLDS[name]), "--high-class",
-                                   "pullover"], check=True, capture_output=True, text=True).stdout
-            verification[name] = json.loads(text)
-        for direction, (source, destination, sign) in DIRECTIONS.items():
-            run_dir = out / f"tests_{name}_{direction}"
+    shared = {name: trained(name, overrides) for name, overrides in SHARED.items()}
+    verification: dict[str, Any] = {"generator_gate": generator_gate(generator, shared["judge"])}
+    per_seed: dict[str, dict[str, Any]] = {}
+    for seed in args.train_seeds:
+        for fault, experiment in FAULTS.items():
+            name = f"{fault}_seed{seed}"
+            target = trained(name, [f"experiment={experiment}", f"seed={seed}"])
+            if fault in THRESHOLDS:
+                verification[name] = verify(target, fault)
+            run_dir = out / f"tests_{name}"
             if not (run_dir / "fault_tests.json").exists():
-                features = ",".join(f"{{kind:{f},direction:{sign}}}" for f in FEATURES)
-                run("examine.py", ["audit=fault_tests", f"target={checkpoints[name].resolve()}",
-                                   f"generator={generator.resolve()}", f"audit.source_class={source}",
-                                   f"audit.target_class={destination}", f"audit.n_seeds={args.seeds}",
-                                   f"audit.fault_feature=[{features}]", f"audit.judge={checkpoints['judge'].resolve()}",
-                                   "audit.pixel_engine=advaudit",
+                features = ",".join(f"{{kind:{f},direction:-1}}" for f in FEATURES)
+                run("examine.py", ["audit=fault_tests", f"target={target}", f"generator={generator.resolve()}",
+                                   "audit.source_class=pullover", "audit.target_class=coat",
+                                   "audit.both_directions=true", f"audit.n_seeds={args.seeds}", f"seed={seed}",
+                                   f"audit.fault_feature=[{features}]", f"audit.judge={shared['judge']}",
+                                   f"audit.transfer_targets=[{shared['robust']}]", "audit.pixel_engine=advaudit",
                                    *args.audit], run_dir, log)
-            results[f"{name}/{direction}"] = read_json(run_dir / "fault_tests.json")
-        write_json(out / "table.json", {"verification": verification, "tests": results})  # partial results too
-        (out / "table.md").write_text(table_markdown(verification, results), encoding="utf-8")
-    write_json(out / "table.json", {"verification": verification, "tests": results})
-    (out / "table.md").write_text(table_markdown(verification, results), encoding="utf-8")
+            per_seed[name] = read_json(run_dir / "fault_tests.json")
+        table = aggregate(per_seed, args.train_seeds)
+        write_json(out / "table.json", {"verification": verification, "per_seed": per_seed, "table": table})
+        (out / "table.md").write_text(table_markdown(verification, table), encoding="utf-8")
     print((out / "table.md").read_text())
+
+
+def verify(target: Path, fault: str) -> dict[str, Any]:
+    """Held-out accuracies of a fault target (set A biased like training, set B the opposite way)."""
+    text = subprocess.run([sys.executable, "benchmarks/verify_injected_fault.py", str(target), "--attribute", fault,
+                           "--threshold", str(THRESHOLDS[fault]), "--high-class", "pullover"],
+                          check=True, capture_output=True, text=True).stdout
+    return json.loads(text)
 
 
 def generator_gate(generator_path: Path, judge_path: Path) -> float:
@@ -98,32 +116,63 @@ def generator_gate(generator_path: Path, judge_path: Path) -> float:
     return class_agreement(generator.eval(), load_target(str(judge_path)))
 
 
-def table_markdown(verification: dict, results: dict) -> str:
-    """Held-out accuracies, then per target and direction the moved shares with intervals over tests."""
+def aggregate(per_seed: dict[str, dict[str, Any]], seeds: list[int]) -> dict[str, Any]:
+    """Per fault, direction and kind: each statistic's mean over training seeds with its interval, and
+    the failing (and valid failing) tests pooled over seeds."""
+    statistics = {"success": "success", "valid_share": "valid_share", "rq3_robust_acc": None,
+                  **{f"{f}_moved": f"feature/{f}/moved_share" for f in FEATURES},
+                  **{f"{f}_moved_valid": f"feature/{f}_valid/moved_share" for f in FEATURES}}
+    table: dict[str, Any] = {}
+    for fault in FAULTS:
+        runs = [per_seed[f"{fault}_seed{s}"] for s in seeds if f"{fault}_seed{s}" in per_seed]
+        if not runs:
+            continue
+        for direction, prefix in DIRECTIONS.items():
+            for kind in KINDS:
+                key = f"faults/{prefix}{kind}"
+                if f"{key}/success" not in runs[0]:
+                    continue
+                row: dict[str, Any] = {"seeds": len(runs), "seeds_per_run": runs[0]["faults/n_seeds"]}
+                for name, suffix in statistics.items():
+                    # RQ3 (suffix None): accuracy of the PGD-trained target on the valid failing tests
+                    values = [r.get(f"{key}/{suffix or 'transfer_acc/robust'}") for r in runs]
+                    row[name] = mean_with_ci([float("nan") if v is None else v for v in values])
+                row["failing_pooled"] = sum(round(r[f"{key}/success"] * r["faults/n_seeds"]) for r in runs)
+                row["valid_pooled"] = sum(r.get(f"{key}/feature/brightness_valid/moved_share/n") or 0 for r in runs)
+                table[f"{fault}/{direction}/{kind}"] = row
+        for direction, prefix in DIRECTIONS.items():  # the robust target on the unperturbed seeds
+            values = [r.get(f"faults/{prefix}seeds/transfer_acc/robust") for r in runs]
+            table[f"{fault}/{direction}/seeds"] = {"rq3_robust_acc": mean_with_ci(
+                [float("nan") if v is None else v for v in values]), "seeds": len(runs)}
+    return table
 
-    def share(summary: dict, key: str) -> str:
-        if summary.get(key) is None:
+
+def table_markdown(verification: dict[str, Any], table: dict[str, Any]) -> str:
+    """Held-out accuracies, then per fault / direction / kind the shares with intervals over seeds."""
+
+    def cell(stats: dict[str, float] | None, digits: int = 2) -> str:
+        if not stats or stats["n"] == 0:
             return "-"
-        return f"{summary[key]:.2f} [{summary[key + '/lo']:.2f}, {summary[key + '/hi']:.2f}] (n={summary[key + '/n']})"
+        return f"{stats['mean']:.{digits}f} [{stats['lo']:.{digits}f}, {stats['hi']:.{digits}f}]"
 
     lines = [f"Generator gate: {verification['generator_gate']:.3f} of its samples get their class from the judge.", "",
-             "| fault | held-out A (biased like training) acc | held-out B (opposite) acc |", "|---|---|---|"]
-    for fault, report in verification.items():
-        if fault == "generator_gate":
-            continue
-        lines.append(f"| {fault} | {report['A_like_training']['acc']:.3f} (n={report['A_like_training']['n']}) | "
-                     f"{report['B_opposite']['acc']:.3f} (n={report['B_opposite']['n']}) |")
-    lines += ["", "| target | direction | tests | success | valid (judge) | brightness moved fault's way | "
-              "size moved fault's way | brightness, valid only | size, valid only |", "|---" * 9 + "|"]
-    for run_name, summary in results.items():
-        target, direction = run_name.split("/")
-        for kind in ("generator", "pixel_l2", "pixel_linf"):
-            if f"faults/{kind}/success" not in summary:
-                continue
-            cells = [f"{summary.get(f'faults/{kind}/success', 0):.2f}", share(summary, f"faults/{kind}/valid_share")]
-            cells += [share(summary, f"faults/{kind}/feature/{f}/moved_share") for f in FEATURES]
-            cells += [share(summary, f"faults/{kind}/feature/{f}_valid/moved_share") for f in FEATURES]
-            lines.append(f"| {target} | {direction} | {kind} | " + " | ".join(cells) + " |")
+             "| fault target | held-out A (biased like training) acc | held-out B (opposite) acc |", "|---|---|---|"]
+    for name, report in verification.items():
+        if name != "generator_gate":
+            lines.append(f"| {name} | {report['A_like_training']['acc']:.3f} (n={report['A_like_training']['n']}) | "
+                         f"{report['B_opposite']['acc']:.3f} (n={report['B_opposite']['n']}) |")
+    header = ["success", "valid (judge)", "brightness moved", "size moved", "brightness moved, valid",
+              "size moved, valid", "robust target acc (valid tests)", "failing / valid tests pooled"]
+    lines += ["", "| target | direction | tests | " + " | ".join(header) + " |", "|---" * (len(header) + 3) + "|"]
+    for name, row in table.items():
+        fault, direction, kind = name.split("/")
+        if kind == "seeds":
+            cells = ["-"] * 6 + [cell(row["rq3_robust_acc"], 3), "-"]
+        else:
+            cells = [cell(row[k]) for k in ("success", "valid_share", "brightness_moved", "size_moved",
+                                            "brightness_moved_valid", "size_moved_valid")]
+            cells += [cell(row["rq3_robust_acc"], 3), f"{row['failing_pooled']} / {row['valid_pooled']}"]
+        lines.append(f"| {fault} | {direction} | {kind} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

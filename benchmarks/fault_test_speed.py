@@ -195,6 +195,8 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=400)
     parser.add_argument("--profile", type=int, default=0, help="walk steps to profile (0: no profile)")
     parser.add_argument("--scaling", type=int, nargs="*", default=[])
+    parser.add_argument("--scaling-max-steps", type=int, default=None, help="step cap of the scaling runs "
+                        "(default: --max-steps); the cost per seed-step does not depend on it")
     parser.add_argument("--out", type=Path, default=Path("outputs/fault_speed"))
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -219,7 +221,8 @@ def main() -> None:
         z, y0, y1 = draw_seeds(generator, model, classes, args.seeds, args.seed)
         log(compare(generator, model, z, y0, y1, settings))
     if args.scaling:
-        scaling(generator, model, classes, args.scaling, settings, args.seed, args.out, log)
+        capped = {**settings, "max_steps": args.scaling_max_steps or args.max_steps}
+        scaling(generator, model, classes, args.scaling, capped, args.seed, args.out, log)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ seed-by-seed agreement of success. Throughput = failing tests per second of walk
         [--seeds 200] [--profile 20] [--scaling 50 200 800] [--out outputs/fault_speed]
 
 ``--profile N``: torch.profiler over N walk steps of 200 seeds, before and after (top operators).
+``--caps-from DIR...``: success and seed-steps had ``max_steps`` been lower, read off finished audits.
 ``--scaling``: the after-walk's cost against the number of seeds per direction, one run, with a
 linear fit ``seconds = fixed + per_seed_step * seed_steps`` (which term dominates) and a PNG.
 Results are appended to ``<out>/results.jsonl`` as they come.
@@ -184,6 +185,29 @@ def scaling(generator: torch.nn.Module, model: torch.nn.Module, classes: tuple[i
     return rows + [fit]
 
 
+def step_caps(run_dirs: list[Path], caps: list[int]) -> list[dict[str, Any]]:
+    """What a lower ``audit.max_steps`` would give, read off finished audits (no new search): a seed's
+    walk does not depend on the cap, so with cap ``c`` exactly the seeds that failed by step ``c`` fail.
+    Per cap: the share of seeds failing and the seed-steps walked, relative to the full run."""
+    steps, success = [], []
+    for run_dir in run_dirs:
+        for chunk in sorted((run_dir / "chunks" / "generator").glob("*.pt")):
+            saved = torch.load(chunk, weights_only=True, map_location="cpu")
+            steps.append(saved["steps"])
+            success.append(saved["success"])
+    taken, ok = torch.cat(steps), torch.cat(success)
+    full_cost = float((taken + 1).sum())
+    rows = []
+    for cap in caps:
+        fails = ok & (taken <= cap)
+        cost = float((taken.clamp(max=cap) + 1).sum())
+        rows.append({"cap": cap, "seeds": len(ok), "success": float(fails.float().mean()),
+                     "success_share_of_full": float(fails.sum()) / max(float(ok.sum()), 1.0),
+                     "seed_steps_share_of_full": cost / full_cost,
+                     "failing_per_seed_step_gain": (float(fails.sum()) / cost) / (float(ok.sum()) / full_cost)})
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--generator", required=True)
@@ -197,6 +221,9 @@ def main() -> None:
     parser.add_argument("--scaling", type=int, nargs="*", default=[])
     parser.add_argument("--scaling-max-steps", type=int, default=None, help="step cap of the scaling runs "
                         "(default: --max-steps); the cost per seed-step does not depend on it")
+    parser.add_argument("--caps-from", type=Path, nargs="*", default=[],
+                        help="finished fault-test run dirs: success and cost had max_steps been lower")
+    parser.add_argument("--caps", type=int, nargs="*", default=[10, 25, 50, 100, 200, 400])
     parser.add_argument("--out", type=Path, default=Path("outputs/fault_speed"))
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -208,6 +235,9 @@ def main() -> None:
         with results.open("a") as f:
             f.write(json.dumps({"target": args.target, **row}) + "\n")
 
+    if args.caps_from:
+        for row in step_caps(args.caps_from, args.caps):
+            log({"caps_from": [str(p) for p in args.caps_from], **row})
     model = load_target(args.target).eval()
     generator, meta = load_generator(args.generator)
     generator.requires_grad_(False)

@@ -60,7 +60,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     require(destination != source, f"source and target class are both {target.class_names[source]!r}; pick a "
             "different audit.target_class (or null for untargeted tests)")
     both = bool(audit.get("both_directions", False))
-    require(not both or destination is not None, "audit.both_directions=true needs a audit.target_class (the "
+    require(not both or destination is not None, "audit.both_directions=true needs audit.target_class (the "
             "reverse direction tests target_class seeds towards source_class); set one or turn it off")
     require(float(audit.eps) > 0, f"audit.eps={audit.eps} must be > 0 (the L2 budget on the perturbation)")
     for p in generator.parameters():
@@ -74,7 +74,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         require(judge.class_names == target.class_names, f"the judge (audit.judge) knows classes {judge.class_names}, "
                 f"the target {target.class_names}; train the judge on the target's classes")
     n = int(audit.n_seeds)
-    # each direction: (name in the summary, seed class, target class, sign of the fault's direction, rows)
+    # each direction: (prefix in the summary, seed class, target class, sign of the fault's direction);
+    # its seeds are rows [i n, (i + 1) n) of the one batch that both directions walk together
     directions = [("", source, destination, 1.0)] + [("reverse/", destination, source, -1.0)] * both
     drawn = [sample_seeds(generator, model, y, n, seed=int(cfg.seed) + i) for i, (_, y, _, _) in enumerate(directions)]
     z = torch.cat([d[0] for d in drawn])

@@ -65,15 +65,21 @@ def test_generator_walk_reaches_confident_targeted_mistakes_within_the_budget() 
         generator_tests(generator, model, z, y0, y1, k=2, eps=0.0)
 
 
-def test_seeds_walk_independently_so_both_directions_share_one_batch() -> None:
-    """One walk over pullover->coat and coat->pullover seeds gives each seed the test it gets alone,
-    however often the batch drops finished seeds (the CPU / accelerator synchronisation interval)."""
+def two_direction_walk() -> tuple[ConditionalGenerator, nn.Module, torch.Tensor, torch.Tensor, dict]:
+    """A 2-class generator and a steep linear model, 6 seeds of each class, walk settings under which
+    some seeds fail early and some never."""
     generator, model = tiny_generator(classes=2), linear_model(classes=2)
     with torch.no_grad():
         model[1].weight.mul_(5)
     z = torch.randn(12, 8, generator=torch.Generator().manual_seed(3))
     y0 = torch.tensor([0] * 6 + [1] * 6)
-    settings = dict(k=2, eps=20.0, kappa=0.2, lr=0.05, max_steps=60)
+    return generator, model, z, y0, dict(k=2, eps=20.0, kappa=0.2, lr=0.05, max_steps=60)
+
+
+def test_seeds_walk_independently_so_both_directions_share_one_batch() -> None:
+    """One walk over pullover->coat and coat->pullover seeds gives each seed the test it gets alone,
+    however often the batch drops finished seeds (the CPU / accelerator synchronisation interval)."""
+    generator, model, z, y0, settings = two_direction_walk()
     both = generator_tests(generator, model, z, y0, 1 - y0, **settings)
     alone = [generator_tests(generator, model, z[s], y0[s], 1 - y0[s], **settings) for s in (slice(0, 6), slice(6, 12))]
     assert 0 < int(both.success.sum()) < 12  # some seeds fail early, some never: the batch shrinks as it goes
@@ -97,12 +103,7 @@ def test_walk_refuses_seeds_on_another_device_than_the_models() -> None:
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_walk_and_pixel_baseline_run_on_cuda_like_on_the_cpu() -> None:
-    generator, model = tiny_generator(classes=2), linear_model(classes=2)
-    with torch.no_grad():
-        model[1].weight.mul_(5)
-    z = torch.randn(12, 8, generator=torch.Generator().manual_seed(3))
-    y0 = torch.tensor([0] * 6 + [1] * 6)
-    settings = dict(k=2, eps=20.0, kappa=0.2, lr=0.05, max_steps=60)
+    generator, model, z, y0, settings = two_direction_walk()
     on_cpu = generator_tests(generator, model, z, y0, 1 - y0, **settings)
     on_gpu = generator_tests(generator.cuda(), model.cuda(), z.cuda(), y0.cuda(), 1 - y0.cuda(), **settings)
     assert on_gpu.tests.device.type == "cuda" and on_gpu.success.device.type == "cuda"
@@ -259,6 +260,29 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
                            tmp_path / "wrong.pt")
     with pytest.raises(AdvauditError, match="trained on classes"):
         examine(compose_config("examine", [*base, f"generator={wrong}"], tmp_path / "wrong"))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.skipif(not FMNIST_ROOT.exists(), reason="Fashion-MNIST not installed")
+def test_fault_test_audit_runs_on_cuda_with_both_directions(tiny_fmnist_target: Path, tmp_path: Path) -> None:
+    from advaudit.tasks import examine
+
+    target = load_target(tiny_fmnist_target)
+    torch.manual_seed(0)
+    generator = ConditionalGenerator(10, (1, 28, 28), latent_dim=16, width=8).eval()
+    meta = {"class_names": target.class_names, "image_shape": [1, 28, 28], "latent_dim": 16, "width": 8}
+    path = save_generator(generator, meta, tmp_path / "generator.pt")
+    both_target = brightness_target(target.meta, generator, 0, 1, tmp_path / "brightness_target.pt")
+    result = examine(compose_config("examine", [
+        f"target={both_target}", f"generator={path}", "audit=fault_tests", "logger=none", "device=cuda",
+        "audit.source_class=0", "audit.target_class=1", "audit.both_directions=true", "audit.n_seeds=6",
+        "audit.max_steps=30", "audit.eps=50", "audit.lr=0.2", "audit.pixel_engine=advaudit",
+        "audit.pixel.l2.steps=10", "audit.pixel.linf.steps=10", f"audit.judge={tiny_fmnist_target}",
+        f"audit.transfer_targets=[{tiny_fmnist_target}]", "audit.fault_feature={kind:brightness,direction:-1}"],
+        tmp_path))
+    assert result["faults/generator/success"] > 0 and result["faults/reverse/generator/success"] > 0
+    assert torch.load(tmp_path / "run" / "tests.pt", weights_only=True)["generator_tests"].device.type == "cpu"
 
 
 def test_injected_feature_direction_is_measured_on_images() -> None:

@@ -181,14 +181,19 @@ def brightness_target(meta: dict, generator: ConditionalGenerator, bright: int, 
     return save_target(target, path)
 
 
-def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp_path: Path) -> None:
-    from advaudit.tasks import examine
-
-    target = load_target(tiny_fmnist_target)
+def untrained_generator_for(target_path: Path, tmp_path: Path) -> tuple[TorchTarget, ConditionalGenerator, dict, Path]:
+    """The target at ``target_path``, an untrained 28-px generator of its classes, its meta and its saved path."""
+    target = load_target(target_path)
     torch.manual_seed(0)
     generator = ConditionalGenerator(10, (1, 28, 28), latent_dim=16, width=8).eval()
     meta = {"class_names": target.class_names, "image_shape": [1, 28, 28], "latent_dim": 16, "width": 8}
-    path = save_generator(generator, meta, tmp_path / "generator.pt")
+    return target, generator, meta, save_generator(generator, meta, tmp_path / "generator.pt")
+
+
+def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp_path: Path) -> None:
+    from advaudit.tasks import examine
+
+    target, generator, meta, path = untrained_generator_for(tiny_fmnist_target, tmp_path)
     with torch.no_grad():  # the class this target most often sees in the untrained generator's images
         labels = target.logits(generator(torch.randn(200, 16), torch.randint(10, (200,)))).argmax(1)
     source = int(labels.bincount(minlength=10).argmax())
@@ -268,11 +273,7 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
 def test_fault_test_audit_runs_on_cuda_with_both_directions(tiny_fmnist_target: Path, tmp_path: Path) -> None:
     from advaudit.tasks import examine
 
-    target = load_target(tiny_fmnist_target)
-    torch.manual_seed(0)
-    generator = ConditionalGenerator(10, (1, 28, 28), latent_dim=16, width=8).eval()
-    meta = {"class_names": target.class_names, "image_shape": [1, 28, 28], "latent_dim": 16, "width": 8}
-    path = save_generator(generator, meta, tmp_path / "generator.pt")
+    target, generator, meta, path = untrained_generator_for(tiny_fmnist_target, tmp_path)
     both_target = brightness_target(target.meta, generator, 0, 1, tmp_path / "brightness_target.pt")
     result = examine(compose_config("examine", [
         f"target={both_target}", f"generator={path}", "audit=fault_tests", "logger=none", "device=cuda",

@@ -17,7 +17,7 @@
 # Usage: bash benchmarks/examiner_reproductions.sh [OUT] [PART...]
 #   PART: targets table2 table3 sec44 sec45 sec46 tables (default: all, in that order)
 # Sizes (environment): SEEDS="0 1 2" RL_T="100 300 500" BO_T="100 300 500" RANDOM_T="100"
-#   T3_T="100 200" (Table 3) M_WIDTH=16 EXAMINERS2="rl bo random" (Table 2).
+#   T3_T="100 200" (Table 3) M_WIDTH=16 EXAMINERS2="rl bo random" ARCHS="resnet18 alexnet" (Table 2).
 # Resumable: finished targets (target.pt) and examinations (result.json) are skipped, and an
 # interrupted examination resumes from its checkpoint. A target dir may be a symlink to a target
 # trained elsewhere with the same recipe (e.g. the planted-weakness control). The tables in
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 OUT=${1:-outputs/repro}; shift || true
 PARTS=${*:-"targets table2 table3 sec44 sec45 sec46 tables"}
 SEEDS=${SEEDS:-"0 1 2"} RL_T=${RL_T:-"100 300 500"} BO_T=${BO_T:-"100 300 500"} RANDOM_T=${RANDOM_T:-"100"}
-T3_T=${T3_T:-"100 200"} M_WIDTH=${M_WIDTH:-16} EXAMINERS2=${EXAMINERS2:-"rl bo random"}
+T3_T=${T3_T:-"100 200"} M_WIDTH=${M_WIDTH:-16} EXAMINERS2=${EXAMINERS2:-"rl bo random"} ARCHS=${ARCHS:-"resnet18 alexnet"}
 Q=32
 PY=.venv/bin/python
 export WANDB_MODE=${WANDB_MODE:-offline} ADVAUDIT_PROGRESS=${ADVAUDIT_PROGRESS:-0} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -62,7 +62,7 @@ targets)
   for m in 1 2 5 10; do train resnet18_m$m train_shapes dataset.m=$m model.arch_params.width=$M_WIDTH; done
   train resnet18_elev30 train_fresh 'dataset.factors={camera_elevation:[-30,30]}' ;;
 table2)
-  for arch in resnet18 alexnet; do for ex in $EXAMINERS2; do
+  for arch in $ARCHS; do for ex in $EXAMINERS2; do
     examine table2_$arch $ex "$(iterations $ex)" experiment=examiner/table2 target=$OUT/train_${arch}_fresh/$T
   done; done ;;
 table3)

@@ -12,6 +12,7 @@ T proposals for BO with q = 1), i.e. at query budget b = T * q:
 Each cell: mean over seeds [95% bootstrap interval over seeds] (advaudit.report.intervals).
 
     .venv/bin/python benchmarks/examiner_tables.py outputs/repro
+    .venv/bin/python benchmarks/examiner_tables.py outputs/pw --names examine_control --iterations 0 50 100
 """
 
 from __future__ import annotations
@@ -146,8 +147,15 @@ def order_table(groups: dict[tuple[str, str], list[Path]], names: list[str], las
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", help="the OUT folder of benchmarks/examiner_reproductions.sh")
-    out = Path(parser.parse_args().out)
-    groups = runs(out)
+    parser.add_argument("--names", nargs="+", default=None,
+                        help="only one E_T table for these run names (e.g. examine_control of "
+                             "benchmarks/planted_weakness.sh), at --iterations")
+    parser.add_argument("--iterations", nargs="+", type=int, default=[0, 50, 100])
+    args = parser.parse_args()
+    groups = runs(Path(args.out))
+    if args.names:
+        print("\n".join(metric_table(groups, args.names, args.iterations, "E_T by examiner")))
+        return
     lines = []
     lines += metric_table(groups, ["table2_resnet18", "table2_alexnet"], [0, 100, 300, 500], "Table 2")
     lines += metric_table(groups, [f"table3_m{m}" for m in (10, 5, 2, 1)], [0, 100, 200], "Table 3 (T = 200)")

@@ -14,7 +14,8 @@ independently retrained targets.
    RQ3: the tests' accuracy on the PGD-trained target, valid tests only.
 4. Per fault, direction and kind of test: the mean over training seeds of each per-target share, with
    a 95% bootstrap interval over the seeds (independent replications: each seed retrains the target
-   and draws its own generator seeds), and the failing tests pooled over seeds.
+   and draws its own generator seeds; with two seeds the "interval" is just their range), and the
+   failing tests pooled over seeds.
 Finished runs are skipped (rerun to resume). Writes ``<out>/table.md`` and ``<out>/table.json``.
 
     .venv/bin/python benchmarks/fault_injection_experiments.py [--out outputs/faults_injected] \

@@ -176,7 +176,10 @@ def main() -> None:
         extra = ""
         if hasattr(examiner, "n_fits"):
             extra = f" (fits {examiner.n_fits}, fit s {examiner.fit_seconds:.1f}"
-            extra += f", failed {getattr(examiner, 'failed_fits', 'n/a')})"
+            extra += f", failed {getattr(examiner, 'failed_fits', 'n/a')}"
+            if hasattr(examiner, "seconds"):  # the examiner's own split of its time
+                extra += ", " + ", ".join(f"{k} {v:.1f}" for k, v in examiner.seconds.items() if k != "fit")
+            extra += ")"
         print(f"| {name} | {r['queries'] / r['seconds']:,.0f} | {r['seconds']:.1f} | {r['model_s']:.1f} | "
               f"{r['examiner_s']:.1f}{extra} | {100 * r['examiner_s'] / max(r['model_s'], 1e-9):.1f}% | "
               f"{r['best']:.4f} | {quality} |", flush=True)

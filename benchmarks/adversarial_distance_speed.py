@@ -35,7 +35,26 @@ from advaudit.search.attacks import (attack_box, batched_hop_skip_jump, label_fu
 from advaudit.search.metrics import sdr_curve
 from advaudit.search.pools import draw_pools, eligible
 
-DEFAULT = dict(steps=4, gradient_queries=16, max_gradient_queries=32, binary_steps=8)
+HSJ_KEYS = ("steps", "gradient_queries", "max_gradient_queries", "binary_steps", "probe_resolution")
+
+
+def default_settings() -> dict:
+    """The audit's HSJ settings, read from ``conf/search/methods.yaml`` so the benchmark times the default."""
+    from omegaconf import OmegaConf
+
+    attack = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "search" / "methods.yaml")
+    return {k: attack.adversarial_distance.attack.get(k) for k in HSJ_KEYS}
+
+
+def parse_settings(spec: str) -> dict:
+    """``k=v,...`` overrides of the default settings (``v`` an integer or ``none``)."""
+    settings = default_settings()
+    for key, value in (kv.split("=") for kv in spec.split(",") if kv):
+        settings[key] = None if value.lower() in ("none", "null") else int(value)
+    return settings
+
+
+DEFAULT = default_settings()
 
 
 def ceiling(target, x: torch.Tensor, repeats: int = 2, n: int = 2048) -> dict[str, float]:
@@ -94,6 +113,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--reference-cache", default=None, help="file to save/reuse the reference distances")
     parser.add_argument("--skip", default="", help="comma list of parts to skip: ceiling,compare,full,quality")
+    parser.add_argument("--full-settings", default="", help="k=v,... overrides of the default for the full pool")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     skip = set(args.skip.split(","))
@@ -122,8 +142,9 @@ def main() -> None:
               flush=True)
 
     if "full" not in skip:
-        d_full, seconds, queries = attack(x, split.x, labels, box, **DEFAULT)
-        print(f"\nfull pool: {len(x)} items, default {DEFAULT}: {seconds:.1f} s ({queries:.0f} queries/item, "
+        full = parse_settings(args.full_settings)
+        d_full, seconds, queries = attack(x, split.x, labels, box, **full)
+        print(f"\nfull pool: {len(x)} items, {full}: {seconds:.1f} s ({queries:.0f} queries/item, "
               f"{queries * len(x) / seconds:,.0f} forward passes/s)", flush=True)
 
     if "quality" not in skip:
@@ -167,8 +188,7 @@ def main() -> None:
         row(f"reference ({args.reference_steps} exact-normal steps)", reference, f"{q_ref:.0f}", "-")
         row(f"reference at {args.reference_steps // 2} steps (convergence check)", half, "-", "-")
         for spec in args.settings.split(";"):
-            settings = dict(DEFAULT)
-            settings.update({k: int(v) for k, v in (kv.split("=") for kv in spec.split(",") if kv)})
+            settings = parse_settings(spec)
             d, seconds, queries = attack(items, split.x, labels, box, **settings)
             row(f"HSJ {spec}", d, f"{queries:.0f}", f"{seconds:.1f}")
         rng = np.random.default_rng(0)

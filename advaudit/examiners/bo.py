@@ -87,7 +87,7 @@ class BOExaminer(HistoryMixin):
     def __init__(self, n_instances: int, n_dims: int, q: int = 1, beta: float = 6.635776,
                  n_init: int = 2, refit_every: int = 10, refit_growth: float = 1.3, fit_maxiter: int = 40,
                  fit_max_points: int = 128, raw_samples: int = 256, restarts: int = 4,
-                 refine: str = "local", local_scales: Sequence[float] = (0.3, 0.1, 0.03), local_samples: int = 16,
+                 refine: str = "local", local_scales: Sequence[float] = (0.4, 0.15, 0.05, 0.02), local_samples: int = 24,
                  adam_steps: int = 15, adam_lr: float = 0.03, acquisition_dtype: str = "float32",
                  seed: int = 0, device: str | torch.device = "cpu", **_: Any) -> None:
         from advaudit.errors import require
@@ -277,7 +277,8 @@ class BOExaminer(HistoryMixin):
     def state_dict(self) -> dict[str, Any]:
         return {**self._history_state(), "rng": self.generator.get_state(),
                 "hyperparameters": self.hyperparameters, "last_fit_size": self.last_fit_size,
-                "n_fits": self.n_fits, "failed_fits": self.failed_fits, "restart_wins": self.restart_wins.clone()}
+                "n_fits": self.n_fits, "failed_fits": self.failed_fits, "restart_wins": self.restart_wins.clone(),
+                "seconds": dict(self.seconds)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._load_history(state)
@@ -286,6 +287,7 @@ class BOExaminer(HistoryMixin):
         self.last_fit_size = int(state["last_fit_size"])
         self.n_fits, self.failed_fits = int(state.get("n_fits", 0)), int(state.get("failed_fits", 0))
         self.restart_wins = state.get("restart_wins", torch.zeros(self.restarts, dtype=torch.long)).clone()
+        self.seconds.update(state.get("seconds", {}))
         self._factor = _GrowingFactor(self.n_instances, self.device, self.acquisition_dtype)
         if self.hyperparameters is not None:  # replay the factor exactly as it was grown
             self._factor.reset(*self._hyper_tensors(), self.X[:, : self.last_fit_size], self.Y[:, : self.last_fit_size])

@@ -76,6 +76,18 @@ def test_float32_acquisition_proposes_like_float64() -> None:
         BOExaminer(N, D, acquisition_dtype="float16")
 
 
+def test_local_refinement_climbs_the_acquisition_and_stays_in_the_cube() -> None:
+    examiner = _fed(40, fit_maxiter=5)
+    with torch.no_grad():
+        context = examiner._factor.context()
+        starts, start_values = examiner._screen(context)
+        x, values = examiner._refine_local(starts, start_values, context)
+    assert bool((values >= start_values).all()) and float((values - start_values).sum()) > 0
+    assert torch.allclose(values, examiner._ucb(x, context), atol=1e-3)  # the UCB of the points (float32)
+    assert bool(((x >= 0) & (x <= 1)).all())
+    assert set(examiner.seconds) == {"fit", "factor", "screen", "refine"} and examiner.seconds["fit"] > 0
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_bo_runs_its_gp_batch_on_cuda() -> None:

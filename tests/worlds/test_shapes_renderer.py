@@ -8,6 +8,7 @@ at most 0.5% of the colour values more than 2/255 apart.
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from advaudit.worlds.shapes.catalogue import build_primitives
@@ -36,3 +37,13 @@ def test_only_objects_of_several_primitives_cast_shadow_rays() -> None:
     single = torch.tensor([world.class_names[int(c)] in ("can", "barrel") for c in z.labels])
     assert torch.equal(lit[single], unlit[single])                 # shadows change nothing there
     assert not torch.equal(lit[~single], unlit[~single])           # and something elsewhere
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_renders_on_cuda_like_on_the_cpu() -> None:
+    world, z, s = reference_scenes()
+    gpu = type(world)(image_size=world.image_size, shadows=True, device="cuda")
+    images = gpu.render(z, s.cuda())
+    assert images.device.type == "cuda"
+    assert float((images.cpu() - world.render(z, s)).abs().gt(2 / 255).float().mean()) <= 5e-3

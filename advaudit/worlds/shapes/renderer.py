@@ -1,11 +1,11 @@
 """Batched ray casting of ShapeWorld scenes: pinhole camera, Lambert + Blinn-Phong shading, a
 sun and a point light with (optional) shadow rays, and a sky-gradient background.
 
-Speed comes from closed-form intersections (no marching); rays that miss an object's bounding
-sphere are dropped before any primitive test (compaction with ``nonzero``), and only those get a
-full direction (one product of the pixel grid with the camera basis gives every pixel's sky
-gradient and sphere test); each call evaluates only the primitives of the object classes it
-renders; objects made of one convex primitive cast no shadow rays (they cannot shadow themselves);
+Speed comes from closed-form intersections (no marching); every ray's direction and its
+projection on the camera (bounding-sphere test) come from one matrix product of the pixel grid
+with all camera bases; rays that miss an object's bounding sphere are dropped before any
+primitive test (compaction with ``nonzero``); each call evaluates only the primitives of the
+object classes it renders; objects made of one convex primitive cast no shadow rays (they cannot shadow themselves);
 the image is written channel-first, so there is no final transpose.
 """
 
@@ -157,21 +157,22 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
     """
     b = len(s)
     origin, basis = camera_basis(s[:, 8], s[:, 9], s[:, 10], s[:, 11])
-    grid = pixel_grid(size, s.dtype, s.device)                              # [HW, 3] unit in camera space
-    # per pixel, in one product: the ray's y component (sky gradient) and its projection on the
-    # origin (bounding-sphere test); full ray directions only for the rays that may hit
-    project = torch.stack([basis[:, :, 1], (basis @ origin[:, :, None]).squeeze(-1)], -1)  # [B, 3, 2]
-    dir_y, od = (grid @ project).unbind(-1)                                 # [B, HW] each
+    hw = size * size
+    # every ray of every camera in one product of the pixel grid: its direction (3) and its
+    # projection on the camera origin (1, for the bounding-sphere test)
+    columns = torch.cat([basis, basis @ origin[:, :, None]], -1)             # [B, 3, 4]
+    rays = (pixel_grid(size, s.dtype, s.device) @ columns.transpose(0, 1).reshape(3, 4 * b)).view(hw, b, 4)
     sky = torch.tensor(SKY, dtype=s.dtype, device=s.device)
     ground = torch.tensor(GROUND, dtype=s.dtype, device=s.device)
-    image = ground[None, :, None] + (0.5 + 0.5 * dir_y)[:, None] * (sky - ground)[None, :, None]  # [B, 3, HW]
+    weight = (0.5 + 0.5 * rays[..., 1]).t()                                # [B, HW] sky gradient
+    image = torch.addcmul(ground[None, :, None], weight[:, None], (sky - ground)[None, :, None])  # [B, 3, HW]
     # bounding-sphere culling, then compaction
-    closest = (origin * origin).sum(-1)[:, None] - od * od
-    candidate = (closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)
-    obj, pix = candidate.nonzero(as_tuple=True)
-    mask = torch.zeros(b, size * size, dtype=torch.bool, device=s.device)
+    od = rays[..., 3]
+    closest = (origin * origin).sum(-1)[None] - od * od
+    pix, obj = ((closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)).nonzero(as_tuple=True)
+    mask = torch.zeros(b, hw, dtype=torch.bool, device=s.device)
     if len(obj):
-        o, d = origin[obj], (grid[pix, None] @ basis[obj]).squeeze(1)
+        o, d = origin[obj], rays[pix, obj, :3]
         gathered = gather_primitives(prims, obj)
         t, kind, index = _nearest(o, d, gathered)
         hit = torch.isfinite(t)

@@ -2,9 +2,8 @@
 
 1. Ceiling: raw batched forward throughput of the target CNN (images/s) at several batch sizes,
    ``no_grad`` vs ``inference_mode`` vs channels-last, interleaved so machine load hits all alike.
-2. Old vs new in the same run: the attack with the previous label function (``predict_proba`` in
-   batches of 2,048 under ``no_grad``) and with :func:`advaudit.search.attacks.label_function`, on
-   the same items and settings.
+2. Old vs new in the same run: ``batched_hop_skip_jump`` at git revision ``--baseline`` and now, on
+   the same items and settings (queries per item, seconds, whether the distances are identical).
 3. The full pool (``--items``, default 2,000) with the default settings: wall time, queries per
    item, forward passes/s.
 4. Ranking quality on >= ``--quality-items`` eligible items (predicted as the critical class with
@@ -20,6 +19,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -79,11 +82,26 @@ def ceiling(target, x: torch.Tensor, repeats: int = 2, n: int = 2048) -> dict[st
     return {k: n / min(v) for k, v in times.items()}
 
 
-def attack(x: torch.Tensor, pool: torch.Tensor, labels, box, **settings) -> tuple[torch.Tensor, float, float]:
-    """MAE per item (box units), seconds, queries per item."""
+def baseline_attack_module(rev: str):
+    """``advaudit/search/attacks.py`` as it was at git revision ``rev`` (a temporary module)."""
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(["git", "show", f"{rev}:advaudit/search/attacks.py"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "attacks_baseline.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("attacks_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["attacks_baseline"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def attack(x: torch.Tensor, pool: torch.Tensor, labels, box, module=None, **settings) -> tuple[torch.Tensor, float, float]:
+    """MAE per item (box units), seconds, queries per item; ``module``: another revision's attacks.py."""
+    hsj = module.batched_hop_skip_jump if module is not None else batched_hop_skip_jump
     start = time.perf_counter()
     starts = nearest_differently_labelled(x, labels(x), pool, labels(pool))
-    result = batched_hop_skip_jump(x, labels, starts, bounds=box, **settings)
+    result = hsj(x, labels, starts, bounds=box, **settings)
     return mae(x, result.adversarial), time.perf_counter() - start, result.queries / len(x)
 
 
@@ -101,7 +119,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("target")
     parser.add_argument("--items", type=int, default=2000, help="pool attacked with the default settings")
-    parser.add_argument("--compare-items", type=int, default=300, help="items for the old-vs-new label function")
+    parser.add_argument("--compare-items", type=int, default=300, help="items for the same-run comparison with --baseline")
+    parser.add_argument("--baseline", default="main", help="git revision of attacks.py for the comparison")
     parser.add_argument("--quality-items", type=int, default=500)
     parser.add_argument("--reference-steps", type=int, default=24)
     parser.add_argument("--settings", default="steps=2;steps=4;steps=8,gradient_queries=32,max_gradient_queries=64",
@@ -130,16 +149,18 @@ def main() -> None:
             print(f"| {name} | {rate:,.0f} |", flush=True)
 
     if "compare" not in skip:
-        old_labels = lambda b: target.predict_proba(b, calibrated=False).argmax(1)  # noqa: E731  (main's)
+        baseline = baseline_attack_module(args.baseline)
         part = x[: args.compare_items]
+        settings = parse_settings(args.full_settings)
+        if settings.get("probe_resolution") is None:
+            settings.pop("probe_resolution")  # older revisions do not know it
         rows = {}
-        for name, fn in (("old: predict_proba, batch 2048, no_grad", old_labels), ("new: label_function", labels)):
-            d, seconds, queries = attack(part, split.x, fn, box, **DEFAULT)
-            rows[name] = (d, seconds, queries)
-        (d_old, s_old, q), (d_new, s_new, _) = rows.values()
-        print(f"\nsame run, {len(part)} items, default settings ({q:.0f} queries/item): old {s_old:.1f} s, "
-              f"new {s_new:.1f} s, speed-up {s_old / s_new:.2f}x; identical distances: {torch.equal(d_old, d_new)}",
-              flush=True)
+        for name, module in ((f"{args.baseline}", baseline), ("current", None)):
+            rows[name] = attack(part, split.x, labels, box, module=module, **settings)
+        (d_old, s_old, q_old), (d_new, s_new, q_new) = rows.values()
+        print(f"\nsame run, {len(part)} items, {settings}: {args.baseline} {s_old:.1f} s ({q_old:.0f} queries/item), "
+              f"current {s_new:.1f} s ({q_new:.0f} queries/item), speed-up {s_old / s_new:.2f}x; "
+              f"identical distances: {torch.equal(d_old, d_new)}", flush=True)
 
     if "full" not in skip:
         full = parse_settings(args.full_settings)

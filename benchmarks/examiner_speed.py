@@ -142,6 +142,7 @@ def acquisition_gap(n_instances: int, n_points: int, seed: int, repeats: int = 3
     settings = {"local (default: 4 rounds x 24)": {}, "adam 15 steps (previous default)": {"refine": "adam"},
                 "local, 3 rounds x 16 [0.3, 0.1, 0.03]": {"local_scales": [0.3, 0.1, 0.03], "local_samples": 16},
                 "local, 5 rounds x 32 [0.5 ... 0.02]": {"local_scales": [0.5, 0.2, 0.1, 0.05, 0.02], "local_samples": 32},
+                "local, 128 raw samples": {"raw_samples": 128}, "local, 2 restarts": {"restarts": 2},
                 "screen only": {"local_scales": []}}
     print(f"\nacquisition maximisation at n = {n_points}, N = {n_instances} (planted objective):")
     print("| refine | share of the possible UCB improvement | ask s |\n|---|---|---|")

@@ -237,18 +237,32 @@ def batched_hop_skip_jump(x: Tensor, label_fn: LabelFn, starts: Tensor, steps: i
         else:
             direction = direction_fn(adversarial, labels)
             direction = direction / direction.flatten(1).norm(dim=1).clamp_min(1e-12).view(view)
-        size = (distance / math.sqrt(step)).view(view)
-        for _ in range(10):  # geometric step search, halving until adversarial
-            candidate = (adversarial + size * direction).clamp(*bounds)
-            still = counter(candidate) != labels
-            if bool(still.all()):
-                break
-            size = torch.where(still.view(view), size, size / 2)
-        candidate = torch.where(still.view(view), candidate, adversarial)
+        candidate = _geometric_step(adversarial, direction, distance / math.sqrt(step), labels, counter, bounds)
         adversarial = boundary_blend(x, candidate, labels, counter, steps=binary_steps)
     ok = (counter(adversarial) != labels) & ~bad_start
     adversarial = torch.where(ok.view(view), adversarial, torch.full_like(adversarial, math.nan))
     return AttackResult(adversarial, ok, counter.queries)
+
+
+def _geometric_step(adversarial: Tensor, direction: Tensor, size: Tensor, labels: Tensor, label_fn: _CountingLabels,
+                    bounds: tuple[Tensor | float, Tensor | float], tries: int = 10) -> Tensor:
+    """HSJ's step: ``adversarial + size * direction`` (``[N, *shape]``, ``size`` ``[N]``), halving ``size``
+    until the point is still adversarial, at most ``tries`` times (then the item stays where it is).
+    Each try queries only the items still searching, so an item costs the tries it needs, not the
+    slowest item's."""
+    view = (-1,) + (1,) * (adversarial.dim() - 1)
+    out = adversarial.clone()
+    searching = torch.arange(len(adversarial), device=adversarial.device)
+    size = size.clone()
+    for _ in range(tries):
+        if not len(searching):
+            break
+        trial = (adversarial[searching] + size[searching].view(view) * direction[searching]).clamp(*bounds)
+        found = label_fn(trial) != labels[searching]
+        out[searching[found]] = trial[found]
+        size[searching[~found]] /= 2
+        searching = searching[~found]
+    return out
 
 
 def _probes(n: int, n_probe: int, shape: tuple[int, ...], generator: torch.Generator, device: torch.device,

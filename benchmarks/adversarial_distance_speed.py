@@ -19,10 +19,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +33,7 @@ from advaudit.search.attacks import (attack_box, batched_hop_skip_jump, label_fu
                                      nearest_differently_labelled)
 from advaudit.search.metrics import sdr_curve
 from advaudit.search.pools import draw_pools, eligible
+from revision import module_at_revision  # benchmarks/ is on sys.path
 
 HSJ_KEYS = ("steps", "gradient_queries", "max_gradient_queries", "binary_steps", "probe_resolution")
 
@@ -80,20 +77,6 @@ def ceiling(target, x: torch.Tensor, repeats: int = 2, n: int = 2048) -> dict[st
             times[name].append(time.perf_counter() - start)
             target.to(memory_format=torch.contiguous_format)
     return {k: n / min(v) for k, v in times.items()}
-
-
-def baseline_attack_module(rev: str):
-    """``advaudit/search/attacks.py`` as it was at git revision ``rev`` (a temporary module)."""
-    root = Path(__file__).resolve().parents[1]
-    source = subprocess.run(["git", "show", f"{rev}:advaudit/search/attacks.py"], cwd=root, check=True,
-                            capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "attacks_baseline.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("attacks_baseline", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["attacks_baseline"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def attack(x: torch.Tensor, pool: torch.Tensor, labels, box, module=None, **settings) -> tuple[torch.Tensor, float, float]:
@@ -149,7 +132,7 @@ def main() -> None:
             print(f"| {name} | {rate:,.0f} |", flush=True)
 
     if "compare" not in skip:
-        baseline = baseline_attack_module(args.baseline)
+        baseline = module_at_revision("advaudit/search/attacks.py", args.baseline)
         part = x[: args.compare_items]
         settings = parse_settings(args.full_settings)
         if settings.get("probe_resolution") is None:

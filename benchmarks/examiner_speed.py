@@ -21,37 +21,19 @@ top cProfile entries of the BO examiner.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
 from advaudit.examiners import build_examiner
 from advaudit.runtime import configure_threads
+from revision import module_at_revision  # benchmarks/ is on sys.path
 
 DEFAULTS = {"random": {"q": 32}, "rl": {"q": 32}, "bo": {"q": 1}, "tpe": {"q": 1}, "cmaes": {"q": 1}}
 PLANTED_FACTOR, PLANTED = 0, (0.7, 0.9)
 N_DIMS_PLANTED = 9
-
-
-def baseline_examiner_class(rev: str) -> type:
-    """``BOExaminer`` from ``advaudit/examiners/bo.py`` at git revision ``rev`` (a temporary module)."""
-    root = Path(__file__).resolve().parents[1]
-    source = subprocess.run(["git", "show", f"{rev}:advaudit/examiners/bo.py"], cwd=root, check=True,
-                            capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "bo_baseline.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("bo_baseline", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bo_baseline"] = module
-    spec.loader.exec_module(module)
-    return module.BOExaminer
 
 
 def planted_loss(u: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
@@ -171,7 +153,7 @@ def acquisition_gap(n_instances: int, n_points: int, seed: int, repeats: int = 3
                 if name.startswith("local (default"):
                     examiner.adam_steps, examiner.adam_lr = 200, 0.01
                     strong = examiner._refine_adam(x, context)[1].max(1).values.double()
-                                    examiner.adam_steps, examiner.adam_lr = 15, 0.03
+                    examiner.adam_steps, examiner.adam_lr = 15, 0.03
         best = torch.stack([strong, *reached.values()]).max(0).values
         screen = reached["screen only"]
         for name in settings:
@@ -230,7 +212,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     runs = [(name, None, options if name == "bo" else {}) for name in args.examiners.split(",")]
     if args.baseline and "bo" in args.examiners.split(","):
-        runs.insert(0, (f"bo@{args.baseline}", baseline_examiner_class(args.baseline), {}))
+        runs.insert(0, (f"bo@{args.baseline}", module_at_revision("advaudit/examiners/bo.py", args.baseline).BOExaminer, {}))
     for name, baseline, opts in runs:
         examiner = make_examiner(name.split("@")[0], n, dims, args.seed, baseline, opts)
         r = task(examiner)

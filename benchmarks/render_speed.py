@@ -10,13 +10,8 @@ both see the same machine load), and prints the ratio.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Callable
 
 import torch
@@ -26,20 +21,7 @@ from advaudit.data.fashion_mnist import FashionMNISTDataModule
 from advaudit.runtime import configure_threads
 from advaudit.worlds.shapes import ShapeWorld
 from advaudit.worlds.transforms import TransformWorld
-
-
-def baseline_render_scenes(rev: str) -> Callable:
-    """``render_scenes`` from ``advaudit/worlds/shapes/renderer.py`` at git revision ``rev``."""
-    root = Path(__file__).resolve().parents[1]
-    source = subprocess.run(["git", "show", f"{rev}:advaudit/worlds/shapes/renderer.py"], cwd=root, check=True,
-                            capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "renderer_baseline.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("renderer_baseline", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["renderer_baseline"] = module
-    spec.loader.exec_module(module)
-    return module.render_scenes
+from revision import module_at_revision  # benchmarks/ is on sys.path
 
 
 def timed_render(world, batch: int, device: str) -> Callable[[], float]:
@@ -94,7 +76,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="32,64")
     args = parser.parse_args()
     threads = configure_threads(args.threads)
-    baseline = baseline_render_scenes(args.baseline) if args.baseline else None
+    baseline = module_at_revision("advaudit/worlds/shapes/renderer.py", args.baseline).render_scenes if args.baseline else None
     head = f"renders/s (batch {args.batch}, {threads} threads, {args.device})"
     print(f"| world | size | shadows | {head} |" + (f" {args.baseline} | speed-up |" if baseline else ""))
     print("|---|---|---|---|" + ("---|---|" if baseline else ""))

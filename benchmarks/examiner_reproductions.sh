@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
 # Reproductions of the adversarial-examiner paper on ShapeWorld (Table 2, Table 3, Sec. 4.4-4.6) at
 # the paper's iterations: RL T = 100/300/500 policy updates of q = 32 (3,200/9,600/16,000 queries
-# per instance), BO T = 100/300/500 proposals, random search with RL's query budget; every
+# per instance) at the paper's lr 0.001, BO T = 100/300/500 proposals, random search; every
 # examination with SEEDS (default 3) seeds, N = 10 instances (one per class), sun angles fixed.
-# CPU-sized targets (ResNet-18 / AlexNet at width 32, 12 epochs, 32 px, m renders per instance).
+#
+# Targets (CPU-sized, 32 px):
+# - Table 2, Sec. 4.5, 4.6: strong targets trained on fresh random conditions every epoch
+#   (experiment=examiner/train_fresh, 30 epochs): ResNet-18 at width 16, AlexNet at width 32.
+# - Table 3: the paper's m-limited training (experiment=examiner/train_shapes, m = 1, 2, 5, 10
+#   renders per instance, fixed), ResNet-18 at width M_WIDTH (default 16), 12 epochs.
+# - Sec. 4.4: the fresh recipe with camera elevation restricted to [-30, 30] in training.
+# Random search: its E_T is the mean true-class probability of uniformly random conditions at every
+# T (its proposals do not depend on T), so it runs RANDOM_T (default: 100) iterations, which gives
+# its E_T row and its worst case up to that budget.
 #
 # Usage: bash benchmarks/examiner_reproductions.sh [OUT] [PART...]
 #   PART: targets table2 table3 sec44 sec45 sec46 tables (default: all, in that order)
+# Sizes (environment): SEEDS="0 1 2" RL_T="100 300 500" BO_T="100 300 500" RANDOM_T="100"
+#   T3_T="100 200" (Table 3) M_WIDTH=16 EXAMINERS2="rl bo random" (Table 2).
 # Resumable: finished targets (target.pt) and examinations (result.json) are skipped, and an
-# interrupted examination resumes from its checkpoint. The tables in docs/RESULTS.md come from the
-# last part: .venv/bin/python benchmarks/examiner_tables.py OUT
-# Full size is far beyond 2 CPU cores in one session (RL: 160,000 queries per examination); the
-# RESULTS section says which parts were rerun. Smaller: SEEDS="0" RL_ITERS="100" ... (see below).
+# interrupted examination resumes from its checkpoint. A target dir may be a symlink to a target
+# trained elsewhere with the same recipe (e.g. the planted-weakness control). The tables in
+# docs/RESULTS.md come from the last part: .venv/bin/python benchmarks/examiner_tables.py OUT
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-outputs/repro}; shift || true
 PARTS=${*:-"targets table2 table3 sec44 sec45 sec46 tables"}
-SEEDS=${SEEDS:-"0 1 2"}
+SEEDS=${SEEDS:-"0 1 2"} RL_T=${RL_T:-"100 300 500"} BO_T=${BO_T:-"100 300 500"} RANDOM_T=${RANDOM_T:-"100"}
+T3_T=${T3_T:-"100 200"} M_WIDTH=${M_WIDTH:-16} EXAMINERS2=${EXAMINERS2:-"rl bo random"}
 Q=32
 PY=.venv/bin/python
 export WANDB_MODE=${WANDB_MODE:-offline} ADVAUDIT_PROGRESS=${ADVAUDIT_PROGRESS:-0} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -27,10 +38,13 @@ budgets() {  # examiner, T... -> "budget report_budgets" in queries (RL and rand
   for t in "$@"; do list="$list,$((t * scale))"; last=$((t * scale)); done
   echo "$last [$list]"
 }
-train() {  # name, overrides...
-  local name=$1; shift
+train() {  # name, experiment, overrides...
+  local name=$1 experiment=$2; shift 2
   [ -f "$OUT/train_$name/checkpoints/target.pt" ] || \
-    $PY train.py experiment=examiner/train_shapes threads=1 "$@" hydra.run.dir="$OUT/train_$name" logger=none
+    $PY train.py experiment="examiner/$experiment" threads=1 "$@" hydra.run.dir="$OUT/train_$name" logger=none
+}
+iterations() {  # examiner -> its T list
+  case $1 in rl) echo "$RL_T";; bo) echo "$BO_T";; *) echo "$RANDOM_T";; esac
 }
 examine() {  # name, examiner, "T..." , overrides...
   local name=$1 ex=$2 ts=$3; shift 3
@@ -43,30 +57,31 @@ examine() {  # name, examiner, "T..." , overrides...
 T=checkpoints/target.pt
 for part in $PARTS; do case $part in
 targets)
-  train resnet18_m10
-  train alexnet_m10 model=alexnet model.arch_params.width=32
-  for m in 1 2 5; do train resnet18_m$m dataset.m=$m; done
-  train resnet18_elev30 'dataset.factors={camera_elevation:[-30,30]}' ;;
+  train resnet18_fresh train_fresh
+  train alexnet_fresh train_fresh model=alexnet model.arch_params.width=32
+  for m in 1 2 5 10; do train resnet18_m$m train_shapes dataset.m=$m model.arch_params.width=$M_WIDTH; done
+  train resnet18_elev30 train_fresh 'dataset.factors={camera_elevation:[-30,30]}' ;;
 table2)
-  for arch in resnet18 alexnet; do for ex in rl bo random; do
-    examine table2_$arch $ex "100 300 500" experiment=examiner/table2 target=$OUT/train_${arch}_m10/$T
+  for arch in resnet18 alexnet; do for ex in $EXAMINERS2; do
+    examine table2_$arch $ex "$(iterations $ex)" experiment=examiner/table2 target=$OUT/train_${arch}_fresh/$T
   done; done ;;
 table3)
   for m in 1 2 5 10; do for ex in rl bo random; do
-    examine table3_m$m $ex "100 200" experiment=examiner/table3 target=$OUT/train_resnet18_m$m/$T
+    t=$T3_T; [ $ex = random ] && t=${RANDOM_T%% *}
+    examine table3_m$m $ex "$t" experiment=examiner/table3 target=$OUT/train_resnet18_m$m/$T
   done; done ;;
 sec44)
   for ex in rl bo random; do
     examine sec44 $ex "100 250" experiment=examiner/sec44_elevation target=$OUT/train_resnet18_elev30/$T
   done ;;
 sec45)  # the paper's two orders: lights first (declared order) and the camera block first
-  examine sec45_lights_first rl "100 500" experiment=examiner/sec45_order 'examiner.order=[0,1,2,3,4,5,6,7,8]' \
-    target=$OUT/train_resnet18_m10/$T
-  examine sec45_camera_first rl "100 500" experiment=examiner/sec45_order 'examiner.order=[5,6,7,8,0,1,2,3,4]' \
-    target=$OUT/train_resnet18_m10/$T ;;
+  examine sec45_lights_first rl "$RL_T" experiment=examiner/sec45_order 'examiner.order=[0,1,2,3,4,5,6,7,8]' \
+    target=$OUT/train_resnet18_fresh/$T
+  examine sec45_camera_first rl "$RL_T" experiment=examiner/sec45_order 'examiner.order=[5,6,7,8,0,1,2,3,4]' \
+    target=$OUT/train_resnet18_fresh/$T ;;
 sec46)
   for ex in rl bo; do
-    examine sec46 $ex "100 500" experiment=examiner/sec46_strength target=$OUT/train_resnet18_m10/$T
+    examine sec46 $ex "$(iterations $ex)" experiment=examiner/sec46_strength target=$OUT/train_resnet18_fresh/$T
   done ;;
 tables)
   $PY benchmarks/examiner_tables.py "$OUT" | tee "$OUT/tables.md" ;;

@@ -13,6 +13,8 @@
 #   benchmarks/rl_concentration_synthetic.py, docs/RESULTS.md) BO_BUDGET=512 RANDOM_BUDGET=640 LAST=64 (late window, queries; random search's
 #   share needs only enough late proposals, not a long run).
 # Resumable: finished targets and examinations are skipped; an interrupted examination resumes.
+# The report covers every finished examination of the two targets in OUT, so a second call with
+# e.g. EXAMINERS="tpe cmaes" SEEDS=0 adds those rows to the same table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -eq 4 ] || { echo "usage: $0 OUT FACTOR LOW HIGH" >&2; exit 2; }
@@ -25,7 +27,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # this checkout's advaudit,
 train() {  # name, overrides...
   local name=$1; shift
   [ -f "$OUT/train_$name/checkpoints/target.pt" ] || \
-    $PY train.py experiment=examiner/train_fresh "$@" hydra.run.dir="$OUT/train_$name" logger=none
+    $PY train.py experiment=examiner/train_fresh threads=1 "$@" hydra.run.dir="$OUT/train_$name" logger=none
 }
 budget() { case $1 in rl) echo "$RL_BUDGET";; bo) echo "$BO_BUDGET";; *) echo "$RANDOM_BUDGET";; esac; }
 train control
@@ -35,10 +37,14 @@ for target in control "weak_$FACTOR"; do for ex in $EXAMINERS; do for seed in $S
   dir="$OUT/examine_${target}_${ex}_s$seed"
   b=$(budget "$ex") options=()
   [ "$ex" = rl ] && options=("examiner.lr=$RL_LR")
-  [ -f "$dir/result.json" ] || $PY examine.py experiment=examiner/planted_weakness examiner="$ex" "${options[@]}" seed="$seed" \
+  [ -f "$dir/result.json" ] || $PY examine.py experiment=examiner/planted_weakness examiner="$ex" "${options[@]}" seed="$seed" threads=1 \
     audit.budget="$b" "audit.report_budgets=[0,$((b / 2)),$b]" \
     target="$OUT/train_$target/checkpoints/target.pt" hydra.run.dir="$dir" logger=none
-  runs+=("$dir")
 done; done; done
+# every finished examination of these two targets, also those of earlier calls with other
+# EXAMINERS or SEEDS (e.g. TPE and CMA-ES with one seed next to RL/BO/random with three)
+for dir in "$OUT"/examine_control_* "$OUT/examine_weak_${FACTOR}"_*; do
+  [ -f "$dir/result.json" ] && runs+=("$dir")
+done
 $PY -m advaudit.report.concentration "${runs[@]}" --factor "$FACTOR" --low "$LOW" --high "$HIGH" --outside \
   --last "$LAST" --control train_control --out "$OUT/concentration_$FACTOR"

@@ -1,0 +1,170 @@
+"""How often a reference judge is right under random conditions, and where in S it is not.
+
+The issue-11 acceptance figure for ShapeWorld's default bounds: a strong reference model
+(``audit.validity.reference``) should be *confidently right* (true-class probability >=
+``--min-prob`` and the arg-max) on at least 97% of uniformly random conditions of held-out (test)
+instances. This script renders ``--renders`` random conditions of the world's box for every test
+instance, judges each with the reference exactly as the audit does
+(:class:`advaudit.worlds.validity.ValidityJudge`: geometric checks, then the reference), and reports
+
+- the share of random conditions the reference gets confidently right: overall, and among the
+  geometrically valid ones;
+- per factor, the same share in ``--bins`` equal-width bins of that factor's range (where in S the
+  judge fails: a bin far below the rest is a candidate for narrowing the bounds, or a weakness of
+  the judge itself when a human would still see the class);
+- a suggested box: per factor, the outer bins whose share is more than ``--trim-margin`` below the
+  overall share are dropped (a region where the judge fails much more than elsewhere), and the
+  share of the renders left inside that box.
+
+Output: a Markdown table on stdout, ``<out>/reference_judge.json`` and a per-factor PNG.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_judge.py <reference target.pt>
+        [--renders 60] [--bins 5] [--trim-margin 0.1] [--factors '{camera_distance: [1.5, 4]}']
+        [--out outputs/reference_judge]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+import yaml
+
+from advaudit.models import load_target
+from advaudit.report.intervals import bootstrap_ci
+from advaudit.worlds.shapes import ShapeWorld
+from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRules
+
+
+def judge_random_conditions(reference: str, renders: int, factors: dict | None, min_prob: float,
+                            seed: int) -> tuple[ShapeWorld, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """Render ``renders`` random conditions per test instance at the reference's image size.
+
+    Returns the world, the conditions ``[N * renders, C]`` (factor units), the instance index of each
+    ``[N * renders]`` and the checks ``{name: [N * renders] bool}`` (True = passed), ``reference`` among them.
+    """
+    size = int(load_target(Path(reference)).input_shape[-1])
+    world = ShapeWorld(image_size=size, factors=factors)
+    judge = ValidityJudge(world, ValidityRules(reference=reference, reference_min_prob=min_prob))
+    z = world.instances("test")
+    s = world.random_conditions(len(z), renders, torch.Generator().manual_seed(seed))
+    checks: dict[str, list[torch.Tensor]] = {}
+    for start in range(0, renders, 10):  # 10 conditions per instance per pass: bounded memory
+        _, _, passed = judge.render(z, s[:, start:start + 10])
+        for name, value in passed.items():
+            checks.setdefault(name, []).append(value)
+    flat = {name: torch.cat(parts, 1).reshape(-1) for name, parts in checks.items()}
+    instance = torch.arange(len(z)).repeat_interleave(renders)
+    return world, s.reshape(-1, s.shape[-1]), instance, flat
+
+
+def share(passed: torch.Tensor, instance: torch.Tensor) -> dict[str, float]:
+    """Share of True in ``passed`` ``[M]``, with a 95% bootstrap interval over the instances
+    (``instance`` ``[M]``: the renders of one object are not independent of each other)."""
+    per_instance = [float(passed[instance == i].float().mean()) for i in instance.unique() if (instance == i).any()]
+    lo, hi = bootstrap_ci(per_instance)
+    return {"share": round(float(passed.float().mean()), 4), "lo": round(float(lo), 4), "hi": round(float(hi), 4),
+            "n": int(passed.numel())}
+
+
+def by_factor(world: ShapeWorld, s: torch.Tensor, right: torch.Tensor, bins: int) -> dict[str, list[dict]]:
+    """Per factor, the reference's right share in ``bins`` equal-width bins of its range."""
+    table = {}
+    for column, factor in enumerate(world.factors):
+        edges = torch.linspace(factor.low, factor.high, bins + 1)
+        index = torch.bucketize(s[:, column].contiguous(), edges[1:-1], right=True)
+        table[factor.name] = [{"low": round(float(edges[b]), 3), "high": round(float(edges[b + 1]), 3),
+                               "share": round(float(right[index == b].float().mean()), 4),
+                               "n": int((index == b).sum())} for b in range(bins)]
+    return table
+
+
+def trimmed_share(world: ShapeWorld, s: torch.Tensor, instance: torch.Tensor, right: torch.Tensor,
+                  table: dict[str, list[dict]], below: float) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Drop, per factor, the outer bins whose share is under ``below`` (only from the ends, so the box
+    stays a box); returns the suggested bounds and the right share of the renders left in it."""
+    bounds, keep = {}, torch.ones_like(right)
+    for column, factor in enumerate(world.factors):
+        rows = table[factor.name]
+        first, last = 0, len(rows) - 1
+        while first < last and rows[first]["share"] < below:
+            first += 1
+        while last > first and rows[last]["share"] < below:
+            last -= 1
+        low, high = rows[first]["low"], rows[last]["high"]
+        if (low, high) != (factor.low, factor.high):
+            bounds[factor.name] = [low, high]
+        keep &= (s[:, column] >= low) & (s[:, column] <= high)
+    return bounds, {**share(right[keep], instance[keep]), "kept": round(float(keep.float().mean()), 4)}
+
+
+def plot(table: dict[str, list[dict]], overall: float, path: Path) -> None:
+    """One panel per factor: the reference's right share per bin, the overall share dashed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 4, figsize=(13, 8), sharey=True)
+    for ax, (name, rows) in zip(axes.flat, table.items()):
+        ax.bar([(r["low"] + r["high"]) / 2 for r in rows], [r["share"] for r in rows],
+               width=[(r["high"] - r["low"]) * 0.9 for r in rows])
+        ax.axhline(overall, ls="--", c="k", lw=1)
+        ax.axhline(0.97, ls=":", c="r", lw=1)
+        ax.set_title(name, fontsize=9)
+        ax.set_ylim(0, 1)
+    for ax in list(axes.flat)[len(table):]:
+        ax.axis("off")
+    fig.suptitle("reference judge: confidently right share per factor bin (dashed: overall; dotted: 0.97)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("reference", help="the reference judge (a ShapeWorld target.pt)")
+    parser.add_argument("--renders", type=int, default=60, help="random conditions per test instance")
+    parser.add_argument("--bins", type=int, default=5)
+    parser.add_argument("--factors", default=None, help="factor bounds overrides (YAML), default: the world's")
+    parser.add_argument("--min-prob", type=float, default=0.5, help="audit.validity.reference_min_prob")
+    parser.add_argument("--trim-margin", type=float, default=0.1,
+                        help="suggest dropping outer bins this far below the overall share")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="outputs/reference_judge")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    factors = yaml.safe_load(args.factors) if args.factors else None
+    world, s, instance, checks = judge_random_conditions(args.reference, args.renders, factors, args.min_prob, args.seed)
+    right = checks[REFERENCE_CHECK]
+    geometric = torch.ones_like(right)
+    for name, passed in checks.items():
+        if name != REFERENCE_CHECK:
+            geometric &= passed
+    table = by_factor(world, s, right, args.bins)
+    overall = float(right.float().mean())
+    bounds, trimmed = trimmed_share(world, s, instance, right, table, overall - args.trim_margin)
+    result = {"reference": args.reference, "image_size": world.image_shape[-1], "min_prob": args.min_prob,
+              "all": share(right, instance), "geometrically_valid": share(right[geometric], instance[geometric]),
+              "geometric_valid_share": round(float(geometric.float().mean()), 4),
+              "by_factor": table, "suggested_bounds": bounds, "suggested_box": trimmed}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "reference_judge.json").write_text(json.dumps(result, indent=2))
+    plot(table, result["all"]["share"], out / "reference_judge_by_factor.png")
+    print(f"reference {args.reference} at {result['image_size']} px, {right.numel()} random conditions "
+          f"({args.renders} per test instance), confidently right (p >= {args.min_prob}):")
+    print(f"- all: {result['all']['share']:.3f} [{result['all']['lo']:.3f}, {result['all']['hi']:.3f}]")
+    print(f"- geometrically valid ({result['geometric_valid_share']:.3f} of them): "
+          f"{result['geometrically_valid']['share']:.3f}")
+    print(f"- suggested box {bounds} keeps {trimmed['kept']:.3f} of the renders: right on {trimmed['share']:.3f}\n")
+    print("| factor | " + " | ".join(f"bin {b + 1}" for b in range(args.bins)) + " |")
+    print("|---|" + "---|" * args.bins)
+    for name, rows in table.items():
+        print(f"| {name} | " + " | ".join(f"[{r['low']:g}, {r['high']:g}]: {r['share']:.2f}" for r in rows) + " |")
+    print(f"\n{out / 'reference_judge.json'}, {out / 'reference_judge_by_factor.png'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -212,6 +212,7 @@ def batched_hop_skip_jump(x: Tensor, label_fn: LabelFn, starts: Tensor, steps: i
             upsample them bilinearly to the image size (QEBA's spatial subspace, Li et al. 2020): in
             784 dimensions k sign probes recover only a cosine of about sqrt(2k / (pi d)) with the
             boundary normal; on a 14 x 14 grid d is 4x smaller. ``None``: full-resolution probes (HSJ).
+            On Fashion-MNIST it ranked *worse* against converged distances (docs/RESULTS.md).
 
     Queries per item: about ``binary_steps + steps * (probes + binary_steps + 1..10)``.
     """

@@ -28,7 +28,7 @@ Why ``local`` is the default (docs/RESULTS.md, "Performance (issue 15)"): on a C
 backward: two full reads of ``L^-1``) costs about as much as screening 64 candidates, and 15 steps
 were half of BO's time at n = 400. With 4 rounds x 24 the refinement gets as close to the UCB's
 maximum as 15 Adam steps did (0.85 vs 0.84 of the possible improvement over the screened starts) at
-0.46x the time of a step.
+half the time of a step.
 
 ``beta = kappa^2``: bayes_opt's default kappa = 2.576 gives beta = 6.64.
 

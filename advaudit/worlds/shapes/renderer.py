@@ -161,7 +161,9 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
     # every ray of every camera in one product of the pixel grid: its direction (3) and its
     # projection on the camera origin (1, for the bounding-sphere test)
     columns = torch.cat([basis, basis @ origin[:, :, None]], -1)             # [B, 3, 4]
-    rays = (pixel_grid(size, s.dtype, s.device) @ columns.transpose(0, 1).reshape(3, 4 * b)).view(hw, b, 4)
+    grid = pixel_grid(size, s.dtype, s.device)[:, :, None, None]           # [HW, 3, 1, 1]
+    # three multiply-adds, not a matmul: a scene's pixels must not depend on the batch it is in
+    rays = (grid[:, 0] * columns[:, 0]).addcmul_(grid[:, 1], columns[:, 1]).addcmul_(grid[:, 2], columns[:, 2])  # [HW, B, 4]
     sky = torch.tensor(SKY, dtype=s.dtype, device=s.device)
     ground = torch.tensor(GROUND, dtype=s.dtype, device=s.device)
     weight = (0.5 + 0.5 * rays[..., 1]).t()                                # [B, HW] sky gradient

@@ -2,9 +2,8 @@
 
 1. Ceiling: raw batched forward throughput of the target CNN (images/s) at several batch sizes,
    ``no_grad`` vs ``inference_mode`` vs channels-last, interleaved so machine load hits all alike.
-2. Old vs new in the same run: the attack with the previous label function (``predict_proba`` in
-   batches of 2,048 under ``no_grad``) and with :func:`advaudit.search.attacks.label_function`, on
-   the same items and settings.
+2. Old vs new in the same run: ``batched_hop_skip_jump`` at git revision ``--baseline`` and now, on
+   the same items and settings (queries per item, seconds, whether the distances are identical).
 3. The full pool (``--items``, default 2,000) with the default settings: wall time, queries per
    item, forward passes/s.
 4. Ranking quality on >= ``--quality-items`` eligible items (predicted as the critical class with
@@ -34,8 +33,28 @@ from advaudit.search.attacks import (attack_box, batched_hop_skip_jump, label_fu
                                      nearest_differently_labelled)
 from advaudit.search.metrics import sdr_curve
 from advaudit.search.pools import draw_pools, eligible
+from revision import module_at_revision  # benchmarks/ is on sys.path
 
-DEFAULT = dict(steps=4, gradient_queries=16, max_gradient_queries=32, binary_steps=8)
+HSJ_KEYS = ("steps", "gradient_queries", "max_gradient_queries", "binary_steps", "probe_resolution")
+
+
+def default_settings() -> dict:
+    """The audit's HSJ settings, read from ``conf/search/methods.yaml`` so the benchmark times the default."""
+    from omegaconf import OmegaConf
+
+    attack = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "search" / "methods.yaml")
+    return {k: attack.adversarial_distance.attack.get(k) for k in HSJ_KEYS}
+
+
+def parse_settings(spec: str) -> dict:
+    """``k=v,...`` overrides of the default settings (``v`` an integer or ``none``)."""
+    settings = default_settings()
+    for key, value in (kv.split("=") for kv in spec.split(",") if kv):
+        settings[key] = None if value.lower() in ("none", "null") else int(value)
+    return settings
+
+
+DEFAULT = default_settings()
 
 
 def ceiling(target, x: torch.Tensor, repeats: int = 2, n: int = 2048) -> dict[str, float]:
@@ -60,11 +79,12 @@ def ceiling(target, x: torch.Tensor, repeats: int = 2, n: int = 2048) -> dict[st
     return {k: n / min(v) for k, v in times.items()}
 
 
-def attack(x: torch.Tensor, pool: torch.Tensor, labels, box, **settings) -> tuple[torch.Tensor, float, float]:
-    """MAE per item (box units), seconds, queries per item."""
+def attack(x: torch.Tensor, pool: torch.Tensor, labels, box, module=None, **settings) -> tuple[torch.Tensor, float, float]:
+    """MAE per item (box units), seconds, queries per item; ``module``: another revision's attacks.py."""
+    hsj = module.batched_hop_skip_jump if module is not None else batched_hop_skip_jump
     start = time.perf_counter()
     starts = nearest_differently_labelled(x, labels(x), pool, labels(pool))
-    result = batched_hop_skip_jump(x, labels, starts, bounds=box, **settings)
+    result = hsj(x, labels, starts, bounds=box, **settings)
     return mae(x, result.adversarial), time.perf_counter() - start, result.queries / len(x)
 
 
@@ -82,7 +102,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("target")
     parser.add_argument("--items", type=int, default=2000, help="pool attacked with the default settings")
-    parser.add_argument("--compare-items", type=int, default=300, help="items for the old-vs-new label function")
+    parser.add_argument("--compare-items", type=int, default=300, help="items for the same-run comparison with --baseline")
+    parser.add_argument("--baseline", default="main", help="git revision of attacks.py for the comparison")
     parser.add_argument("--quality-items", type=int, default=500)
     parser.add_argument("--reference-steps", type=int, default=24)
     parser.add_argument("--settings", default="steps=2;steps=4;steps=8,gradient_queries=32,max_gradient_queries=64",
@@ -94,6 +115,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--reference-cache", default=None, help="file to save/reuse the reference distances")
     parser.add_argument("--skip", default="", help="comma list of parts to skip: ceiling,compare,full,quality")
+    parser.add_argument("--full-settings", default="", help="k=v,... overrides of the default for the full pool")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     skip = set(args.skip.split(","))
@@ -110,20 +132,23 @@ def main() -> None:
             print(f"| {name} | {rate:,.0f} |", flush=True)
 
     if "compare" not in skip:
-        old_labels = lambda b: target.predict_proba(b, calibrated=False).argmax(1)  # noqa: E731  (main's)
+        baseline = module_at_revision("advaudit/search/attacks.py", args.baseline)
         part = x[: args.compare_items]
+        settings = parse_settings(args.full_settings)
+        if settings.get("probe_resolution") is None:
+            settings.pop("probe_resolution")  # older revisions do not know it
         rows = {}
-        for name, fn in (("old: predict_proba, batch 2048, no_grad", old_labels), ("new: label_function", labels)):
-            d, seconds, queries = attack(part, split.x, fn, box, **DEFAULT)
-            rows[name] = (d, seconds, queries)
-        (d_old, s_old, q), (d_new, s_new, _) = rows.values()
-        print(f"\nsame run, {len(part)} items, default settings ({q:.0f} queries/item): old {s_old:.1f} s, "
-              f"new {s_new:.1f} s, speed-up {s_old / s_new:.2f}x; identical distances: {torch.equal(d_old, d_new)}",
-              flush=True)
+        for name, module in ((f"{args.baseline}", baseline), ("current", None)):
+            rows[name] = attack(part, split.x, labels, box, module=module, **settings)
+        (d_old, s_old, q_old), (d_new, s_new, q_new) = rows.values()
+        print(f"\nsame run, {len(part)} items, {settings}: {args.baseline} {s_old:.1f} s ({q_old:.0f} queries/item), "
+              f"current {s_new:.1f} s ({q_new:.0f} queries/item), speed-up {s_old / s_new:.2f}x; "
+              f"identical distances: {torch.equal(d_old, d_new)}", flush=True)
 
     if "full" not in skip:
-        d_full, seconds, queries = attack(x, split.x, labels, box, **DEFAULT)
-        print(f"\nfull pool: {len(x)} items, default {DEFAULT}: {seconds:.1f} s ({queries:.0f} queries/item, "
+        full = parse_settings(args.full_settings)
+        d_full, seconds, queries = attack(x, split.x, labels, box, **full)
+        print(f"\nfull pool: {len(x)} items, {full}: {seconds:.1f} s ({queries:.0f} queries/item, "
               f"{queries * len(x) / seconds:,.0f} forward passes/s)", flush=True)
 
     if "quality" not in skip:
@@ -167,8 +192,7 @@ def main() -> None:
         row(f"reference ({args.reference_steps} exact-normal steps)", reference, f"{q_ref:.0f}", "-")
         row(f"reference at {args.reference_steps // 2} steps (convergence check)", half, "-", "-")
         for spec in args.settings.split(";"):
-            settings = dict(DEFAULT)
-            settings.update({k: int(v) for k, v in (kv.split("=") for kv in spec.split(",") if kv)})
+            settings = parse_settings(spec)
             d, seconds, queries = attack(items, split.x, labels, box, **settings)
             row(f"HSJ {spec}", d, f"{queries:.0f}", f"{seconds:.1f}")
         rng = np.random.default_rng(0)

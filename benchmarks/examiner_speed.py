@@ -21,37 +21,19 @@ top cProfile entries of the BO examiner.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
 from advaudit.examiners import build_examiner
 from advaudit.runtime import configure_threads
+from revision import module_at_revision  # benchmarks/ is on sys.path
 
 DEFAULTS = {"random": {"q": 32}, "rl": {"q": 32}, "bo": {"q": 1}, "tpe": {"q": 1}, "cmaes": {"q": 1}}
 PLANTED_FACTOR, PLANTED = 0, (0.7, 0.9)
 N_DIMS_PLANTED = 9
-
-
-def baseline_examiner_class(rev: str) -> type:
-    """``BOExaminer`` from ``advaudit/examiners/bo.py`` at git revision ``rev`` (a temporary module)."""
-    root = Path(__file__).resolve().parents[1]
-    source = subprocess.run(["git", "show", f"{rev}:advaudit/examiners/bo.py"], cwd=root, check=True,
-                            capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "bo_baseline.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("bo_baseline", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bo_baseline"] = module
-    spec.loader.exec_module(module)
-    return module.BOExaminer
 
 
 def planted_loss(u: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
@@ -125,6 +107,61 @@ def profile_bo(make: Callable[[], Any], evaluate_factory: Callable[[Any], dict],
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(top)
 
 
+def acquisition_gap(n_instances: int, n_points: int, seed: int, repeats: int = 3) -> None:
+    """How close each ``refine`` setting gets to the acquisition's maximum, and what one ``ask`` costs.
+
+    A BO examiner is told ``n_points`` random observations of the planted objective per instance
+    (hyperparameters fitted once); then, from the same screened starts, each setting proposes a
+    point. Share = (reached - screen's best) / (reference - screen's best), the share of the possible
+    improvement over the screened starts each setting realises, where the reference is the best UCB
+    found by any setting or by 200 Adam steps from the default's result; mean over instances and
+    ``repeats`` asks; ``ask s`` is the median time of screen + refinement.
+    """
+    import statistics
+
+    phase = torch.rand(n_instances, N_DIMS_PLANTED, generator=torch.Generator().manual_seed(seed + 1)) * 6.28
+    u = torch.rand(n_instances, n_points, N_DIMS_PLANTED, generator=torch.Generator().manual_seed(seed + 2)).double()
+    settings = {"local (default: 4 rounds x 24)": {}, "adam 15 steps (previous default)": {"refine": "adam"},
+                "local, 3 rounds x 16 [0.3, 0.1, 0.03]": {"local_scales": [0.3, 0.1, 0.03], "local_samples": 16},
+                "local, 5 rounds x 32 [0.5 ... 0.02]": {"local_scales": [0.5, 0.2, 0.1, 0.05, 0.02], "local_samples": 32},
+                "local, 128 raw samples": {"raw_samples": 128}, "local, 2 restarts": {"restarts": 2},
+                "screen only": {"local_scales": []}}
+    print(f"\nacquisition maximisation at n = {n_points}, N = {n_instances} (planted objective):")
+    print("| refine | share of the possible UCB improvement | ask s |\n|---|---|---|")
+    examiners = {}
+    for name, options in settings.items():
+        examiner = make_examiner("bo", n_instances, N_DIMS_PLANTED, seed, None, options)
+        examiner.tell(u.float(), planted_loss(u, phase.double()))
+        examiner._sync_posterior()
+        examiners[name] = examiner
+    shares: dict[str, list[float]] = {name: [] for name in settings}
+    seconds: dict[str, list[float]] = {name: [] for name in settings}
+    for r in range(repeats):
+        reached = {}
+        for name, examiner in examiners.items():
+            examiner.generator.manual_seed(seed + 10 + r)  # same screen for every setting
+            with torch.no_grad():
+                start = time.perf_counter()
+                context = examiner._factor.context()
+                x, value = examiner._screen(context)
+                if examiner.refine == "adam":
+                    x, value = examiner._refine_adam(x, context)
+                elif examiner.local_scales:
+                    x, value = examiner._refine_local(x, value, context)
+                seconds[name].append(time.perf_counter() - start)
+                reached[name] = value.max(1).values.double()
+                if name.startswith("local (default"):
+                    examiner.adam_steps, examiner.adam_lr = 200, 0.01
+                    strong = examiner._refine_adam(x, context)[1].max(1).values.double()
+                    examiner.adam_steps, examiner.adam_lr = 15, 0.03
+        best = torch.stack([strong, *reached.values()]).max(0).values
+        screen = reached["screen only"]
+        for name in settings:
+            shares[name].append(float(((reached[name] - screen) / (best - screen).clamp_min(1e-9)).mean()))
+    for name in settings:
+        print(f"| {name} | {statistics.mean(shares[name]):.3f} | {statistics.median(seconds[name]):.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--target")
@@ -138,7 +175,14 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="BUDGET",
                         help="cProfile top entries for BO over a run of BUDGET queries (0: no profile)")
     parser.add_argument("--bo-options", default="", help="k=v,... passed to the current BOExaminer")
+    parser.add_argument("--acquisition-gap", default="", metavar="N_POINTS,...",
+                        help="only compare the refine settings at these history sizes (see acquisition_gap)")
     args = parser.parse_args()
+    if args.acquisition_gap:
+        configure_threads(args.threads)
+        for n_points in args.acquisition_gap.split(","):
+            acquisition_gap(args.instances, int(n_points), args.seed)
+        return
     if not args.planted and not args.target:
         parser.error("give --target <target.pt> or --planted")
     threads = configure_threads(args.threads)
@@ -168,7 +212,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     runs = [(name, None, options if name == "bo" else {}) for name in args.examiners.split(",")]
     if args.baseline and "bo" in args.examiners.split(","):
-        runs.insert(0, (f"bo@{args.baseline}", baseline_examiner_class(args.baseline), {}))
+        runs.insert(0, (f"bo@{args.baseline}", module_at_revision("advaudit/examiners/bo.py", args.baseline).BOExaminer, {}))
     for name, baseline, opts in runs:
         examiner = make_examiner(name.split("@")[0], n, dims, args.seed, baseline, opts)
         r = task(examiner)
@@ -176,7 +220,10 @@ def main() -> None:
         extra = ""
         if hasattr(examiner, "n_fits"):
             extra = f" (fits {examiner.n_fits}, fit s {examiner.fit_seconds:.1f}"
-            extra += f", failed {getattr(examiner, 'failed_fits', 'n/a')})"
+            extra += f", failed {getattr(examiner, 'failed_fits', 'n/a')}"
+            if hasattr(examiner, "seconds"):  # the examiner's own split of its time
+                extra += ", " + ", ".join(f"{k} {v:.1f}" for k, v in examiner.seconds.items() if k != "fit")
+            extra += ")"
         print(f"| {name} | {r['queries'] / r['seconds']:,.0f} | {r['seconds']:.1f} | {r['model_s']:.1f} | "
               f"{r['examiner_s']:.1f}{extra} | {100 * r['examiner_s'] / max(r['model_s'], 1e-9):.1f}% | "
               f"{r['best']:.4f} | {quality} |", flush=True)

@@ -206,6 +206,9 @@ class BOExaminerConf:
     adam_steps: int = 15
     adam_lr: float = 0.03
     acquisition_dtype: str = "float32"  # float32 | float64: the variance product L^-1 k (issue 15)
+    refine: str = "local"  # local | adam (issue 15)
+    local_scales: List[float] = field(default_factory=lambda: [0.4, 0.15, 0.05, 0.02])
+    local_samples: int = 24
 
 
 @dataclass
@@ -290,6 +293,7 @@ class DecisionAttackConf:
     chunk: int = 500
     seed: int = 0
     params: Dict[str, Any] = field(default_factory=dict)
+    probe_resolution: Optional[int] = None  # hsj: gradient probes on an r x r grid, upsampled (issue 15)
 
 
 @dataclass

@@ -291,6 +291,9 @@ def _check_examiner(examiner: DictConfig, checks: Checks) -> None:
         checks.number(examiner, "adam_steps", "examiner.adam_steps", low=0, integer=True)
         _check_learning_rate(checks, _get(examiner, "adam_lr"), "examiner.adam_lr")
         checks.number(examiner, "refit_growth", "examiner.refit_growth", low=1)
+        checks.number(examiner, "local_samples", "examiner.local_samples", low=1, integer=True)
+        refine = _get(examiner, "refine")
+        checks.require(refine in (None, "local", "adam"), f"examiner.refine={refine!r}; use local or adam")
         raw, restarts = _get(examiner, "raw_samples"), _get(examiner, "restarts")
         if isinstance(raw, int) and isinstance(restarts, int):
             checks.require(raw >= restarts, f"examiner.raw_samples={raw} < examiner.restarts={restarts}; "
@@ -339,7 +342,7 @@ def _check_error_search(audit: DictConfig, search: DictConfig | None, checks: Ch
                 checks.number(lowess, "frac", f"search.{method}.lowess.frac", low=0, high=1, low_open=True)
             attack = _get(settings, "attack")
             if attack is not None:
-                for key in ("steps", "max_steps", "chunk", "binary_steps", "gradient_queries"):
+                for key in ("steps", "max_steps", "chunk", "binary_steps", "gradient_queries", "probe_resolution"):
                     checks.number(attack, key, f"search.{method}.attack.{key}", low=1, integer=True)
                 checks.number(attack, "step", f"search.{method}.attack.step", low=0, low_open=True)
         pseudo = _get(_get(search, "gad"), "pseudo_model")

@@ -10,15 +10,33 @@ the O(n^3) refactorisation and per-step model construction that dominated the co
 (docs/RESULTS.md, "Performance (issue 15)").
 
 Acquisition: UCB(x) = mu(x) + sqrt(beta) * sigma(x) in the standardised outcome space (the same
-argmax as in the raw space), with ``mu = m + k^T a`` (``a = K^-1 (y - m)``) and
-``sigma^2 = 1 - |L^-1 k|^2`` (RBF prior variance 1): one batched matmul per candidate set.
+argmax as in the raw space). With ``v = L^-1 k(X, x)`` and ``alpha = L^-1 (y - m)``, both terms come
+from one product with ``L^-1``: ``mu = m + alpha^T v`` and ``sigma^2 = 1 - |v|^2`` (RBF prior
+variance 1). ``alpha`` is kept up to date in O(n) per step (``L^-1 y`` and ``L^-1 1`` grow by one
+entry; re-standardising ``y`` only rescales them), so nothing else touches all of ``L^-1``.
 Sobol raw samples plus perturbations of each instance's best point pick ``restarts`` starts per
-instance, Adam refines them, and the best restart is chosen *per instance*.
+instance; ``refine`` improves each start and the best restart is chosen *per instance*:
+
+- ``local`` (default): ``len(local_scales)`` rounds; in each, every start draws ``local_samples``
+  Gaussian perturbations (std = scale x the GP's lengthscale per factor, at most 0.25) and moves
+  to the best of them if it beats the start. One round is one product with ``L^-1`` for all
+  candidates at once.
+- ``adam``: ``adam_steps`` Adam steps on UCB (BoTorch's ``gen_candidates_torch`` idea).
+
+Why ``local`` is the default (docs/RESULTS.md, "Performance (issue 15)"): on a CPU the product with
+``L^-1`` ``[N, n, n]`` is memory-bound for a handful of candidates, so each Adam step (forward plus
+backward: two full reads of ``L^-1``) costs about as much as screening 64 candidates, and 15 steps
+were half of BO's time at n = 400. With 4 rounds x 24 the refinement gets as close to the UCB's
+maximum as 15 Adam steps did (0.85 vs 0.84 of the possible improvement over the screened starts) at
+half the time of a step.
+
 ``beta = kappa^2``: bayes_opt's default kappa = 2.576 gives beta = 6.64.
 
-Everything after the fit runs on ``device`` (history, factor, candidates); the factor is kept in
-float64 (near-duplicate points make ``K`` ill-conditioned), and so is the posterior mean;
-``acquisition_dtype`` (default float32) sets the dtype of the variance's O(n^2 R) product.
+Everything after the fit runs on ``device`` (history, factor, candidates). The factor is grown in
+float64 (near-duplicate points make ``K`` ill-conditioned); the acquisition reads a copy of
+``L^-1``, ``X`` and ``alpha`` in ``acquisition_dtype`` (default float32), grown alongside.
+``seconds`` splits the examiner's time into ``fit``, ``factor`` (growing ``L^-1``), ``screen`` and
+``refine``.
 """
 
 from __future__ import annotations
@@ -26,7 +44,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 from torch import Tensor
@@ -38,6 +56,8 @@ log = logging.getLogger(__name__)
 _HYPER_PREFIXES = ("covar_module.", "likelihood.", "mean_module.")
 _JITTER = 1e-8
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
+_REFINE = ("local", "adam")
+_MAX_LOCAL_STD = 0.25  # unit-cube cap on a local perturbation's std
 
 
 class BOExaminer(HistoryMixin):
@@ -53,8 +73,12 @@ class BOExaminer(HistoryMixin):
         fit_maxiter: L-BFGS iterations per refit.
         fit_max_points: hyperparameters are fitted on at most this many observations per instance
             (a random subset that always keeps the best point); the posterior always uses all.
-        raw_samples, restarts, adam_steps, adam_lr: acquisition optimisation.
-        acquisition_dtype: ``float32`` or ``float64`` for the variance's candidate product.
+        raw_samples, restarts: Sobol screening points and the starts kept per instance.
+        refine: ``local`` (rounds of perturbations, see module docstring) or ``adam``.
+        local_scales, local_samples: ``local``: one round per scale (perturbation std in
+            lengthscales), ``local_samples`` perturbations per start and round.
+        adam_steps, adam_lr: ``adam``: gradient steps and learning rate.
+        acquisition_dtype: ``float32`` or ``float64`` for the acquisition's copy of ``L^-1``.
         seed: Sobol and initial-point seed.
         device: where the posterior and the acquisition run (``cuda`` batches the N GPs on a GPU).
 
@@ -64,9 +88,9 @@ class BOExaminer(HistoryMixin):
 
     def __init__(self, n_instances: int, n_dims: int, q: int = 1, beta: float = 6.635776,
                  n_init: int = 2, refit_every: int = 10, refit_growth: float = 1.3, fit_maxiter: int = 40,
-                 fit_max_points: int = 128,
-                 raw_samples: int = 256, restarts: int = 4, adam_steps: int = 15, adam_lr: float = 0.03,
-                 acquisition_dtype: str = "float32",
+                 fit_max_points: int = 128, raw_samples: int = 256, restarts: int = 4,
+                 refine: str = "local", local_scales: Sequence[float] = (0.4, 0.15, 0.05, 0.02), local_samples: int = 24,
+                 adam_steps: int = 15, adam_lr: float = 0.03, acquisition_dtype: str = "float32",
                  seed: int = 0, device: str | torch.device = "cpu", **_: Any) -> None:
         from advaudit.errors import require
 
@@ -74,12 +98,17 @@ class BOExaminer(HistoryMixin):
         require(n_init >= 1, f"n_init={n_init} must be >= 1")
         require(restarts >= 1 and raw_samples >= 1, f"restarts={restarts} and raw_samples={raw_samples} must be >= 1")
         require(acquisition_dtype in _DTYPES, f"acquisition_dtype={acquisition_dtype!r}; use one of {sorted(_DTYPES)}")
+        require(refine in _REFINE, f"refine={refine!r}; use one of {list(_REFINE)}")
+        require(local_samples >= 1 and all(float(x) > 0 for x in local_scales),
+                f"local_samples={local_samples} must be >= 1 and local_scales={list(local_scales)} positive")
         self._init_history(n_instances, n_dims, 1)
         self.device = torch.device(device)
         self.beta = torch.as_tensor(beta, dtype=torch.float64).expand(n_instances).reshape(n_instances, 1)
         self.n_init, self.refit_every, self.fit_maxiter = int(n_init), int(refit_every), int(fit_maxiter)
         self.refit_growth, self.fit_max_points = float(refit_growth), int(fit_max_points)
         self.raw_samples, self.restarts = int(raw_samples), int(restarts)
+        self.refine = refine
+        self.local_scales, self.local_samples = tuple(float(x) for x in local_scales), int(local_samples)
         self.adam_steps, self.adam_lr = int(adam_steps), float(adam_lr)
         self.acquisition_dtype = _DTYPES[acquisition_dtype]
         self.seed = int(seed)
@@ -87,9 +116,13 @@ class BOExaminer(HistoryMixin):
         self.hyperparameters: dict[str, Tensor] | None = None
         self.last_fit_size = 0
         self.n_fits = self.failed_fits = 0
-        self.fit_seconds = 0.0
+        self.seconds = {"fit": 0.0, "factor": 0.0, "screen": 0.0, "refine": 0.0}
         self.restart_wins = torch.zeros(self.restarts, dtype=torch.long)  # which restart was chosen
-        self._factor = _GrowingFactor(n_instances, self.device)
+        self._factor = _GrowingFactor(n_instances, self.device, self.acquisition_dtype)
+
+    @property
+    def fit_seconds(self) -> float:
+        return self.seconds["fit"]
 
     # -- hyperparameters ---------------------------------------------------------------------------
     def _refit_due(self) -> bool:
@@ -139,7 +172,7 @@ class BOExaminer(HistoryMixin):
             log.warning("BO: the GP hyperparameter fit for %d instances at n=%d failed (%s: %s); keeping the "
                         "warm-start hyperparameters (%d failed fits so far)", self.n_instances, self.X.shape[1],
                         type(error).__name__, error, self.failed_fits)
-        self.fit_seconds += time.perf_counter() - start
+        self.seconds["fit"] += time.perf_counter() - start
         self.n_fits += 1
 
     def _hyper_tensors(self) -> tuple[Tensor, Tensor, Tensor]:
@@ -153,53 +186,92 @@ class BOExaminer(HistoryMixin):
         if self._refit_due():
             self._fit()
             self.last_fit_size = self.X.shape[1]
+            start = time.perf_counter()
             self._factor.reset(*self._hyper_tensors(), self.X, self.Y)
+            self.seconds["factor"] += time.perf_counter() - start
+        start = time.perf_counter()
         self._factor.extend_to(self.X, self.Y)
+        self.seconds["factor"] += time.perf_counter() - start
 
     # -- acquisition --------------------------------------------------------------------------------
     def _ucb(self, cand: Tensor, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
-        """UCB ``[N, R]`` at candidates ``[N, R, d]`` (standardised outcome space); ``context`` from
-        :meth:`_GrowingFactor.context`. The mean (``k^T a``, O(nR)) stays in float64; the variance's
-        O(n^2 R) product ``L^-1 k`` runs in ``acquisition_dtype``."""
-        X, inverse, a, mean = context
-        k = self._factor.kernel(X, cand.to(X.dtype))               # [N, n, R] float64
-        mu = mean[:, None] + (a.unsqueeze(1) @ k).squeeze(1)
-        v = inverse @ k.to(inverse.dtype)                            # L^-1 k, [N, n, R]
+        """UCB ``[N, ...]`` at candidates ``[N, ..., d]`` (standardised outcome space), in the context's
+        dtype; ``context`` from :meth:`_GrowingFactor.context`. One product with ``L^-1``, O(n^2 R)."""
+        X, inverse, alpha, mean = context
+        shape = cand.shape[:-1]
+        k = self._factor.kernel(X, cand.reshape(self.n_instances, -1, self.n_dims).to(X.dtype))  # [N, n, R]
+        v = inverse @ k                                                                           # L^-1 k
+        mu = mean[:, None] + (alpha.unsqueeze(1) @ v).squeeze(1)
         var = (1 - (v * v).sum(1)).clamp_min(1e-12)
-        return mu + self.beta.to(X).sqrt() * var.to(mu.dtype).sqrt()
+        return (mu + self.beta.to(X).sqrt() * var.sqrt()).reshape(shape)
+
+    def _screen(self, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        """``restarts`` starts ``[N, R, d]`` and their UCB ``[N, R]`` from Sobol points plus
+        perturbations of each instance's best point."""
+        from torch.quasirandom import SobolEngine
+
+        f, dtype = self._factor, context[0].dtype
+        rows = torch.arange(self.n_instances, device=self.device)
+        sobol = SobolEngine(self.n_dims, scramble=True, seed=int(torch.randint(0, 2**31, (1,), generator=self.generator)))
+        raw = sobol.draw(self.raw_samples).to(self.device, dtype).expand(self.n_instances, -1, -1)
+        best = f.X[rows, f.Y.argmax(1)].to(dtype)
+        noise = torch.randn(self.n_instances, 16, self.n_dims, generator=self.generator, dtype=torch.float64)
+        local = (best[:, None] + 0.05 * noise.to(self.device, dtype)).clamp(0, 1)
+        raw = torch.cat([raw, local], 1)
+        values = self._ucb(raw, context)
+        top = values.topk(self.restarts, dim=1)
+        return raw.gather(1, top.indices.unsqueeze(-1).expand(-1, -1, self.n_dims)), top.values
+
+    def _refine_local(self, x: Tensor, value: Tensor, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        """Per start ``x`` ``[N, R, d]`` (UCB ``value`` ``[N, R]``): one round per ``local_scales`` entry,
+        moving to the best of ``local_samples`` perturbations when it is better. Returns both updated."""
+        lengthscale = self._factor.lengthscale.to(x.dtype)[:, None]                      # [N, 1, 1, d]
+        for scale in self.local_scales:
+            noise = torch.randn(self.n_instances, self.restarts, self.local_samples, self.n_dims,
+                                generator=self.generator, dtype=torch.float64).to(self.device, x.dtype)
+            step = (scale * lengthscale).clamp_max(_MAX_LOCAL_STD)
+            cand = (x[:, :, None] + step * noise).clamp(0, 1)                            # [N, R, S, d]
+            values = self._ucb(cand, context)                                            # [N, R, S]
+            best, index = values.max(2)
+            better = best > value
+            x = torch.where(better[..., None], cand.gather(2, index[..., None, None].expand(-1, -1, 1, self.n_dims))
+                            .squeeze(2), x)
+            value = torch.where(better, best, value)
+        return x, value
+
+    def _refine_adam(self, x: Tensor, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        """``adam_steps`` Adam steps on UCB from each start ``x`` ``[N, R, d]``."""
+        x = x.clone().requires_grad_(True)
+        optimizer = torch.optim.Adam([x], lr=self.adam_lr)
+        for _ in range(self.adam_steps):
+            optimizer.zero_grad()
+            with torch.enable_grad():
+                (-self._ucb(x, context).sum()).backward()
+            optimizer.step()
+            with torch.no_grad():
+                x.clamp_(0, 1)
+        x = x.detach()
+        return x, self._ucb(x, context)
 
     def ask(self) -> Tensor:
         if self.X.shape[1] < self.n_init:
             return torch.rand(self.n_instances, 1, self.n_dims, generator=self.generator)
-        from torch.quasirandom import SobolEngine
-
         self._sync_posterior()
-        f = self._factor
-        context = f.context(self.acquisition_dtype)
         rows = torch.arange(self.n_instances, device=self.device)
         with torch.no_grad():
-            sobol = SobolEngine(self.n_dims, scramble=True,
-                                seed=int(torch.randint(0, 2**31, (1,), generator=self.generator)))
-            raw = sobol.draw(self.raw_samples).to(self.device, torch.float64).expand(self.n_instances, -1, -1)
-            # also try perturbations of each instance's best point so far
-            best = f.X[rows, f.Y.argmax(1)]
-            noise = torch.randn(self.n_instances, 16, self.n_dims, generator=self.generator, dtype=torch.float64)
-            local = (best[:, None] + 0.05 * noise.to(self.device)).clamp(0, 1)
-            raw = torch.cat([raw, local], 1)
-            values = self._ucb(raw, context)
-            starts = raw.gather(1, values.topk(self.restarts, dim=1).indices.unsqueeze(-1).expand(-1, -1, self.n_dims))
-        x = starts.clone().requires_grad_(True)
-        optimizer = torch.optim.Adam([x], lr=self.adam_lr)
-        for _ in range(self.adam_steps):
-            optimizer.zero_grad()
-            (-self._ucb(x, context).sum()).backward()
-            optimizer.step()
-            with torch.no_grad():
-                x.clamp_(0, 1)
-        with torch.no_grad():
-            choice = self._ucb(x, context).argmax(1)  # best restart per instance
-            self.restart_wins += torch.bincount(choice.cpu(), minlength=self.restarts)
-            return x.detach()[rows, choice].unsqueeze(1).float().cpu()
+            start = time.perf_counter()
+            context = self._factor.context()
+            x, value = self._screen(context)
+            self.seconds["screen"] += time.perf_counter() - start
+            start = time.perf_counter()
+            if self.refine == "local":
+                x, value = self._refine_local(x, value, context)
+            else:
+                x, value = self._refine_adam(x, context)
+            choice = value.argmax(1)  # best restart per instance
+            self.seconds["refine"] += time.perf_counter() - start
+        self.restart_wins += torch.bincount(choice.cpu(), minlength=self.restarts)
+        return x[rows, choice].unsqueeze(1).float().cpu()
 
     def tell(self, s: Tensor, loss: Tensor) -> None:
         self._record(s, loss)
@@ -207,7 +279,8 @@ class BOExaminer(HistoryMixin):
     def state_dict(self) -> dict[str, Any]:
         return {**self._history_state(), "rng": self.generator.get_state(),
                 "hyperparameters": self.hyperparameters, "last_fit_size": self.last_fit_size,
-                "n_fits": self.n_fits, "failed_fits": self.failed_fits, "restart_wins": self.restart_wins.clone()}
+                "n_fits": self.n_fits, "failed_fits": self.failed_fits, "restart_wins": self.restart_wins.clone(),
+                "seconds": dict(self.seconds)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._load_history(state)
@@ -216,7 +289,8 @@ class BOExaminer(HistoryMixin):
         self.last_fit_size = int(state["last_fit_size"])
         self.n_fits, self.failed_fits = int(state.get("n_fits", 0)), int(state.get("failed_fits", 0))
         self.restart_wins = state.get("restart_wins", torch.zeros(self.restarts, dtype=torch.long)).clone()
-        self._factor = _GrowingFactor(self.n_instances, self.device)
+        self.seconds.update(state.get("seconds", {}))
+        self._factor = _GrowingFactor(self.n_instances, self.device, self.acquisition_dtype)
         if self.hyperparameters is not None:  # replay the factor exactly as it was grown
             self._factor.reset(*self._hyper_tensors(), self.X[:, : self.last_fit_size], self.Y[:, : self.last_fit_size])
 
@@ -230,16 +304,29 @@ def _capacity(n: int) -> int:
     return n + max(64, n // 4)
 
 
+def rbf_kernel(a: Tensor, b: Tensor, lengthscale: Tensor) -> Tensor:
+    """ARD RBF ``[N, n, m]`` between ``a`` ``[N, n, d]`` and ``b`` ``[N, m, d]`` (gpytorch's RBFKernel),
+    lengthscale ``[N, 1, d]``. Without autograd the ``[N, n, m]`` passes run in place (the screen's
+    elementwise work was a third of its time)."""
+    a, b = a / lengthscale, b / lengthscale
+    squared = torch.baddbmm((a * a).sum(-1)[..., :, None], a, b.transpose(-1, -2), alpha=-2)
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        return torch.exp(-0.5 * (squared + (b * b).sum(-1)[..., None, :]).clamp_min(0))  # no sqrt: finite gradients
+    return squared.add_((b * b).sum(-1)[..., None, :]).clamp_min_(0).mul_(-0.5).exp_()
+
+
 class _GrowingFactor:
     """The inverse ``L^-1`` ``[N, n, n]`` of the Cholesky factor of ``K + noise I``, grown one point at a time.
 
     A refit factorises from scratch; between refits, buffers grow with 25% headroom, so appending a
-    point costs amortised O(n^2) (one triangular product). The factor is a function of the history and the refit
+    point costs amortised O(n^2) (one triangular product). Alongside, ``L^-1 y`` and ``L^-1 1``
+    ``[N, n]`` grow by one entry per point (O(n)), and a copy of ``L^-1`` and ``X`` in the
+    acquisition's dtype is grown row by row. The factor is a function of the history and the refit
     points alone, so a resumed examiner rebuilds it bit for bit.
     """
 
-    def __init__(self, n_instances: int, device: torch.device) -> None:
-        self.n_instances, self.device = n_instances, device
+    def __init__(self, n_instances: int, device: torch.device, acquisition_dtype: torch.dtype = torch.float32) -> None:
+        self.n_instances, self.device, self.dtype = n_instances, device, acquisition_dtype
         self.n = 0
 
     def reset(self, lengthscale: Tensor, noise: Tensor, mean: Tensor, X: Tensor, Y: Tensor) -> None:
@@ -252,18 +339,26 @@ class _GrowingFactor:
         X, Y = X.to(self.device, torch.float64), Y.to(self.device, torch.float64)
         eye = torch.eye(n, dtype=torch.float64, device=self.device)
         L = torch.linalg.cholesky(self.kernel(X, X) + (self.noise[:, None, None] + _JITTER) * eye)
-        self._Linv[:, :n, :n] = torch.linalg.solve_triangular(L, eye.expand_as(L), upper=False)
-        self._X[:, :n], self._Y[:, :n] = X, Y
+        inverse = torch.linalg.solve_triangular(L, eye.expand_as(L), upper=False)
+        self._Linv[:, :n, :n], self._X[:, :n], self._Y[:, :n] = inverse, X, Y
+        self._Linv_acq[:, :n, :n], self._X_acq[:, :n] = inverse.to(self.dtype), X.to(self.dtype)
+        self._LinvY[:, :n] = (inverse @ Y.unsqueeze(-1)).squeeze(-1)
+        self._Linv1[:, :n] = inverse.sum(-1)
         self.n = n
 
     def _grow(self, capacity: int, d: int) -> None:
-        old = (self.n, getattr(self, "_Linv", None), getattr(self, "_X", None), getattr(self, "_Y", None))
-        self._Linv = torch.zeros(self.n_instances, capacity, capacity, dtype=torch.float64, device=self.device)
-        self._X = torch.zeros(self.n_instances, capacity, d, dtype=torch.float64, device=self.device)
-        self._Y = torch.zeros(self.n_instances, capacity, dtype=torch.float64, device=self.device)
-        n, Linv, X, Y = old
-        if n:
-            self._Linv[:, :n, :n], self._X[:, :n], self._Y[:, :n] = Linv[:, :n, :n], X[:, :n], Y[:, :n]
+        """Reallocate every buffer for ``capacity`` points of ``d`` factors, keeping the first ``n``."""
+        n, N = self.n, self.n_instances
+        for name, dtype, square in (("_Linv", torch.float64, True), ("_Linv_acq", self.dtype, True),
+                                    ("_X", torch.float64, False), ("_X_acq", self.dtype, False),
+                                    ("_Y", torch.float64, False), ("_LinvY", torch.float64, False),
+                                    ("_Linv1", torch.float64, False)):
+            shape = (N, capacity, capacity) if square else (N, capacity, d) if name.startswith("_X") else (N, capacity)
+            old, new = getattr(self, name, None), torch.zeros(shape, dtype=dtype, device=self.device)
+            if n:
+                keep = (slice(None), slice(0, n), slice(0, n)) if square else (slice(None), slice(0, n))
+                new[keep] = old[keep]
+            setattr(self, name, new)
 
     @property
     def X(self) -> Tensor:
@@ -278,11 +373,8 @@ class _GrowingFactor:
         return self._Linv[:, : self.n, : self.n]
 
     def kernel(self, a: Tensor, b: Tensor) -> Tensor:
-        """ARD RBF ``[N, n, m]`` between ``a`` ``[N, n, d]`` and ``b`` ``[N, m, d]`` (gpytorch's RBFKernel)."""
-        ls = self.lengthscale.to(a.dtype)
-        a, b = a / ls, b / ls
-        squared = (a * a).sum(-1)[..., :, None] + (b * b).sum(-1)[..., None, :] - 2 * a @ b.transpose(-1, -2)
-        return torch.exp(-0.5 * squared.clamp_min(0))  # no sqrt: finite gradients at zero distance
+        """ARD RBF ``[N, n, m]`` between ``a`` ``[N, n, d]`` and ``b`` ``[N, m, d]`` in ``a``'s dtype."""
+        return rbf_kernel(a, b, self.lengthscale.to(a.dtype))
 
     def extend_to(self, X: Tensor, Y: Tensor) -> None:
         """Append the points of the history ``X`` ``[N, n', d]``, ``Y`` ``[N, n']`` (n' >= n) beyond the first ``n``."""
@@ -292,23 +384,27 @@ class _GrowingFactor:
             if i == self._Linv.shape[1]:
                 self._grow(_capacity(i), X.shape[-1])
             x = X[:, i: i + 1].to(self.device, torch.float64)    # [N, 1, d]
+            y = Y[:, i].to(self.device, torch.float64)           # [N]
             k = self.kernel(self.X, x).squeeze(-1)               # [N, i]
             l = (self.inverse @ k.unsqueeze(-1)).squeeze(-1)      # L^-1 k, [N, i]
             d = (1 + self.noise + _JITTER - (l * l).sum(-1)).clamp_min(_JITTER).sqrt()  # [N]
-            self._Linv[:, i, :i] = -(l.unsqueeze(1) @ self.inverse).squeeze(1) / d[:, None]
-            self._Linv[:, i, i] = 1 / d
-            self._X[:, i] = x.squeeze(1)
-            self._Y[:, i] = Y[:, i].to(self.device, torch.float64)
+            row = -(l.unsqueeze(1) @ self.inverse).squeeze(1) / d[:, None]              # [N, i]
+            self._Linv[:, i, :i], self._Linv[:, i, i] = row, 1 / d
+            self._Linv_acq[:, i, :i], self._Linv_acq[:, i, i] = row.to(self.dtype), (1 / d).to(self.dtype)
+            self._LinvY[:, i] = (row * self.Y).sum(-1) + y / d
+            self._Linv1[:, i] = row.sum(-1) + 1 / d
+            self._X[:, i], self._X_acq[:, i] = x.squeeze(1), x.squeeze(1).to(self.dtype)
+            self._Y[:, i] = y
             self.n = i + 1
 
-    def context(self, dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """What UCB needs: ``X`` ``[N, n, d]``, ``L^-1`` ``[N, n, n]`` (in ``dtype``), ``a = K^-1 (y_std - m)``
-        ``[N, n]`` and the constant mean ``m`` ``[N]``, with ``y`` standardised per instance as
-        BoTorch's ``Standardize`` does."""
-        Y = self.Y
-        std = Y.std(1, keepdim=True) if Y.shape[1] > 1 else torch.ones_like(Y[:, :1])
-        y = (Y - Y.mean(1, keepdim=True)) / torch.where(std >= 1e-8, std, torch.ones_like(std))
-        inverse = self.inverse
-        alpha = inverse @ (y - self.mean[:, None]).unsqueeze(-1)           # L^-1 (y - m)
-        a = (inverse.transpose(1, 2) @ alpha).squeeze(-1)
-        return self.X, inverse.to(dtype), a, self.mean
+    def context(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """What UCB needs, in the acquisition dtype: ``X`` ``[N, n, d]``, ``L^-1`` ``[N, n, n]``,
+        ``alpha = L^-1 (y_std - m)`` ``[N, n]`` and the constant mean ``m`` ``[N]``, with ``y``
+        standardised per instance as BoTorch's ``Standardize`` does (``y_std = (y - c) / s``, so
+        ``alpha = (L^-1 y - (c + m s) L^-1 1) / s``: O(n))."""
+        Y, n = self.Y, self.n
+        centre = Y.mean(1, keepdim=True)
+        std = Y.std(1, keepdim=True) if n > 1 else torch.ones_like(Y[:, :1])
+        std = torch.where(std >= 1e-8, std, torch.ones_like(std))
+        alpha = (self._LinvY[:, :n] - (centre + self.mean[:, None] * std) * self._Linv1[:, :n]) / std
+        return (self._X_acq[:, :n], self._Linv_acq[:, :n, :n], alpha.to(self.dtype), self.mean.to(self.dtype))

@@ -59,7 +59,8 @@ def _attack_chunk(name: str, cfg: DictConfig, inputs: ScoreInputs, index: Tensor
         return attack_items(inputs.target, x, inputs.all_items, inputs.all_predicted, bounds, steps=int(attack.steps),
                             gradient_queries=int(attack.gradient_queries),
                             max_gradient_queries=int(attack.max_gradient_queries),
-                            binary_steps=int(attack.get("binary_steps", 10)), seed=int(attack.get("seed", 0)) + int(index[0]))
+                            binary_steps=int(attack.get("binary_steps", 10)), seed=int(attack.get("seed", 0)) + int(index[0]),
+                            probe_resolution=attack.get("probe_resolution"))
     require(hasattr(inputs.target, "net"), f"search.attack.method={method} needs a torch target; "
             "use search.attack.method=hsj for black boxes")
     params = plain(attack.get("params"), {})

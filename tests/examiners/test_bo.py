@@ -22,26 +22,28 @@ def _fed(n_points: int, **options) -> BOExaminer:
 
 
 def test_grown_factor_matches_a_fresh_factorisation_and_botorchs_posterior() -> None:
-    examiner = _fed(12, fit_maxiter=5)
+    examiner = _fed(12, fit_maxiter=5, acquisition_dtype="float64")
     extra = torch.rand(N, 9, D, generator=torch.Generator().manual_seed(3))
     for i in range(9):  # nine one-point extensions with fixed hyperparameters
         examiner.tell(extra[:, i: i + 1].float(), torch.sin(4 * extra[:, i: i + 1]).sum(-1))
         examiner._factor.extend_to(examiner.X, examiner.Y)
-    grown = examiner._factor.inverse.clone()
+    grown = [t.clone() for t in examiner._factor.context()]
     examiner._factor.reset(*examiner._hyper_tensors(), examiner.X, examiner.Y)
-    assert torch.allclose(grown, examiner._factor.inverse, atol=1e-8)
+    fresh = examiner._factor.context()
+    assert all(torch.allclose(g, f, atol=1e-8) for g, f in zip(grown, fresh))  # X, L^-1, alpha, mean
 
     cand = torch.rand(N, 7, D, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
-    X, inverse, a, mean = examiner._factor.context(torch.float64)
-    k = examiner._factor.kernel(X, cand)
-    mu = mean[:, None] + (a.unsqueeze(1) @ k).squeeze(1)
-    var = 1 - ((inverse @ k) ** 2).sum(1)
+    X, inverse, alpha, mean = fresh
+    v = inverse @ examiner._factor.kernel(X, cand)
+    mu, var = mean[:, None] + (alpha.unsqueeze(1) @ v).squeeze(1), 1 - (v ** 2).sum(1)
     model = examiner._gp(examiner.X, examiner.Y).eval()
     with torch.no_grad():
         posterior = model.posterior(cand)
     std, centre = examiner.Y.std(1, keepdim=True), examiner.Y.mean(1, keepdim=True)
     assert torch.allclose(mu * std + centre, posterior.mean.squeeze(-1), atol=1e-4)
     assert torch.allclose(var * std ** 2, posterior.variance.squeeze(-1), atol=1e-4)
+    beta = examiner.beta.sqrt()
+    assert torch.allclose(examiner._ucb(cand, fresh), mu + beta * var.sqrt(), atol=1e-10)
 
 
 def test_a_failed_fit_warns_counts_and_keeps_the_warm_start(monkeypatch, caplog) -> None:
@@ -72,6 +74,18 @@ def test_float32_acquisition_proposes_like_float64() -> None:
     assert (proposals["float64"] - proposals["float32"]).abs().max() < 0.05
     with pytest.raises(Exception, match="acquisition_dtype"):
         BOExaminer(N, D, acquisition_dtype="float16")
+
+
+def test_local_refinement_climbs_the_acquisition_and_stays_in_the_cube() -> None:
+    examiner = _fed(40, fit_maxiter=5)
+    with torch.no_grad():
+        context = examiner._factor.context()
+        starts, start_values = examiner._screen(context)
+        x, values = examiner._refine_local(starts, start_values, context)
+    assert bool((values >= start_values).all()) and float((values - start_values).sum()) > 0
+    assert torch.allclose(values, examiner._ucb(x, context), atol=1e-3)  # the UCB of the points (float32)
+    assert bool(((x >= 0) & (x <= 1)).all())
+    assert set(examiner.seconds) == {"fit", "factor", "screen", "refine"} and examiner.seconds["fit"] > 0
 
 
 @pytest.mark.cuda

@@ -167,3 +167,34 @@ def test_attack_runs_on_the_targets_cuda_device() -> None:
     result = attack_items(model, x[:16], x, predicted, attack_box(x), steps=4)
     assert result.adversarial.device.type == "cpu" and bool(result.ok.all())
     assert bool((model(result.adversarial.cuda()).argmax(1).cpu() != predicted[:16]).all())
+
+
+def test_low_resolution_probes_find_a_smooth_boundary_with_fewer_queries() -> None:
+    """A linear classifier on 28 x 28 images whose normal is smooth (a 4 x 4 pattern upsampled): with
+    the same few probes, probes drawn on a 7 x 7 grid land closer to the exact boundary than
+    full-resolution ones, and a table input refuses the option."""
+    torch.manual_seed(0)
+    pattern = torch.nn.functional.interpolate(torch.randn(1, 1, 4, 4), size=(28, 28), mode="bilinear").flatten()
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 2))
+    with torch.no_grad():
+        model[1].weight.zero_()
+        model[1].weight[1] = pattern
+        model[1].bias.zero_()
+        model[1].bias[1] = -0.5 * float(pattern.sum())
+    labels = lambda b: model(b).argmax(1)  # noqa: E731
+    x = torch.rand(24, 1, 28, 28, generator=torch.Generator().manual_seed(1))
+    pool = torch.rand(300, 1, 28, 28, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        exact = (x.flatten(1) @ pattern + model[1].bias[1]).abs() / pattern.norm()
+        starts = nearest_differently_labelled(x, labels(x), pool, labels(pool))
+        ratio = {}
+        for resolution in (None, 7):
+            result = batched_hop_skip_jump(x, labels, starts, steps=6, gradient_queries=16, max_gradient_queries=16,
+                                           probe_resolution=resolution)
+            assert bool(result.ok.all())
+            found = (result.adversarial - x).flatten(1).norm(dim=1)
+            assert bool((found >= exact - 1e-4).all())
+            ratio[resolution] = float((found / exact).median())
+    assert ratio[7] < 0.5 * ratio[None]  # measured: 1.5 vs 5.9 times the exact distance
+    with pytest.raises(AdvauditError, match="probe_resolution"):
+        batched_hop_skip_jump(torch.rand(4, 16), labels, torch.rand(4, 16), probe_resolution=7)

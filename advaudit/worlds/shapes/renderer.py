@@ -1,9 +1,12 @@
 """Batched ray casting of ShapeWorld scenes: pinhole camera, Lambert + Blinn-Phong shading, a
 sun and a point light with (optional) shadow rays, and a sky-gradient background.
 
-Speed comes from three things: closed-form intersections (no marching); rays that miss an
-object's bounding sphere are dropped before any primitive test (compaction with ``nonzero``);
-and each call evaluates only the primitives of the object classes it renders.
+Speed comes from closed-form intersections (no marching); every ray's direction and its
+projection on the camera (bounding-sphere test) come from one matrix product of the pixel grid
+with all camera bases; rays that miss an object's bounding sphere are dropped before any
+primitive test (compaction with ``nonzero``); each call evaluates only the primitives of the
+object classes it renders; objects made of one convex primitive cast no shadow rays (they cannot shadow themselves);
+the image is written channel-first, so there is no final transpose.
 """
 
 from __future__ import annotations
@@ -33,9 +36,9 @@ def spherical(distance: Tensor, azimuth_deg: Tensor, elevation_deg: Tensor) -> T
     return distance[:, None] * torch.stack([el.cos() * az.sin(), el.sin(), el.cos() * az.cos()], -1)
 
 
-def camera_rays(distance: Tensor, azimuth: Tensor, elevation: Tensor, roll: Tensor,
-                size: int) -> tuple[Tensor, Tensor]:
-    """Origins ``[B, 3]`` and unit directions ``[B, size*size, 3]`` of an orbit camera aimed at 0."""
+def camera_basis(distance: Tensor, azimuth: Tensor, elevation: Tensor, roll: Tensor) -> tuple[Tensor, Tensor]:
+    """Origins ``[B, 3]`` and the orthonormal camera basis ``[B, 3, 3]`` (rows: right, up, forward)
+    of an orbit camera aimed at 0."""
     origin = spherical(distance, azimuth, elevation)
     forward = -torch.nn.functional.normalize(origin, dim=-1)
     az = _deg(azimuth)
@@ -43,12 +46,17 @@ def camera_rays(distance: Tensor, azimuth: Tensor, elevation: Tensor, roll: Tens
     up = torch.cross(right, forward, dim=-1)
     r = _deg(roll)[:, None]
     right, up = r.cos() * right + r.sin() * up, -r.sin() * right + r.cos() * up
+    return origin, torch.stack([right, up, forward], 1)
+
+
+def pixel_grid(size: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """Per pixel ``[size*size, 3]``: ``(u, v, 1) / |(u, v, 1)|`` in camera coordinates (row-major,
+    top row first). The basis is orthonormal, so ``grid @ basis`` is already a unit direction."""
     scale = math.tan(math.radians(FOV_DEGREES) / 2)
-    axis = (torch.arange(size, dtype=origin.dtype, device=origin.device) + 0.5) / size * 2 - 1
+    axis = (torch.arange(size, dtype=dtype, device=device) + 0.5) / size * 2 - 1
     v, u = torch.meshgrid(-axis * scale, axis * scale, indexing="ij")
-    u, v = u.reshape(1, -1, 1), v.reshape(1, -1, 1)
-    directions = forward[:, None] + u * right[:, None] + v * up[:, None]
-    return origin, torch.nn.functional.normalize(directions, dim=-1)
+    grid = torch.stack([u.reshape(-1), v.reshape(-1), torch.ones(size * size, dtype=dtype, device=device)], -1)
+    return grid / grid.norm(dim=-1, keepdim=True)
 
 
 def euler_direction(ax: Tensor, ay: Tensor, az: Tensor) -> Tensor:
@@ -125,6 +133,13 @@ def _visibility(p: Tensor, n: Tensor, lights: list[tuple[Tensor, Tensor]],
     return out
 
 
+def _can_shadow_itself(prims: Primitives) -> bool:
+    """False for a single convex primitive (every ShapeWorld primitive is convex): a point on it that
+    faces a light sees the light (the body lies behind its tangent plane), so shadow rays would
+    find nothing."""
+    return sum(prims[key].shape[1] for key, _ in _KINDS) > 1
+
+
 def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess: Tensor,
                   s: Tensor, size: int, shadows: bool = True, return_mask: bool = False,
                   with_mask: bool = False) -> Tensor | tuple[Tensor, Tensor]:
@@ -141,19 +156,25 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
         ``return_mask``; both, as ``(images, masks)``, from the same pass when ``with_mask``).
     """
     b = len(s)
-    origin, dirs = camera_rays(s[:, 8], s[:, 9], s[:, 10], s[:, 11], size)
+    origin, basis = camera_basis(s[:, 8], s[:, 9], s[:, 10], s[:, 11])
+    hw = size * size
+    # every ray of every camera in one product of the pixel grid: its direction (3) and its
+    # projection on the camera origin (1, for the bounding-sphere test)
+    columns = torch.cat([basis, basis @ origin[:, :, None]], -1)             # [B, 3, 4]
+    grid = pixel_grid(size, s.dtype, s.device)[:, :, None, None]           # [HW, 3, 1, 1]
+    # three multiply-adds, not a matmul: a scene's pixels must not depend on the batch it is in
+    rays = (grid[:, 0] * columns[:, 0]).addcmul_(grid[:, 1], columns[:, 1]).addcmul_(grid[:, 2], columns[:, 2])  # [HW, B, 4]
     sky = torch.tensor(SKY, dtype=s.dtype, device=s.device)
     ground = torch.tensor(GROUND, dtype=s.dtype, device=s.device)
-    weight = (0.5 + 0.5 * dirs[..., 1:2])
-    image = ground + weight * (sky - ground)  # [B, HW, 3]
+    weight = (0.5 + 0.5 * rays[..., 1]).t()                                # [B, HW] sky gradient
+    image = torch.addcmul(ground[None, :, None], weight[:, None], (sky - ground)[None, :, None])  # [B, 3, HW]
     # bounding-sphere culling, then compaction
-    od = (origin[:, None] * dirs).sum(-1)
-    closest = (origin * origin).sum(-1)[:, None] - od * od
-    candidate = (closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)
-    obj, pix = candidate.nonzero(as_tuple=True)
-    mask = torch.zeros(b, size * size, dtype=torch.bool, device=s.device)
+    od = rays[..., 3]
+    closest = (origin * origin).sum(-1)[None] - od * od
+    pix, obj = ((closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)).nonzero(as_tuple=True)
+    mask = torch.zeros(b, hw, dtype=torch.bool, device=s.device)
     if len(obj):
-        o, d = origin[obj], dirs[obj, pix]
+        o, d = origin[obj], rays[pix, obj, :3]
         gathered = gather_primitives(prims, obj)
         t, kind, index = _nearest(o, d, gathered)
         hit = torch.isfinite(t)
@@ -174,7 +195,7 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
         light_power = s[obj, 4] * 0.8 * (10.0 / s[obj, 5]) ** 2
         lit_sun = torch.ones_like(t)
         lit_light = torch.ones_like(t)
-        if shadows:
+        if shadows and _can_shadow_itself(prims):
             lit_sun, lit_light = _visibility(p, n, [(to_sun, torch.full_like(t, INF)),
                                                     (to_light, light_dist)], gathered)
         diffuse = (AMBIENT + sun_power * (n * to_sun).sum(-1).clamp_min(0) * lit_sun
@@ -185,8 +206,8 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
         half_light = torch.nn.functional.normalize(to_light + view, dim=-1)
         spec = specular[obj] * (sun_power * lit_sun * (n * half_sun).sum(-1).clamp_min(0) ** shine
                                 + light_power * lit_light * (n * half_light).sum(-1).clamp_min(0) ** shine)
-        image[obj, pix] = (albedo[obj] * diffuse[:, None] + spec[:, None]).clamp(0, 1)
+        image[obj, :, pix] = (albedo[obj] * diffuse[:, None] + spec[:, None]).clamp(0, 1)
     if return_mask:
         return mask.view(b, size, size)
-    images = image.view(b, size, size, 3).permute(0, 3, 1, 2).contiguous()
+    images = image.view(b, 3, size, size)
     return (images, mask.view(b, size, size)) if with_mask else images

@@ -63,8 +63,9 @@ def judge_random_conditions(reference: str, renders: int, factors: dict | None, 
 def share(passed: torch.Tensor, instance: torch.Tensor) -> dict[str, float]:
     """Share of True in ``passed`` ``[M]``, with a 95% bootstrap interval over the instances
     (``instance`` ``[M]``: the renders of one object are not independent of each other)."""
-    per_instance = [float(passed[instance == i].float().mean()) for i in instance.unique() if (instance == i).any()]
-    lo, hi = bootstrap_ci(per_instance)
+    present = torch.bincount(instance) > 0
+    per_instance = (torch.bincount(instance, weights=passed.double()) / torch.bincount(instance).clamp_min(1))[present]
+    lo, hi = bootstrap_ci(per_instance.numpy())
     return {"share": round(float(passed.float().mean()), 4), "lo": round(float(lo), 4), "hi": round(float(hi), 4),
             "n": int(passed.numel())}
 

@@ -36,13 +36,14 @@ from advaudit.search.adversarial_distance import LowessSettings, adversarial_dis
 from advaudit.search.attacks import attack_box, attack_items, mae  # noqa: E402
 
 
-def pool_items(target, n: int) -> torch.Tensor:
-    """The first ``n`` items of the target's test split, then of its train split."""
+def candidate_items(target, largest: int) -> torch.Tensor:
+    """The target's test items, then its train items ``[M, ...]``: pool ``n`` is the first ``n``.
+    Refuses, before any work, a ``largest`` pool the splits cannot fill."""
     splits = target_datamodule(target).splits
     x = torch.cat([splits["test"].x, splits["train"].x])
-    if len(x) < n:
-        raise SystemExit(f"only {len(x)} items in the target's test + train splits; pool size {n} is too large")
-    return x[:n]
+    if len(x) < largest:
+        raise SystemExit(f"only {len(x)} items in the target's test + train splits; pool size {largest} is too large")
+    return x
 
 
 def measure_chunk(target, pool: torch.Tensor, start: int, chunk: int, box, settings: dict) -> dict:
@@ -109,8 +110,10 @@ def main() -> None:
     target = load_target(args.target).eval()
     out = Path(args.out)
     done = {(r["pool"], r["start"]) for r in read_jsonl(out) if "start" in r} if out.exists() else set()
-    for n in (int(v) for v in args.sizes.split(",")):
-        pool = pool_items(target, n)
+    sizes = [int(v) for v in args.sizes.split(",")]
+    items = candidate_items(target, max(sizes))
+    for n in sizes:
+        pool = items[:n]
         box = attack_box(pool)
         for start in range(0, n, args.chunk):
             if (n, start) in done:
@@ -128,7 +131,7 @@ def main() -> None:
         distance = torch.tensor([m for r in mine for m in r["mae"]], dtype=torch.float64)
         summary.append({"pool": n, "attack_s": round(sum(r["seconds"] for r in mine), 1),
                         "queries_per_item": round(sum(r["queries"] for r in mine) / n, 1),
-                        "ranking_s": round(ranking_seconds(target, pool_items(target, n), distance), 2)})
+                        "ranking_s": round(ranking_seconds(target, items[:n], distance), 2)})
     print("| pool items | attack s | queries/item | ranking s (confidence + LOWESS) |\n|---|---|---|---|")
     for r in summary:
         print(f"| {r['pool']:,} | {r['attack_s']} | {r['queries_per_item']} | {r['ranking_s']} |")

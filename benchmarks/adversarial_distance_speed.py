@@ -1,11 +1,14 @@
 """How fast, and how good, are the decision-based attacks behind adversarial distance?
 
 1. Ceiling: raw batched forward throughput of the target CNN (images/s) at several batch sizes,
-   ``no_grad`` vs ``inference_mode`` vs channels-last, interleaved so machine load hits all alike.
-2. Old vs new in the same run: ``batched_hop_skip_jump`` at git revision ``--baseline`` and now, on
-   the same items and settings (queries per item, seconds, whether the distances are identical).
-3. The full pool (``--items``, default 2,000) with the default settings: wall time, queries per
-   item, forward passes/s.
+   ``no_grad`` vs ``inference_mode``, NCHW vs channels-last (NHWC) weights, interleaved so machine
+   load hits all alike. ``load_target`` keeps image targets' weights NHWC on a CPU.
+2. Old vs new layout in the same run: ``batched_hop_skip_jump`` on ``--compare-items`` items with the
+   target's weights NCHW (as before) and NHWC (now): seconds each, and every query of the NCHW
+   attack labelled by both nets. If no label differs, the two attacks took the same path, so their
+   distances are identical.
+3. The full pool (``--items``, default 2,000) with the default settings (or each of
+   ``--full-settings``): wall time, queries per item, forward passes/s.
 4. Ranking quality on >= ``--quality-items`` eligible items (predicted as the critical class with
    calibrated confidence > tau): distances of each attack setting against a converged reference
    (HSJ driven by the exact boundary normal, ``--reference-steps`` iterations: HSJ's limit of
@@ -33,7 +36,6 @@ from advaudit.search.attacks import (attack_box, batched_hop_skip_jump, label_fu
                                      nearest_differently_labelled)
 from advaudit.search.metrics import sdr_curve
 from advaudit.search.pools import draw_pools, eligible
-from revision import module_at_revision  # benchmarks/ is on sys.path
 
 HSJ_KEYS = ("steps", "gradient_queries", "max_gradient_queries", "binary_steps", "probe_resolution")
 
@@ -57,34 +59,61 @@ def parse_settings(spec: str) -> dict:
 DEFAULT = default_settings()
 
 
-def ceiling(target, x: torch.Tensor, repeats: int = 2, n: int = 2048) -> dict[str, float]:
-    """Images/s of the target's forward pass for each (mode, batch size), best of ``repeats`` interleaved."""
+def ceiling(nchw, nhwc, x: torch.Tensor, repeats: int = 2, n: int = 2048) -> dict[str, float]:
+    """Images/s of the target's forward pass for each (mode, batch size, weight layout), best of
+    ``repeats`` interleaved; ``nchw`` / ``nhwc``: the same target with NCHW / channels-last weights."""
     cases = {}
     for batch in (256, 2048):
-        cases[f"no_grad, batch {batch}"] = (torch.no_grad, batch, False)
-        cases[f"inference_mode, batch {batch}"] = (torch.inference_mode, batch, False)
-    cases["inference_mode, channels-last, batch 256"] = (torch.inference_mode, 256, True)
+        cases[f"no_grad, batch {batch}"] = (torch.no_grad, batch, nchw)
+        cases[f"inference_mode, batch {batch}"] = (torch.inference_mode, batch, nchw)
+        cases[f"inference_mode, channels-last weights, batch {batch}"] = (torch.inference_mode, batch, nhwc)
     times: dict[str, list[float]] = {k: [] for k in cases}
     n = min(len(x), n)
     for _ in range(repeats):
-        for name, (mode, batch, channels_last) in cases.items():
-            xx = x[:n].contiguous(memory_format=torch.channels_last) if channels_last else x[:n]
-            net = target.to(memory_format=torch.channels_last) if channels_last else target
+        for name, (mode, batch, net) in cases.items():
             start = time.perf_counter()
             with mode():
                 for i in range(0, n, batch):
-                    net(xx[i:i + batch])
+                    net(x[i:i + batch])
             times[name].append(time.perf_counter() - start)
-            target.to(memory_format=torch.contiguous_format)
     return {k: n / min(v) for k, v in times.items()}
 
 
-def attack(x: torch.Tensor, pool: torch.Tensor, labels, box, module=None, **settings) -> tuple[torch.Tensor, float, float]:
-    """MAE per item (box units), seconds, queries per item; ``module``: another revision's attacks.py."""
-    hsj = module.batched_hop_skip_jump if module is not None else batched_hop_skip_jump
+class CheckedLabels:
+    """The label function of ``nchw``, also asking ``nhwc`` on every query and counting disagreements."""
+
+    def __init__(self, nchw, nhwc) -> None:
+        self.old, self.new = label_function(nchw), label_function(nhwc)
+        self.queries = self.disagreements = 0
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        old = self.old(x)
+        self.queries += len(x)
+        self.disagreements += int((old != self.new(x)).sum())
+        return old
+
+
+def layout_comparison(nchw, nhwc, part: torch.Tensor, pool: torch.Tensor, box, settings: dict) -> str:
+    """Same attack, NCHW vs NHWC weights, on ``part``: seconds, label agreement on every query, distances."""
+    d_old, s_old, q_old = attack(part, pool, label_function(nchw), box, **settings)
+    d_new, s_new, q_new = attack(part, pool, label_function(nhwc), box, **settings)
+    checked = CheckedLabels(nchw, nhwc)
+    d_checked, _, _ = attack(part, pool, checked, box, **settings)
+    same = lambda a, b: torch.equal(a.nan_to_num(-1.0), b.nan_to_num(-1.0))  # noqa: E731 (failed = NaN)
+    close = torch.allclose(d_old, d_new, rtol=1e-5, atol=1e-7, equal_nan=True)
+    return (f"same run, {len(part)} items, {settings}: NCHW weights {s_old:.1f} s ({q_old:.1f} queries/item), "
+            f"channels-last {s_new:.1f} s ({q_new:.1f} queries/item), speed-up {s_old / s_new:.2f}x; "
+            f"labels differing on the NCHW attack's {checked.queries:,} queries: {checked.disagreements}; "
+            f"distances identical: {same(d_old, d_new)}, within rtol 1e-5: {close}, "
+            f"max |difference| {float((d_old - d_new).abs().nan_to_num().max()):.2e} "
+            f"(check run reproduces NCHW: {same(d_checked, d_old)})")
+
+
+def attack(x: torch.Tensor, pool: torch.Tensor, labels, box, **settings) -> tuple[torch.Tensor, float, float]:
+    """MAE per item (box units; NaN where the attack failed), seconds, queries per item."""
     start = time.perf_counter()
     starts = nearest_differently_labelled(x, labels(x), pool, labels(pool))
-    result = hsj(x, labels, starts, bounds=box, **settings)
+    result = batched_hop_skip_jump(x, labels, starts, bounds=box, **settings)
     return mae(x, result.adversarial), time.perf_counter() - start, result.queries / len(x)
 
 
@@ -102,8 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("target")
     parser.add_argument("--items", type=int, default=2000, help="pool attacked with the default settings")
-    parser.add_argument("--compare-items", type=int, default=300, help="items for the same-run comparison with --baseline")
-    parser.add_argument("--baseline", default="main", help="git revision of attacks.py for the comparison")
+    parser.add_argument("--compare-items", type=int, default=300, help="items for the NCHW vs channels-last comparison")
     parser.add_argument("--quality-items", type=int, default=500)
     parser.add_argument("--reference-steps", type=int, default=24)
     parser.add_argument("--settings", default="steps=2;steps=4;steps=8,gradient_queries=32,max_gradient_queries=64",
@@ -115,11 +143,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--reference-cache", default=None, help="file to save/reuse the reference distances")
     parser.add_argument("--skip", default="", help="comma list of parts to skip: ceiling,compare,full,quality")
-    parser.add_argument("--full-settings", default="", help="k=v,... overrides of the default for the full pool")
+    parser.add_argument("--full-settings", default="",
+                        help="';'-separated k=v,... overrides of the default, one full-pool run each")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     skip = set(args.skip.split(","))
-    target = load_target(args.target).eval()
+    target = load_target(args.target).eval()  # channels-last weights on a CPU, as the audit loads it
+    nchw = load_target(args.target, channels_last=False).eval()
     split = target_datamodule(target).splits["test"]
     x = split.x[: args.items]
     box = attack_box(split.x)
@@ -128,28 +158,19 @@ def main() -> None:
 
     if "ceiling" not in skip:
         print("\n| forward pass | images/s |\n|---|---|")
-        for name, rate in ceiling(target, split.x).items():
+        for name, rate in ceiling(nchw, target, split.x).items():
             print(f"| {name} | {rate:,.0f} |", flush=True)
 
     if "compare" not in skip:
-        baseline = module_at_revision("advaudit/search/attacks.py", args.baseline)
-        part = x[: args.compare_items]
-        settings = parse_settings(args.full_settings)
-        if settings.get("probe_resolution") is None:
-            settings.pop("probe_resolution")  # older revisions do not know it
-        rows = {}
-        for name, module in ((f"{args.baseline}", baseline), ("current", None)):
-            rows[name] = attack(part, split.x, labels, box, module=module, **settings)
-        (d_old, s_old, q_old), (d_new, s_new, q_new) = rows.values()
-        print(f"\nsame run, {len(part)} items, {settings}: {args.baseline} {s_old:.1f} s ({q_old:.0f} queries/item), "
-              f"current {s_new:.1f} s ({q_new:.0f} queries/item), speed-up {s_old / s_new:.2f}x; "
-              f"identical distances: {torch.equal(d_old, d_new)}", flush=True)
+        print("\n" + layout_comparison(nchw, target, x[: args.compare_items], split.x, box,
+                                       parse_settings(args.full_settings.split(";")[0])), flush=True)
 
     if "full" not in skip:
-        full = parse_settings(args.full_settings)
-        d_full, seconds, queries = attack(x, split.x, labels, box, **full)
-        print(f"\nfull pool: {len(x)} items, {full}: {seconds:.1f} s ({queries:.0f} queries/item, "
-              f"{queries * len(x) / seconds:,.0f} forward passes/s)", flush=True)
+        for spec in args.full_settings.split(";"):
+            full = parse_settings(spec)
+            _, seconds, queries = attack(x, split.x, labels, box, **full)
+            print(f"\nfull pool: {len(x)} items, {full}: {seconds:.1f} s ({queries:.0f} queries/item, "
+                  f"{queries * len(x) / seconds:,.0f} forward passes/s)", flush=True)
 
     if "quality" not in skip:
         probs = target.predict_proba(split.x)

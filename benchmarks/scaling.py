@@ -37,9 +37,11 @@ def measure(name: str, n: int, budget: int, seed: int) -> dict[str, float]:
     examiner = make_examiner(name, n, N_DIMS_PLANTED, seed, None, {})
     start = time.perf_counter()
     result = run_planted(examiner, n, budget, seed)
+    split = {f"{k}_s": round(v, 2) for k, v in getattr(examiner, "seconds", {}).items()}  # BO: fit, factor, screen, refine
     return {"examiner": name, "instances": n, "budget": budget, "wall_s": round(time.perf_counter() - start, 2),
             "examiner_s": round(result["examiner_s"], 2), "model_s": round(result["model_s"], 2),
-            "fit_s": round(getattr(examiner, "fit_seconds", 0.0), 2), "best": result["best"]}
+            "fit_s": round(getattr(examiner, "fit_seconds", 0.0), 2), **split, "best": result["best"],
+            "late_in_planted": result["late_in_planted"]}
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -91,9 +93,12 @@ def main() -> None:
         print(json.dumps(row), flush=True)
     rows = read_jsonl(out)
     plot(rows, out.with_suffix(".png"))
-    print("| examiner | N | T | examiner s | of which GP fits s |\n|---|---|---|---|---|")
+    print("| examiner | N | T | examiner s | GP fits s | growing L^-1 s | screen s | refinement s | best loss |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     for r in sorted(rows, key=lambda r: (r["examiner"], r["instances"], r["budget"])):
-        print(f"| {r['examiner']} | {r['instances']} | {r['budget']} | {r['examiner_s']} | {r['fit_s']} |")
+        parts = " | ".join(str(r.get(f"{k}_s", "-")) for k in ("factor", "screen", "refine"))
+        print(f"| {r['examiner']} | {r['instances']} | {r['budget']} | {r['examiner_s']} | {r['fit_s']} | {parts} | "
+              f"{r['best']:.3f} |")
 
 
 if __name__ == "__main__":

@@ -27,8 +27,12 @@ def save_target(target: Target, path: str | Path, extra: dict[str, Any] | None =
     return save_checkpoint(path, {"kind": "target", "meta": target.meta, **body, **(extra or {})})
 
 
-def load_target(path: str | Path, map_location: str = "cpu") -> Target:
-    """Rebuild the target stored at ``path`` (safe loading), in eval mode on ``map_location``."""
+def load_target(path: str | Path, map_location: str = "cpu", channels_last: bool = True) -> Target:
+    """Rebuild the target stored at ``path`` (safe loading), in eval mode on ``map_location``.
+
+    ``channels_last``: image targets on a CPU keep their weights NHWC (faster convolutions, logits
+    equal to float rounding: :meth:`TorchTarget.use_channels_last`); ``False`` keeps NCHW.
+    """
     payload = load_checkpoint(path, kind="target", map_location=map_location)
     meta = _require_meta(payload, path, ("class_names", "input_shape", "normalization", "arch"))
     if payload.get("backend") == "sklearn":
@@ -40,7 +44,8 @@ def load_target(path: str | Path, map_location: str = "cpu") -> Target:
     except RuntimeError as error:
         raise AdvauditError(f"weights in {path} do not match architecture {meta['arch']!r} "
                             f"{meta.get('arch_params', {})}: {str(error).splitlines()[0]}") from None
-    return target.to(map_location).eval()
+    target = target.to(map_location).eval()
+    return target.use_channels_last() if channels_last else target
 
 
 def save_generator(generator: "ConditionalGenerator", meta: dict[str, Any], path: str | Path,

@@ -3,10 +3,11 @@
 1. Ceiling: raw batched forward throughput of the target CNN (images/s) at several batch sizes,
    ``no_grad`` vs ``inference_mode``, NCHW vs channels-last (NHWC) weights, interleaved so machine
    load hits all alike. ``load_target`` keeps image targets' weights NHWC on a CPU.
-2. Old vs new layout in the same run: ``batched_hop_skip_jump`` on ``--compare-items`` items with the
-   target's weights NCHW (as before) and NHWC (now): seconds each, and every query of the NCHW
-   attack labelled by both nets. If no label differs, the two attacks took the same path, so their
-   distances are identical.
+2. Old vs new queries in the same run: ``batched_hop_skip_jump`` on ``--compare-items`` items with
+   the label function of git revision ``--baseline`` on the NCHW target (as before) and the current
+   one on the target as ``load_target`` gives it (NHWC weights, BatchNorm folded, batches of 128):
+   seconds each, and every query of the old attack labelled by both. Where no label differs, the
+   two attacks took the same path and their distances are identical.
 3. The full pool (``--items``, default 2,000) with the default settings (or each of
    ``--full-settings``): wall time, queries per item, forward passes/s.
 4. Ranking quality on >= ``--quality-items`` eligible items (predicted as the critical class with
@@ -36,6 +37,7 @@ from advaudit.search.attacks import (attack_box, batched_hop_skip_jump, label_fu
                                      nearest_differently_labelled)
 from advaudit.search.metrics import sdr_curve
 from advaudit.search.pools import draw_pools, eligible
+from revision import module_at_revision  # benchmarks/ is on sys.path
 
 HSJ_KEYS = ("steps", "gradient_queries", "max_gradient_queries", "binary_steps", "probe_resolution")
 
@@ -59,14 +61,18 @@ def parse_settings(spec: str) -> dict:
 DEFAULT = default_settings()
 
 
-def ceiling(nchw, nhwc, x: torch.Tensor, repeats: int = 2, n: int = 2048) -> dict[str, float]:
-    """Images/s of the target's forward pass for each (mode, batch size, weight layout), best of
-    ``repeats`` interleaved; ``nchw`` / ``nhwc``: the same target with NCHW / channels-last weights."""
+def ceiling(nchw, nhwc, old_labels, x: torch.Tensor, repeats: int = 2, n: int = 2048) -> dict[str, float]:
+    """Images/s of the target's forward pass for each (mode, batch size, weight layout), and of the
+    old and current label functions, best of ``repeats`` interleaved; ``nchw`` / ``nhwc``: the same
+    target with NCHW / channels-last weights; ``old_labels``: the baseline's label function on ``nchw``."""
     cases = {}
-    for batch in (256, 2048):
+    for batch in (128, 256, 2048):
         cases[f"no_grad, batch {batch}"] = (torch.no_grad, batch, nchw)
         cases[f"inference_mode, batch {batch}"] = (torch.inference_mode, batch, nchw)
         cases[f"inference_mode, channels-last weights, batch {batch}"] = (torch.inference_mode, batch, nhwc)
+    cases["baseline label function (NCHW, batch 256)"] = (torch.inference_mode, n, old_labels)
+    cases["current label function (channels-last, BatchNorm folded, batch 128)"] = (
+        torch.inference_mode, n, label_function(nhwc))
     times: dict[str, list[float]] = {k: [] for k in cases}
     n = min(len(x), n)
     for _ in range(repeats):
@@ -80,10 +86,10 @@ def ceiling(nchw, nhwc, x: torch.Tensor, repeats: int = 2, n: int = 2048) -> dic
 
 
 class CheckedLabels:
-    """The label function of ``nchw``, also asking ``nhwc`` on every query and counting disagreements."""
+    """The ``old`` label function, also asking ``new`` on every query and counting disagreements."""
 
-    def __init__(self, nchw, nhwc) -> None:
-        self.old, self.new = label_function(nchw), label_function(nhwc)
+    def __init__(self, old, new) -> None:
+        self.old, self.new = old, new
         self.queries = self.disagreements = 0
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -93,20 +99,21 @@ class CheckedLabels:
         return old
 
 
-def layout_comparison(nchw, nhwc, part: torch.Tensor, pool: torch.Tensor, box, settings: dict) -> str:
-    """Same attack, NCHW vs NHWC weights, on ``part``: seconds, label agreement on every query, distances."""
-    d_old, s_old, q_old = attack(part, pool, label_function(nchw), box, **settings)
-    d_new, s_new, q_new = attack(part, pool, label_function(nhwc), box, **settings)
-    checked = CheckedLabels(nchw, nhwc)
+def query_comparison(old_labels, new_labels, part: torch.Tensor, pool: torch.Tensor, box, settings: dict) -> str:
+    """Same attack with the old and new label functions on ``part``: seconds, label agreement on every
+    query of the old attack, and how many items' distances differ."""
+    d_old, s_old, q_old = attack(part, pool, old_labels, box, **settings)
+    d_new, s_new, q_new = attack(part, pool, new_labels, box, **settings)
+    checked = CheckedLabels(old_labels, new_labels)
     d_checked, _, _ = attack(part, pool, checked, box, **settings)
-    same = lambda a, b: torch.equal(a.nan_to_num(-1.0), b.nan_to_num(-1.0))  # noqa: E731 (failed = NaN)
-    close = torch.allclose(d_old, d_new, rtol=1e-5, atol=1e-7, equal_nan=True)
-    return (f"same run, {len(part)} items, {settings}: NCHW weights {s_old:.1f} s ({q_old:.1f} queries/item), "
-            f"channels-last {s_new:.1f} s ({q_new:.1f} queries/item), speed-up {s_old / s_new:.2f}x; "
-            f"labels differing on the NCHW attack's {checked.queries:,} queries: {checked.disagreements}; "
-            f"distances identical: {same(d_old, d_new)}, within rtol 1e-5: {close}, "
-            f"max |difference| {float((d_old - d_new).abs().nan_to_num().max()):.2e} "
-            f"(check run reproduces NCHW: {same(d_checked, d_old)})")
+    differ = ~torch.isclose(d_old, d_new, rtol=1e-5, atol=1e-7, equal_nan=True)
+    relative = ((d_old - d_new).abs() / d_old).nan_to_num()
+    return (f"same run, {len(part)} items, {settings}: old {s_old:.1f} s ({q_old:.1f} queries/item), "
+            f"new {s_new:.1f} s ({q_new:.1f} queries/item), speed-up {s_old / s_new:.2f}x; "
+            f"labels differing on the old attack's {checked.queries:,} queries: {checked.disagreements}; "
+            f"items whose distance differs beyond rtol 1e-5: {int(differ.sum())} of {len(part)} "
+            f"(largest relative difference {float(relative.max()):.2e}); "
+            f"check run reproduces old: {torch.equal(d_checked.nan_to_num(-1.0), d_old.nan_to_num(-1.0))}")
 
 
 def attack(x: torch.Tensor, pool: torch.Tensor, labels, box, **settings) -> tuple[torch.Tensor, float, float]:
@@ -131,7 +138,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("target")
     parser.add_argument("--items", type=int, default=2000, help="pool attacked with the default settings")
-    parser.add_argument("--compare-items", type=int, default=300, help="items for the NCHW vs channels-last comparison")
+    parser.add_argument("--compare-items", type=int, default=300, help="items for the old vs new comparison")
+    parser.add_argument("--baseline", default="main", help="git revision of attacks.py whose label function is 'old'")
     parser.add_argument("--quality-items", type=int, default=500)
     parser.add_argument("--reference-steps", type=int, default=24)
     parser.add_argument("--settings", default="steps=2;steps=4;steps=8,gradient_queries=32,max_gradient_queries=64",
@@ -154,15 +162,16 @@ def main() -> None:
     x = split.x[: args.items]
     box = attack_box(split.x)
     labels = label_function(target)
+    old_labels = module_at_revision("advaudit/search/attacks.py", args.baseline).label_function(nchw)
     print(f"target {args.target}; {len(split.x)} test items; {args.threads} torch thread(s)")
 
     if "ceiling" not in skip:
         print("\n| forward pass | images/s |\n|---|---|")
-        for name, rate in ceiling(nchw, target, split.x).items():
+        for name, rate in ceiling(nchw, target, old_labels, split.x).items():
             print(f"| {name} | {rate:,.0f} |", flush=True)
 
     if "compare" not in skip:
-        print("\n" + layout_comparison(nchw, target, x[: args.compare_items], split.x, box,
+        print("\n" + query_comparison(old_labels, labels, x[: args.compare_items], split.x, box,
                                        parse_settings(args.full_settings.split(";")[0])), flush=True)
 
     if "full" not in skip:

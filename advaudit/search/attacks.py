@@ -73,25 +73,26 @@ def mae(x: Tensor, adversarial: Tensor) -> Tensor:
     return (x - adversarial).abs().flatten(1).mean(1)
 
 
-def label_function(target: Any, batch_size: int = 256) -> LabelFn:
+def label_function(target: Any, batch_size: int = 128) -> LabelFn:
     """``[B, *shape] -> [B]`` predicted labels of any target (decision-based access only).
 
-    Torch targets: the argmax of the logits (temperature never changes it), computed on the target's
-    device under ``torch.inference_mode`` in batches of ``batch_size`` (on a CPU, 256 images of a
-    small CNN keep the activations in cache: faster than one large batch, see docs/RESULTS.md),
-    returned on the input's device with one finiteness check per call. Other targets
-    (scikit-learn black boxes): ``predict_proba(x).argmax(1)``.
+    Torch targets: the argmax of the logits (temperature never changes it) of
+    :func:`inference_logits`, computed on the target's device under ``torch.inference_mode`` in
+    batches of ``batch_size`` (on a CPU, 128 images of a small CNN keep the activations in cache:
+    faster than 256 or one large batch, see docs/RESULTS.md), returned on the input's device with
+    one finiteness check per call. Other targets (scikit-learn black boxes):
+    ``predict_proba(x).argmax(1)``.
     """
     if not isinstance(target, torch.nn.Module):
         return lambda x: target.predict_proba(x, calibrated=False).argmax(1).to(x.device)
     device = getattr(target, "device", torch.device("cpu"))
-    target = target.eval()
+    logits_of = inference_logits(target.eval())
 
     def labels(x: Tensor) -> Tensor:
         out, finite = [], torch.ones((), dtype=torch.bool, device=device)
         with torch.inference_mode():
             for start in range(0, len(x), batch_size):
-                logits = target(x[start:start + batch_size].to(device, non_blocking=True))
+                logits = logits_of(x[start:start + batch_size].to(device, non_blocking=True))
                 finite &= torch.isfinite(logits).all()
                 out.append(logits.argmax(1))
         if not bool(finite):
@@ -100,6 +101,42 @@ def label_function(target: Any, batch_size: int = 256) -> LabelFn:
         return torch.cat(out).to(x.device) if out else torch.empty(0, dtype=torch.long, device=x.device)
 
     return labels
+
+
+def inference_logits(target: torch.nn.Module) -> Callable[[Tensor], Tensor]:
+    """Raw input ``[B, *shape]`` -> logits ``[B, K]`` for queries (eval mode, no gradients).
+
+    For a :class:`~advaudit.models.target.TorchTarget` in eval mode, a copy of its net with every
+    BatchNorm folded into the convolution before it (``torch.fx``; logits equal to float rounding,
+    1.1-1.2x faster on a CPU), in the weights' memory format; the target itself where the net cannot
+    be traced or is training. The copy is taken now: later changes to the target's weights are not seen.
+    """
+    from advaudit.models.target import TorchTarget
+
+    if not isinstance(target, TorchTarget) or target.training:
+        return target
+    try:
+        from torch.fx.experimental.optimization import fuse
+
+        net = fuse(target.net, inplace=False)
+    except Exception as error:  # untraceable control flow: query the target unchanged
+        log.info("queries use the target unfused (%s: %s)", type(error).__name__, error)
+        return target
+    if any(p.dim() == 4 and p.is_contiguous(memory_format=torch.channels_last) and not p.is_contiguous()
+           for p in target.net.parameters()):
+        net = net.to(memory_format=torch.channels_last)
+    return _FoldedTarget(net, target.mean, target.std)
+
+
+class _FoldedTarget(torch.nn.Module):
+    """Raw input ``[B, *shape]`` -> logits ``[B, K]`` of ``net`` (BatchNorm folded) after the target's normalisation."""
+
+    def __init__(self, net: torch.nn.Module, mean: Tensor, std: Tensor) -> None:
+        super().__init__()
+        self.net, self.mean, self.std = net, mean, std
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net((x - self.mean) / self.std)
 
 
 def attack_items(target: Any, x: Tensor, candidates: Tensor, candidate_labels: Tensor,

@@ -7,8 +7,10 @@ import torch
 from torch import nn
 
 from advaudit.errors import AdvauditError
+from advaudit.models.nets import build_net
+from advaudit.models.target import TorchTarget
 from advaudit.search.attacks import (attack_box, attack_items, batched_hop_skip_jump, foolbox_attack,
-                                     label_function, mae, nearest_differently_labelled)
+                                     inference_logits, label_function, mae, nearest_differently_labelled)
 from advaudit.search.gad_attack import sign_gradient_attack
 from advaudit.search.pseudo_model import PseudoModelSettings, extract_pseudo_model, latin_hypercube
 
@@ -138,6 +140,27 @@ def test_label_function_matches_argmax_in_small_batches_and_rejects_nan() -> Non
     model.linear.bias.data[1] = float("nan")
     with pytest.raises(AdvauditError, match="NaN/inf"):
         labels(x)
+
+
+def test_queries_fold_batchnorm_with_the_same_labels_and_leave_the_target_alone() -> None:
+    torch.manual_seed(0)
+    meta = {"arch": "cnn", "arch_params": {}, "class_names": ["a", "b", "c"], "input_shape": [3, 12, 12],
+            "normalization": {"mean": [0.4, 0.5, 0.6], "std": [0.2, 0.25, 0.3]}}
+    target = TorchTarget(build_net("cnn", (3, 12, 12), 3, channels=(8, 16), hidden=16), meta)
+    for module in target.modules():  # BatchNorm statistics far from the identity
+        if isinstance(module, nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.5, 0.5)
+            module.running_var.uniform_(0.3, 3.0)
+            module.weight.data.uniform_(0.5, 2.0)
+    target.eval().use_channels_last()
+    x = torch.rand(300, 3, 12, 12, generator=torch.Generator().manual_seed(2))
+    folded = inference_logits(target)
+    with torch.inference_mode():
+        assert torch.allclose(folded(x), target(x), atol=1e-5)
+        assert torch.equal(label_function(target)(x), target(x).argmax(1))
+    assert not any(isinstance(m, nn.BatchNorm2d) for m in folded.modules())
+    assert sum(isinstance(m, nn.BatchNorm2d) for m in target.modules()) == 4  # the target keeps its BatchNorm
+    assert inference_logits(target.train()) is target  # training mode: queried unchanged
 
 
 def test_attack_items_stays_in_the_image_box_and_can_use_unobserved_pixel_values() -> None:

@@ -286,7 +286,7 @@ class LowessConf:
 @dataclass
 class DecisionAttackConf:
     method: AttackMethod = AttackMethod.hsj
-    steps: int = 4
+    steps: int = 6  # the default of conf/search/methods.yaml (issue 15: rank rho 0.90 vs converged)
     gradient_queries: int = 16
     max_gradient_queries: int = 32
     binary_steps: int = 8

@@ -18,9 +18,11 @@
 #   PART: targets table2 table3 sec44 sec45 sec46 tables (default: all, in that order)
 # Sizes (environment): SEEDS="0 1 2" RL_T="100 300 500" BO_T="100 300 500" RANDOM_T="100"
 #   T3_T="100 200" (Table 3) M_WIDTH=16 EXAMINERS2="rl bo random" ARCHS="resnet18 alexnet" (Table 2).
-# Resumable: finished targets (target.pt) and examinations (result.json) are skipped, and an
-# interrupted examination resumes from its checkpoint. A target dir may be a symlink to a target
-# trained elsewhere with the same recipe (e.g. the planted-weakness control). The tables in
+# Resumable: finished targets (target.pt) and examinations (result.json) are skipped, an
+# interrupted examination resumes from its checkpoint, and one finished at a smaller T is extended
+# (RL_T="100 300 500" after RL_T="100 300" runs only the 200 updates from 300 to 500). A target dir
+# may be a symlink to a target trained elsewhere with the same recipe (e.g. the planted-weakness
+# control). The tables in
 # docs/RESULTS.md come from the last part: .venv/bin/python benchmarks/examiner_tables.py OUT
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,11 +48,14 @@ train() {  # name, experiment, overrides...
 iterations() {  # examiner -> its T list
   case $1 in rl) echo "$RL_T";; bo) echo "$BO_T";; *) echo "$RANDOM_T";; esac
 }
-examine() {  # name, examiner, "T..." , overrides...
+finished() {  # run dir, budget in queries: true when its result.json covers that budget
+  [ -f "$1/result.json" ] && $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r["queries_per_instance"] < int(sys.argv[2]))' "$1/result.json" "$2"
+}
+examine() {  # name, examiner, "T..." , overrides... (a finished run with a smaller budget is extended)
   local name=$1 ex=$2 ts=$3; shift 3
   read -r budget report <<< "$(budgets "$ex" $ts)"
   for seed in $SEEDS; do
-    [ -f "$OUT/${name}_${ex}_s$seed/result.json" ] || $PY examine.py examiner="$ex" seed="$seed" threads=1 \
+    finished "$OUT/${name}_${ex}_s$seed" "$budget" || $PY examine.py examiner="$ex" seed="$seed" threads=1 \
       audit.budget="$budget" "audit.report_budgets=$report" "$@" hydra.run.dir="$OUT/${name}_${ex}_s$seed" logger=none
   done
 }
@@ -74,9 +79,13 @@ sec44)
   for ex in rl bo random; do
     examine sec44 $ex "100 250" experiment=examiner/sec44_elevation target=$OUT/train_resnet18_elev30/$T
   done ;;
-sec45)  # the paper's two orders: lights first (declared order) and the camera block first
-  examine sec45_lights_first rl "$RL_T" experiment=examiner/sec45_order 'examiner.order=[0,1,2,3,4,5,6,7,8]' \
-    target=$OUT/train_resnet18_fresh/$T
+sec45)  # the paper's two orders: lights first (the declared order: the same examination as Table 2's
+  # RL runs, which are linked rather than rerun) and the camera block first
+  for seed in $SEEDS; do
+    [ -e "$OUT/sec45_lights_first_rl_s$seed" ] || [ ! -d "$OUT/table2_resnet18_rl_s$seed" ] || \
+      ln -s "table2_resnet18_rl_s$seed" "$OUT/sec45_lights_first_rl_s$seed"
+  done
+  examine sec45_lights_first rl "$RL_T" experiment=examiner/sec45_order target=$OUT/train_resnet18_fresh/$T
   examine sec45_camera_first rl "$RL_T" experiment=examiner/sec45_order 'examiner.order=[5,6,7,8,0,1,2,3,4]' \
     target=$OUT/train_resnet18_fresh/$T ;;
 sec46)

@@ -17,7 +17,9 @@
 # Usage: bash benchmarks/examiner_reproductions.sh [OUT] [PART...]
 #   PART: targets table2 table3 sec44 sec45 sec46 tables (default: all, in that order)
 # Sizes (environment): SEEDS="0 1 2" RL_T="100 300 500" BO_T="100 300 500" RANDOM_T="100"
-#   T3_T="100 200" (Table 3) M_WIDTH=16 EXAMINERS2="rl bo random" ARCHS="resnet18 alexnet" (Table 2).
+#   T3_T="100 200" T3_EXAMINERS="rl bo random" M_WIDTH=16 (Table 3) EXAMINERS2="rl bo random"
+#   ARCHS="resnet18 alexnet" (Table 2); RUN="" prefixes every train/examine command (e.g. RUN="flock
+#   /tmp/cpu.lock nice -n 5" to share a machine with other jobs).
 # Resumable: finished targets (target.pt) and examinations (result.json) are skipped, an
 # interrupted examination resumes from its checkpoint, and one finished at a smaller T is extended
 # (RL_T="100 300 500" after RL_T="100 300" runs only the 200 updates from 300 to 500). A target dir
@@ -29,7 +31,7 @@ cd "$(dirname "$0")/.."
 OUT=${1:-outputs/repro}; shift || true
 PARTS=${*:-"targets table2 table3 sec44 sec45 sec46 tables"}
 SEEDS=${SEEDS:-"0 1 2"} RL_T=${RL_T:-"100 300 500"} BO_T=${BO_T:-"100 300 500"} RANDOM_T=${RANDOM_T:-"100"}
-T3_T=${T3_T:-"100 200"} M_WIDTH=${M_WIDTH:-16} EXAMINERS2=${EXAMINERS2:-"rl bo random"} ARCHS=${ARCHS:-"resnet18 alexnet"}
+T3_T=${T3_T:-"100 200"} T3_EXAMINERS=${T3_EXAMINERS:-"rl bo random"} RUN=${RUN:-} M_WIDTH=${M_WIDTH:-16} EXAMINERS2=${EXAMINERS2:-"rl bo random"} ARCHS=${ARCHS:-"resnet18 alexnet"}
 Q=32
 PY=.venv/bin/python
 export WANDB_MODE=${WANDB_MODE:-offline} ADVAUDIT_PROGRESS=${ADVAUDIT_PROGRESS:-0} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -43,7 +45,7 @@ budgets() {  # examiner, T... -> "budget report_budgets" in queries (RL and rand
 train() {  # name, experiment, overrides...
   local name=$1 experiment=$2; shift 2
   [ -f "$OUT/train_$name/checkpoints/target.pt" ] || \
-    $PY train.py experiment="examiner/$experiment" threads=1 "$@" hydra.run.dir="$OUT/train_$name" logger=none
+    $RUN $PY train.py experiment="examiner/$experiment" threads=1 "$@" hydra.run.dir="$OUT/train_$name" logger=none
 }
 iterations() {  # examiner -> its T list
   case $1 in rl) echo "$RL_T";; bo) echo "$BO_T";; *) echo "$RANDOM_T";; esac
@@ -55,23 +57,28 @@ examine() {  # name, examiner, "T..." , overrides... (a finished run with a smal
   local name=$1 ex=$2 ts=$3; shift 3
   read -r budget report <<< "$(budgets "$ex" $ts)"
   for seed in $SEEDS; do
-    finished "$OUT/${name}_${ex}_s$seed" "$budget" || $PY examine.py examiner="$ex" seed="$seed" threads=1 \
+    finished "$OUT/${name}_${ex}_s$seed" "$budget" || $RUN $PY examine.py examiner="$ex" seed="$seed" threads=1 \
       audit.budget="$budget" "audit.report_budgets=$report" "$@" hydra.run.dir="$OUT/${name}_${ex}_s$seed" logger=none
   done
 }
 T=checkpoints/target.pt
 for part in $PARTS; do case $part in
-targets)
-  train resnet18_fresh train_fresh
-  train alexnet_fresh train_fresh model=alexnet model.arch_params.width=32
-  for m in 1 2 5 10; do train resnet18_m$m train_shapes dataset.m=$m model.arch_params.width=$M_WIDTH; done
-  train resnet18_elev30 train_fresh 'dataset.factors={camera_elevation:[-30,30]}' ;;
+targets)  # TARGETS="..." trains only those
+  for name in ${TARGETS:-resnet18_fresh alexnet_fresh resnet18_m1 resnet18_m2 resnet18_m5 resnet18_m10 resnet18_elev30}; do
+    case $name in
+      resnet18_fresh) train resnet18_fresh train_fresh ;;
+      alexnet_fresh) train alexnet_fresh train_fresh model=alexnet model.arch_params.width=32 ;;
+      resnet18_m*) train "$name" train_shapes dataset.m="${name#resnet18_m}" model.arch_params.width=$M_WIDTH ;;
+      resnet18_elev30) train resnet18_elev30 train_fresh 'dataset.factors={camera_elevation:[-30,30]}' ;;
+      *) echo "TARGETS: unknown target $name" >&2; exit 2 ;;
+    esac
+  done ;;
 table2)
   for arch in $ARCHS; do for ex in $EXAMINERS2; do
     examine table2_$arch $ex "$(iterations $ex)" experiment=examiner/table2 target=$OUT/train_${arch}_fresh/$T
   done; done ;;
 table3)
-  for m in 1 2 5 10; do for ex in rl bo random; do
+  for m in 1 2 5 10; do for ex in $T3_EXAMINERS; do
     t=$T3_T; [ $ex = random ] && t=${RANDOM_T%% *}
     examine table3_m$m $ex "$t" experiment=examiner/table3 target=$OUT/train_resnet18_m$m/$T
   done; done ;;

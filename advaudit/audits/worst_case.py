@@ -87,8 +87,9 @@ def _run_key(cfg: DictConfig) -> str:
     return hashlib.sha256(json.dumps(keys, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _resume(out: Path, key: str, examiner: Any, budget: int) -> int:
-    """Load a matching checkpoint; keep step records up to it. Returns the next step.
+def _resume(out: Path, key: str, examiner: Any, budget: int) -> tuple[int, float]:
+    """Load a matching checkpoint; keep step records up to it. Returns the next step and the seconds
+    the examination has run up to it (so queries/s stays true over interruptions and extensions).
 
     A finished examination resumes too when ``budget`` (queries per instance) is larger: it is
     extended, and its report then covers the new budget. Refused: a smaller budget than the one already
@@ -97,7 +98,7 @@ def _resume(out: Path, key: str, examiner: Any, budget: int) -> int:
     state_path = out / STATE_FILE
     if not state_path.exists():
         (out / STEPS_FILE).unlink(missing_ok=True)
-        return 0
+        return 0, 0.0
     state = torch.load(state_path, weights_only=True)
     if state.get("key") != key:
         raise AdvauditError(f"{out} holds a different examination (config changed); use a new run dir "
@@ -116,12 +117,13 @@ def _resume(out: Path, key: str, examiner: Any, budget: int) -> int:
     (out / STEPS_FILE).unlink(missing_ok=True)
     if kept:
         append_jsonl(out / STEPS_FILE, kept)
-    return step
+    return step, float(state.get("seconds", float("nan")))  # NaN: a checkpoint that predates the count
 
 
-def _checkpoint(out: Path, key: str, examiner: Any, step: int, budget: int) -> None:
+def _checkpoint(out: Path, key: str, examiner: Any, step: int, budget: int, seconds: float) -> None:
     tmp = out / (STATE_FILE + ".tmp")
-    torch.save({"key": key, "step": step, "budget": budget, "examiner": examiner.state_dict()}, tmp)
+    torch.save({"key": key, "step": step, "budget": budget, "seconds": seconds,
+                "examiner": examiner.state_dict()}, tmp)
     tmp.replace(out / STATE_FILE)
 
 
@@ -162,7 +164,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     budget, report_budgets = budget_in_queries(audit, examiner.q)
     steps = math.ceil(budget / examiner.q)
     key = _run_key(cfg)
-    start_step = _resume(out, key, examiner, budget)
+    start_step, seconds_before = _resume(out, key, examiner, budget)
     strength = audit.mode == "strength"
     stop_after = audit.get("stop_after_steps")
     labels = z.labels.cpu()
@@ -190,9 +192,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             for i in range(len(z))])
         bar.update(take * len(z))
         if (step + 1) % int(audit.checkpoint_every) == 0 or step + 1 == steps:
-            _checkpoint(out, key, examiner, step + 1, budget)
+            _checkpoint(out, key, examiner, step + 1, budget, seconds_before + time.perf_counter() - started)
     bar.close()
-    seconds = time.perf_counter() - started
+    seconds = seconds_before + time.perf_counter() - started
     from advaudit.report.worst_case_report import summarise_and_report
 
     return summarise_and_report(cfg, world, target, z, space, out, seconds, calibrated, judge,

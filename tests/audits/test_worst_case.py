@@ -129,6 +129,7 @@ def test_a_finished_examination_extends_to_a_larger_budget_as_if_run_at_it(make_
     extended = examine(make_cfg("examine", [*longer, f"paths.output_dir={tmp_path / 'extended'}"]))
     queried = [_by_instance(read_jsonl(tmp_path / d / "steps.jsonl"), "s") for d in ("full", "extended")]
     assert queried[0] == queried[1]  # the policy after 2 updates, resumed, proposes what it did uninterrupted
+    assert extended["seconds_examination"] >= short["seconds_examination"]  # time of both invocations
     for key in ("examine/E_T@8", "examine/E_T@16", "examine/worst@16", "examine/E_T@16/hi"):
         assert extended[key] == pytest.approx(full[key], abs=1e-6)
     with pytest.raises(AdvauditError, match="already holds 16 queries per instance"):

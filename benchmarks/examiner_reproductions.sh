@@ -95,7 +95,11 @@ sec45)  # the paper's two orders: lights first (the declared order: the same exa
   examine sec45_lights_first rl "$RL_T" experiment=examiner/sec45_order target=$OUT/train_resnet18_fresh/$T
   examine sec45_camera_first rl "$RL_T" experiment=examiner/sec45_order 'examiner.order=[5,6,7,8,0,1,2,3,4]' \
     target=$OUT/train_resnet18_fresh/$T ;;
-sec46)
+sec46)  # random search's proposals do not depend on the mode: Table 2's random runs are linked as its row
+  for seed in $SEEDS; do
+    [ -e "$OUT/sec46_random_s$seed" ] || [ ! -d "$OUT/table2_resnet18_random_s$seed" ] || \
+      ln -s "table2_resnet18_random_s$seed" "$OUT/sec46_random_s$seed"
+  done
   for ex in rl bo; do
     examine sec46 $ex "$(iterations $ex)" experiment=examiner/sec46_strength target=$OUT/train_resnet18_fresh/$T
   done ;;

@@ -46,11 +46,12 @@ def e_t(steps: dict[int, list[dict]], iteration: int) -> float:
     return float(metrics.e_t(true_prob, q, max(iteration, 1) * q).mean())
 
 
-def worst(steps: dict[int, list[dict]], queries: int) -> float:
-    """Mean over instances of the lowest true-class probability among the valid proposals of the first
-    ``queries`` (at least one), as the audit computes it (:func:`advaudit.audits.examiner_metrics.worst`)."""
+def worst(steps: dict[int, list[dict]], queries: int, strength: bool = False) -> float:
+    """Mean over instances of the lowest (``strength``: highest) true-class probability among the valid
+    proposals of the first ``queries`` (at least one), as the audit computes it
+    (:func:`advaudit.audits.examiner_metrics.worst`)."""
     true_prob, valid, _ = _arrays(steps)
-    return float(np.nanmean(metrics.worst(true_prob, valid, queries)))
+    return float(np.nanmean(metrics.worst(true_prob, valid, queries, strength)))
 
 
 def _arrays(steps: dict[int, list[dict]]) -> tuple[np.ndarray, np.ndarray, int]:
@@ -83,10 +84,11 @@ def cell(values: list[float], digits: int = 3) -> str:
 
 
 def metric_table(groups: dict[tuple[str, str], list[Path]], names: list[str], iterations: list[int],
-                 title: str) -> list[str]:
-    """E_T at each T and worst at the last T, for each (name, examiner) group present."""
+                 title: str, strength: bool = False) -> list[str]:
+    """E_T at each T and worst (``strength``: best) at the last T, for each (name, examiner) group present."""
+    extreme = "best" if strength else "worst"
     lines = [f"### {title}", "", "| run | examiner | seeds | " + " | ".join(f"E_T @ T={t}" for t in iterations)
-             + f" | worst @ T={iterations[-1]} |", "|---|---|---|" + "---|" * (len(iterations) + 1)]
+             + f" | {extreme} @ T={iterations[-1]} |", "|---|---|---|" + "---|" * (len(iterations) + 1)]
     for name in names:
         for examiner in ("rl", "bo", "random", "tpe", "cmaes"):
             dirs = groups.get((name, examiner))
@@ -96,7 +98,7 @@ def metric_table(groups: dict[tuple[str, str], list[Path]], names: list[str], it
             q = len(next(iter(loaded[0].values()))[0]["true_prob"])
             available = min(len(next(iter(s.values()))) for s in loaded)
             cells = [cell([e_t(s, t) for s in loaded]) if t <= available else "—" for t in iterations]
-            final = cell([worst(s, iterations[-1] * q) for s in loaded], 4) if iterations[-1] <= available else "—"
+            final = cell([worst(s, iterations[-1] * q, strength) for s in loaded], 4) if iterations[-1] <= available else "—"
             lines.append(f"| {name} | {examiner} | {len(dirs)} | " + " | ".join(cells) + f" | {final} |")
     return lines + [""]
 
@@ -202,9 +204,10 @@ def main() -> None:
     lines += metric_table(groups, ["sec44"], [0, 100, 250], "Sec. 4.4 (target trained with |elevation| <= 30)")
     if any(name == "sec44" for name, _ in groups):
         lines += concentration_table(groups, "sec44", Region("camera_elevation", -30, 30, outside=True))
-    lines += metric_table(groups, ["sec45_lights_first", "sec45_camera_first"], [0, 100, 500], "Sec. 4.5 (RL orders)")
+    lines += metric_table(groups, ["sec45_lights_first", "sec45_camera_first"], [0, 100, 300, 500], "Sec. 4.5 (RL orders)")
     lines += order_table(groups, ["sec45_lights_first", "sec45_camera_first"], "table2_resnet18")
-    lines += metric_table(groups, ["sec46"], [0, 100, 500], "Sec. 4.6 (strength: the examiner maximises)")
+    lines += metric_table(groups, ["sec46"], [0, 100, 300, 500], "Sec. 4.6 (strength: the examiner maximises)",
+                          strength=True)
     print("\n".join(lines))
 
 

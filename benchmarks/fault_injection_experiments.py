@@ -94,17 +94,26 @@ def main() -> None:
                                    *args.audit], run_dir, log)
             per_seed[name] = read_json(run_dir / "fault_tests.json")
         table = aggregate(per_seed, args.train_seeds)
-        write_json(out / "table.json", {"verification": verification, "per_seed": per_seed, "table": table})
-        (out / "table.md").write_text(table_markdown(verification, table), encoding="utf-8")
+        detection = detection_over_control(per_seed, args.train_seeds)
+        write_json(out / "table.json", {"verification": verification, "per_seed": per_seed, "table": table,
+                                        "detection_over_control": detection})
+        (out / "table.md").write_text(table_markdown(verification, table) + detection_markdown(detection),
+                                      encoding="utf-8")
     print((out / "table.md").read_text())
 
 
 def verify(target: Path, fault: str) -> dict[str, Any]:
-    """Held-out accuracies of a fault target (set A biased like training, set B the opposite way)."""
+    """Held-out accuracies of a fault target (set A biased like training, set B the opposite way),
+    saved beside the target's run (``verification.json``) and read from there on a rerun."""
+    saved = target.parent.parent / "verification.json"
+    if saved.exists():
+        return read_json(saved)
     text = subprocess.run([sys.executable, "benchmarks/verify_injected_fault.py", str(target), "--attribute", fault,
                            "--threshold", str(THRESHOLDS[fault]), "--high-class", "pullover"],
                           check=True, capture_output=True, text=True).stdout
-    return json.loads(text)
+    report = json.loads(text)
+    write_json(saved, report)
+    return report
 
 
 def generator_gate(generator_path: Path, judge_path: Path) -> float:
@@ -146,6 +155,40 @@ def aggregate(per_seed: dict[str, dict[str, Any]], seeds: list[int]) -> dict[str
             table[f"{fault}/{direction}/seeds"] = {"rq3_robust_acc": mean_with_ci(
                 [float("nan") if v is None else v for v in values]), "seeds": len(runs)}
     return table
+
+
+def detection_over_control(per_seed: dict[str, dict[str, Any]], seeds: list[int]) -> dict[str, Any]:
+    """Per fault, direction and kind of test: the share of failing tests that moved the fault's own
+    feature the fault's way against the fault target, minus the same share against the control target
+    of the same training seed (paired by seed), with its interval over seeds. A statistic that moves as
+    much under the control detects nothing: only an interval above 0 is a detection."""
+    detection: dict[str, Any] = {}
+    for fault in THRESHOLDS:
+        for direction, prefix in DIRECTIONS.items():
+            for kind in KINDS:
+                key = f"faults/{prefix}{kind}/feature/{fault}/moved_share"
+                pairs = [(per_seed[f"{fault}_seed{s}"].get(key), per_seed[f"clean_seed{s}"].get(key)) for s in seeds
+                         if f"{fault}_seed{s}" in per_seed and f"clean_seed{s}" in per_seed]
+                if not pairs:
+                    continue
+                # a target with no failing test has no share: that seed drops out of the pair
+                differences = [float("nan") if a is None or b is None else a - b for a, b in pairs]
+                detection[f"{fault}/{direction}/{kind}"] = {
+                    "fault": mean_with_ci([float("nan") if a is None else a for a, _ in pairs]),
+                    "control": mean_with_ci([float("nan") if b is None else b for _, b in pairs]),
+                    "difference": mean_with_ci(differences)}
+    return detection
+
+
+def detection_markdown(detection: dict[str, Any]) -> str:
+    """The paired fault-minus-control table (see :func:`detection_over_control`)."""
+    lines = ["", "| fault | direction | tests | moved the fault's way: fault target | control target | "
+             "difference (paired by seed) |", "|---|---|---|---|---|---|"]
+    for name, row in detection.items():
+        cells = [f"{row[k]['mean']:.2f} [{row[k]['lo']:.2f}, {row[k]['hi']:.2f}] (n={row[k]['n']})"
+                 for k in ("fault", "control", "difference")]
+        lines.append(f"| {' | '.join(name.split('/'))} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def table_markdown(verification: dict[str, Any], table: dict[str, Any]) -> str:

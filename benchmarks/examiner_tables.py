@@ -46,11 +46,12 @@ def e_t(steps: dict[int, list[dict]], iteration: int) -> float:
     return float(metrics.e_t(true_prob, q, max(iteration, 1) * q).mean())
 
 
-def worst(steps: dict[int, list[dict]], queries: int) -> float:
-    """Mean over instances of the lowest true-class probability among the valid proposals of the first
-    ``queries`` (at least one), as the audit computes it (:func:`advaudit.audits.examiner_metrics.worst`)."""
+def worst(steps: dict[int, list[dict]], queries: int, strength: bool = False) -> float:
+    """Mean over instances of the lowest (``strength``: highest) true-class probability among the valid
+    proposals of the first ``queries`` (at least one), as the audit computes it
+    (:func:`advaudit.audits.examiner_metrics.worst`)."""
     true_prob, valid, _ = _arrays(steps)
-    return float(np.nanmean(metrics.worst(true_prob, valid, queries)))
+    return float(np.nanmean(metrics.worst(true_prob, valid, queries, strength)))
 
 
 def _arrays(steps: dict[int, list[dict]]) -> tuple[np.ndarray, np.ndarray, int]:
@@ -83,10 +84,11 @@ def cell(values: list[float], digits: int = 3) -> str:
 
 
 def metric_table(groups: dict[tuple[str, str], list[Path]], names: list[str], iterations: list[int],
-                 title: str) -> list[str]:
-    """E_T at each T and worst at the last T, for each (name, examiner) group present."""
+                 title: str, strength: bool = False) -> list[str]:
+    """E_T at each T and worst (``strength``: best) at the last T, for each (name, examiner) group present."""
+    extreme = "best" if strength else "worst"
     lines = [f"### {title}", "", "| run | examiner | seeds | " + " | ".join(f"E_T @ T={t}" for t in iterations)
-             + f" | worst @ T={iterations[-1]} |", "|---|---|---|" + "---|" * (len(iterations) + 1)]
+             + f" | {extreme} @ T={iterations[-1]} |", "|---|---|---|" + "---|" * (len(iterations) + 1)]
     for name in names:
         for examiner in ("rl", "bo", "random", "tpe", "cmaes"):
             dirs = groups.get((name, examiner))
@@ -96,7 +98,7 @@ def metric_table(groups: dict[tuple[str, str], list[Path]], names: list[str], it
             q = len(next(iter(loaded[0].values()))[0]["true_prob"])
             available = min(len(next(iter(s.values()))) for s in loaded)
             cells = [cell([e_t(s, t) for s in loaded]) if t <= available else "—" for t in iterations]
-            final = cell([worst(s, iterations[-1] * q) for s in loaded], 4) if iterations[-1] <= available else "—"
+            final = cell([worst(s, iterations[-1] * q, strength) for s in loaded], 4) if iterations[-1] <= available else "—"
             lines.append(f"| {name} | {examiner} | {len(dirs)} | " + " | ".join(cells) + f" | {final} |")
     return lines + [""]
 
@@ -116,31 +118,71 @@ def concentration_table(groups: dict[tuple[str, str], list[Path]], name: str, re
     return lines + [""]
 
 
-def order_table(groups: dict[tuple[str, str], list[Path]], names: list[str], last: int = 32) -> list[str]:
-    """Sec. 4.5: per searched factor, mean ± std of each order's last ``last`` proposals per instance."""
-    columns = {}
-    factor_names: list[str] = []
-    for name in names:
-        dirs = groups.get((name, "rl"))
-        if not dirs:
-            continue
-        config = read_json(dirs[0] / "result.json").get("config") or {}
-        from advaudit.report.concentration import factor_bounds
+def late_proposals(run_dir: Path, keep: list[int], bounds: list[tuple[str, float, float]],
+                   last: int = 64) -> dict[int, np.ndarray]:
+    """``{instance: u [last, C]}``: the last ``last`` proposals of each instance on the factors ``keep``,
+    scaled to [0, 1] by the factor bounds."""
+    low = np.array([bounds[i][1] for i in keep])
+    width = np.array([bounds[i][2] - bounds[i][1] for i in keep])
+    out = {}
+    for instance, records in per_instance_steps(run_dir).items():
+        s = np.concatenate([np.asarray(r["s"], dtype=np.float64) for r in records])[-last:, keep]
+        out[instance] = (s - low) / width
+    return out
 
-        bounds = factor_bounds(config)
-        fixed = set((config.get("audit") or {}).get("fixed_random") or [])
-        keep = [i for i, (n, lo, hi) in enumerate(bounds) if hi > lo and n not in fixed]
-        factor_names = [bounds[i][0] for i in keep]
-        late = [np.asarray(r["s"])[:, keep] for d in dirs for records in per_instance_steps(d).values()
-                for r in records[-max(1, last // len(records[0]["true_prob"])):]]
-        stacked = np.concatenate(late)
-        columns[name] = (stacked.mean(0), stacked.std(0))
-    if not columns:
+
+def energy_distance(a: np.ndarray, b: np.ndarray, circular: np.ndarray) -> float:
+    """Energy distance between two proposal sets ``a [n, C]`` and ``b [m, C]`` in [0, 1]^C:
+    ``2 E|X - Y| - E|X - X'| - E|Y - Y'|`` (Székely & Rizzo), Euclidean, with the difference of a
+    ``circular`` factor (an angle spanning a full turn) wrapped to ``min(d, 1 - d)``. 0 for equal
+    distributions; it grows as they move apart."""
+    def mean_distance(x: np.ndarray, y: np.ndarray) -> float:
+        d = np.abs(x[:, None, :] - y[None, :, :])
+        d = np.where(circular, np.minimum(d, 1 - d), d)
+        return float(np.sqrt((d ** 2).sum(-1)).mean())
+
+    return 2 * mean_distance(a, b) - mean_distance(a, a) - mean_distance(b, b)
+
+
+def order_table(groups: dict[tuple[str, str], list[Path]], names: list[str], random_name: str,
+                last: int = 64) -> list[str]:
+    """Sec. 4.5: do the two factor orders converge to the same weaknesses?
+
+    Per examined instance (a seed selects the instances, so runs of the two orders with the same seed
+    examine the same ones), the energy distance between the last ``last`` proposals of the two orders;
+    the control is the same distance between *different* instances of the same runs (how far apart two
+    weaknesses that are not the same lie), and the reference is the distance from each order's late
+    proposals to random search's for that instance (not searching at all). Each cell: mean over
+    (seed, instance) units [95% bootstrap interval over them]: each unit is an independent examination."""
+    seeded = {name: {int(RUN.match(d.name)["seed"]): d for d in groups.get((name, "rl")) or []} for name in names}
+    randoms = {int(RUN.match(d.name)["seed"]): d for d in groups.get((random_name, "random")) or []}
+    seeds = sorted(set.intersection(*(set(runs_) for runs_ in seeded.values())))
+    if not seeds:
         return []
-    lines = ["### Sec. 4.5: final proposals per factor (mean ± std)", "",
-             "| factor | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
-    for j, factor in enumerate(factor_names):
-        lines.append(f"| {factor} | " + " | ".join(f"{m[j]:.3g} ± {s[j]:.3g}" for m, s in columns.values()) + " |")
+    config = read_json(seeded[names[0]][seeds[0]] / "result.json").get("config") or {}
+    from advaudit.report.concentration import factor_bounds
+
+    bounds = factor_bounds(config)
+    fixed = set((config.get("audit") or {}).get("fixed_random") or [])
+    keep = [i for i, (n, lo, hi) in enumerate(bounds) if hi > lo and n not in fixed]
+    circular = np.array([bounds[i][2] - bounds[i][1] == 360.0 for i in keep])
+    same, other, to_random = [], [], []
+    for seed in seeds:
+        a, b = (late_proposals(seeded[name][seed], keep, bounds, last) for name in names)
+        r = late_proposals(randoms[seed], keep, bounds, last) if seed in randoms else {}
+        instances = sorted(set(a) & set(b))
+        for i in instances:
+            same.append(energy_distance(a[i], b[i], circular))
+            other.append(float(np.mean([energy_distance(a[i], b[j], circular) for j in instances if j != i])))
+            if i in r:
+                to_random.append((energy_distance(a[i], r[i], circular) + energy_distance(b[i], r[i], circular)) / 2)
+    lines = [f"### Sec. 4.5: energy distance between late proposals (the last {last} per instance; 0 = same distribution)", "",
+             f"Seeds {seeds}; factors {[bounds[i][0] for i in keep]} scaled to [0, 1], angles wrapped.", "",
+             "| compared | (seed, instance) units | energy distance |", "|---|---|---|",
+             f"| {names[0]} vs {names[1]}, same instance | {len(same)} | {cell(same)} |",
+             f"| {names[0]} vs {names[1]}, different instances (control) | {len(other)} | {cell(other)} |"]
+    if to_random:
+        lines.append(f"| each order vs random search, same instance | {len(to_random)} | {cell(to_random)} |")
     return lines + [""]
 
 
@@ -162,9 +204,10 @@ def main() -> None:
     lines += metric_table(groups, ["sec44"], [0, 100, 250], "Sec. 4.4 (target trained with |elevation| <= 30)")
     if any(name == "sec44" for name, _ in groups):
         lines += concentration_table(groups, "sec44", Region("camera_elevation", -30, 30, outside=True))
-    lines += metric_table(groups, ["sec45_lights_first", "sec45_camera_first"], [0, 100, 500], "Sec. 4.5 (RL orders)")
-    lines += order_table(groups, ["sec45_lights_first", "sec45_camera_first"])
-    lines += metric_table(groups, ["sec46"], [0, 100, 500], "Sec. 4.6 (strength: the examiner maximises)")
+    lines += metric_table(groups, ["sec45_lights_first", "sec45_camera_first"], [0, 100, 300, 500], "Sec. 4.5 (RL orders)")
+    lines += order_table(groups, ["sec45_lights_first", "sec45_camera_first"], "table2_resnet18")
+    lines += metric_table(groups, ["sec46"], [0, 100, 300, 500], "Sec. 4.6 (strength: the examiner maximises)",
+                          strength=True)
     print("\n".join(lines))
 
 

@@ -74,35 +74,56 @@ class ConditionSpace:
         return s
 
 
+# audit keys that say how long to examine and what to report, not what is examined: a run dir
+# whose examination matches in everything else resumes, or is extended to a larger budget
+_LENGTH_KEYS = ("stop_after_steps", "budget", "budget_unit", "report_budgets")
+
+
 def _run_key(cfg: DictConfig) -> str:
-    """Identifies the examination so a rerun only resumes the *same* one."""
+    """Identifies the examination so a rerun only resumes the *same* one (at any budget: no examiner's
+    proposals depend on the budget, so 300 iterations extended to 500 equal a 500-iteration run)."""
     keys = {k: plain(cfg.get(k)) for k in ("target", "world", "examiner", "seed")}
-    keys["audit"] = {k: v for k, v in plain(cfg.audit).items() if k not in ("stop_after_steps",)}
+    keys["audit"] = {k: v for k, v in plain(cfg.audit).items() if k not in _LENGTH_KEYS}
     return hashlib.sha256(json.dumps(keys, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _resume(out: Path, key: str, examiner: Any) -> int:
-    """Load a matching checkpoint; keep step records up to it. Returns the next step."""
+def _resume(out: Path, key: str, examiner: Any, budget: int) -> tuple[int, float]:
+    """Load a matching checkpoint; keep step records up to it. Returns the next step and the seconds
+    the examination has run up to it (so queries/s stays true over interruptions and extensions).
+
+    A finished examination resumes too when ``budget`` (queries per instance) is larger: it is
+    extended, and its report then covers the new budget. Refused: a smaller budget than the one already
+    run (the later records would not belong to it), and extending a budget that ended with a partial
+    iteration (its examiner was told fewer than ``q`` queries at that step, a longer run would not)."""
     state_path = out / STATE_FILE
     if not state_path.exists():
         (out / STEPS_FILE).unlink(missing_ok=True)
-        return 0
+        return 0, 0.0
     state = torch.load(state_path, weights_only=True)
     if state.get("key") != key:
         raise AdvauditError(f"{out} holds a different examination (config changed); use a new run dir "
                             "or delete examiner_state.pt and steps.jsonl there")
+    step, q = int(state["step"]), examiner.q
+    done = min(step * q, int(state.get("budget", step * q)))
+    if done > budget:
+        raise AdvauditError(f"{out} already holds {done} queries per instance of this examination, more than "
+                            f"audit.budget asks for ({budget}); raise audit.budget to at least that (its "
+                            "reports can name smaller budgets in audit.report_budgets) or use a new run dir")
+    if budget > done and done % q:
+        raise AdvauditError(f"{out} ended its budget of {done} queries with a partial iteration (q={q}), so it "
+                            "cannot be extended to the same result as a longer run; use a new run dir")
     examiner.load_state_dict(state["examiner"])
-    step = int(state["step"])
     kept = [r for r in read_jsonl(out / STEPS_FILE) if r["step"] < step]
     (out / STEPS_FILE).unlink(missing_ok=True)
     if kept:
         append_jsonl(out / STEPS_FILE, kept)
-    return step
+    return step, float(state.get("seconds", float("nan")))  # NaN: a checkpoint that predates the count
 
 
-def _checkpoint(out: Path, key: str, examiner: Any, step: int) -> None:
+def _checkpoint(out: Path, key: str, examiner: Any, step: int, budget: int, seconds: float) -> None:
     tmp = out / (STATE_FILE + ".tmp")
-    torch.save({"key": key, "step": step, "examiner": examiner.state_dict()}, tmp)
+    torch.save({"key": key, "step": step, "budget": budget, "seconds": seconds,
+                "examiner": examiner.state_dict()}, tmp)
     tmp.replace(out / STATE_FILE)
 
 
@@ -143,7 +164,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     budget, report_budgets = budget_in_queries(audit, examiner.q)
     steps = math.ceil(budget / examiner.q)
     key = _run_key(cfg)
-    start_step = _resume(out, key, examiner)
+    start_step, seconds_before = _resume(out, key, examiner, budget)
     strength = audit.mode == "strength"
     stop_after = audit.get("stop_after_steps")
     labels = z.labels.cpu()
@@ -171,9 +192,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             for i in range(len(z))])
         bar.update(take * len(z))
         if (step + 1) % int(audit.checkpoint_every) == 0 or step + 1 == steps:
-            _checkpoint(out, key, examiner, step + 1)
+            _checkpoint(out, key, examiner, step + 1, budget, seconds_before + time.perf_counter() - started)
     bar.close()
-    seconds = time.perf_counter() - started
+    seconds = seconds_before + time.perf_counter() - started
     from advaudit.report.worst_case_report import summarise_and_report
 
     return summarise_and_report(cfg, world, target, z, space, out, seconds, calibrated, judge,

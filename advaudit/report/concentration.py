@@ -98,7 +98,8 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
 
     Returns ``{"run_dir", "target", "examiner", "seed", "q", "volume_share", "pooled_share",
     "ratio", "share_mean", "share_lo", "share_hi" (over instances), "late_true_prob",
-    "late_proposals", "per_instance": [{"instance", "share", "n", "late_true_prob"}]}``.
+    "late_proposals", "late_values" (the factor's value at each late proposal, for the plot),
+    "factor_bounds" ``[low, high]``, "per_instance": [{"instance", "share", "n", "late_true_prob"}]}``.
     """
     run_dir = Path(run_dir)
     require((run_dir / STEPS_FILE).exists(), f"{run_dir} has no {STEPS_FILE}: not a worst-case run dir "
@@ -118,6 +119,7 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
     q = len(records[0]["true_prob"])
     first = late_window([r["step"] for r in records], q, last, unit)
     per_instance: dict[int, dict[str, list]] = {}
+    late_values: list[float] = []
     errors = {True: [], False: []}  # all (valid) proposals: misclassified?, by inside the region
     for r in records:
         in_region = region.contains(np.asarray(r["s"], dtype=np.float64)[:, column])
@@ -127,6 +129,7 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
                 errors[inside_one].append(predicted != r["label"])
         if r["step"] < first:
             continue
+        late_values += [float(row[column]) for row in r["s"]]
         entry = per_instance.setdefault(int(r["instance"]), {"inside": [], "true_prob": []})
         entry["inside"].extend(in_region.tolist())
         entry["true_prob"].extend(r["true_prob"])
@@ -142,7 +145,8 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
             "pooled_share": pooled, "ratio": pooled / volume if volume > 0 else float("nan"),
             "share_mean": over_instances["mean"], "share_lo": over_instances["lo"], "share_hi": over_instances["hi"],
             "late_true_prob": float(np.mean([row["late_true_prob"] for row in rows])),
-            "late_proposals": len(inside), "window_first_step": first,
+            "late_proposals": len(inside), "late_values": late_values, "factor_bounds": [low, high],
+            "window_first_step": first,
             "error_rate_inside": float(np.mean(errors[True])) if errors[True] else float("nan"),
             "error_rate_outside": float(np.mean(errors[False])) if errors[False] else float("nan"),
             "per_instance": rows}
@@ -193,6 +197,49 @@ def markdown_table(rows: list[dict[str, Any]], region: Region) -> str:
     return "\n".join(lines)
 
 
+def concentration_plot(rows: list[dict[str, Any]], runs: list[dict[str, Any]], region: Region,
+                       path: str | Path) -> Path:
+    """PNG: left, each (target, examiner) group's share of late proposals in the region with its
+    interval over seeds against the volume share (dashed); right, one panel per target: where each
+    examiner's late proposals fell on the factor (pooled over seeds; the region shaded)."""
+    from advaudit.report.plots import plt, save_figure
+
+    def name(target: str) -> str:
+        return Path(target).parent.parent.name or target
+
+    targets = list(dict.fromkeys(r["target"] for r in rows))
+    fig = plt.figure(figsize=(13, max(4.0, 0.4 * len(rows) + 1.5)))
+    grid = fig.add_gridspec(len(targets), 2, width_ratios=[1, 1.2], hspace=0.5)
+    bars = fig.add_subplot(grid[:, 0])
+    y = np.arange(len(rows))
+    colours = [f"C{targets.index(r['target'])}" for r in rows]
+    errors = np.array([[r["share"] - r["share_lo"] for r in rows], [r["share_hi"] - r["share"] for r in rows]])
+    bars.barh(y, [r["share"] for r in rows], xerr=np.nan_to_num(errors), color=colours, alpha=0.7, capsize=3)
+    bars.axvline(rows[0]["volume_share"], color="k", linestyle="--", label="volume share (random search)")
+    bars.set(yticks=y, yticklabels=[f"{name(r['target'])} / {r['examiner']} ({r['seeds']})" for r in rows],
+             xlim=(0, 1), xlabel=f"share of late proposals, {region.describe()} (seeds)")
+    bars.invert_yaxis()
+    bars.legend(loc="lower right", fontsize=8)
+    low, high = runs[0]["factor_bounds"]
+    edges = np.linspace(low, high, 25)
+    spans = [(low, max(low, region.low)), (min(high, region.high), high)] if region.outside else \
+        [(max(low, region.low), min(high, region.high))]
+    for k, target in enumerate(targets):
+        hist = fig.add_subplot(grid[k, 1])
+        for row in (r for r in rows if r["target"] == target):
+            values = [v for run in runs if (run["target"], run["examiner"]) == (target, row["examiner"])
+                      for v in run["late_values"]]
+            hist.hist(values, bins=edges, histtype="step", density=True, linewidth=1.5, label=row["examiner"])
+        for start, stop in spans:
+            hist.axvspan(start, stop, color="tab:red", alpha=0.1)
+        hist.set_xlim(low, high)
+        hist.set_title(name(target), fontsize=9)
+        hist.set_yticks([])
+        hist.legend(fontsize=7, ncol=5, loc="upper left")
+    hist.set_xlabel(f"{region.factor} of late proposals (region shaded)")
+    return save_figure(fig, path)
+
+
 def find_runs(paths: Iterable[str | Path]) -> list[Path]:
     """Run dirs (holding steps.jsonl and result.json) given directly or found under ``paths``."""
     found = []
@@ -213,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--last", type=int, default=64, help="size of the late window (default 64)")
     parser.add_argument("--unit", choices=("queries", "iterations"), default="queries")
     parser.add_argument("--control", default=None, help="substring of the control target's path")
-    parser.add_argument("--out", default=None, help="write concentration.json and concentration.md here")
+    parser.add_argument("--out", default=None, help="write concentration.json, .md and .png here")
     args = parser.parse_args(argv)
     region = Region(args.factor, args.low, args.high, args.outside)
     runs = []
@@ -231,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         write_json(out / "concentration.json", {"region": region.describe(), "last": args.last, "unit": args.unit,
                                                 "groups": rows, "runs": runs})
         (out / "concentration.md").write_text(table + "\n")
+        print(f"plot: {concentration_plot(rows, runs, region, out / 'concentration.png')}")
 
 
 if __name__ == "__main__":

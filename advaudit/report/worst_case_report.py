@@ -11,6 +11,8 @@ case of every instance.
 
 from __future__ import annotations
 
+import math
+
 import warnings
 from pathlib import Path
 from typing import Any
@@ -214,8 +216,9 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
         "validity_checks": judge.checks,
         "per_class": per_class,
         "n_instances": int(len(labels)), "queries_per_instance": int(queries),
-        "queries_per_second": float(len(labels) * queries / max(seconds, 1e-9)) if seconds > 0 else None,
-        "seconds_examination": round(seconds, 2),
+        # over every invocation of a resumed or extended run; None where a resumed checkpoint predates the count
+        "queries_per_second": float(len(labels) * queries / seconds) if seconds > 0 else None,
+        "seconds_examination": round(seconds, 2) if math.isfinite(seconds) else None,
         "plots": {k2: str(v) for k2, v in plots.items()},
     })
     report = out / "report.md"

@@ -118,6 +118,28 @@ def test_a_killed_examination_resumes_to_the_same_result(make_cfg, tiny_shapes_t
     assert len(read_jsonl(tmp_path / "resumed" / "steps.jsonl")) == 10 * 6
 
 
+def test_a_finished_examination_extends_to_a_larger_budget_as_if_run_at_it(make_cfg, tiny_shapes_target: Path,
+                                                                          tmp_path: Path) -> None:
+    overrides = worst_case_overrides(tiny_shapes_target, "examiner=rl", "examiner.q=4", "examiner.lr=0.05")
+    longer = [*overrides, "audit.budget=16", "audit.report_budgets=[0,8,16]"]
+    full = examine(make_cfg("examine", [*longer, f"paths.output_dir={tmp_path / 'full'}"]))
+    short = examine(make_cfg("examine", [*overrides, "audit.budget=8", "audit.report_budgets=[0,8]",
+                                          f"paths.output_dir={tmp_path / 'extended'}"]))
+    assert "examine/E_T@16" not in short
+    extended = examine(make_cfg("examine", [*longer, f"paths.output_dir={tmp_path / 'extended'}"]))
+    queried = [_by_instance(read_jsonl(tmp_path / d / "steps.jsonl"), "s") for d in ("full", "extended")]
+    assert queried[0] == queried[1]  # the policy after 2 updates, resumed, proposes what it did uninterrupted
+    assert extended["seconds_examination"] >= short["seconds_examination"]  # time of both invocations
+    for key in ("examine/E_T@8", "examine/E_T@16", "examine/worst@16", "examine/E_T@16/hi"):
+        assert extended[key] == pytest.approx(full[key], abs=1e-6)
+    with pytest.raises(AdvauditError, match="already holds 16 queries per instance"):
+        examine(make_cfg("examine", [*overrides, f"paths.output_dir={tmp_path / 'extended'}"]))
+    partial = [*overrides, "audit.budget=6", "audit.report_budgets=[0,6]", f"paths.output_dir={tmp_path / 'partial'}"]
+    examine(make_cfg("examine", partial))
+    with pytest.raises(AdvauditError, match="partial iteration"):
+        examine(make_cfg("examine", [*partial, "audit.budget=12"]))
+
+
 @pytest.mark.parametrize("extra,message", [
     (["audit.budget=0"], "budget=0"),
     (["audit.report_budgets=[0,100]"], r"has \[100\] outside \[0, audit.budget=12\]"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +83,10 @@ def test_cli_writes_the_table_and_refuses_unknown_factors(tmp_path: Path, capsys
     main([str(tmp_path / "runs"), "--factor", "camera_elevation", "--low", "-30", "--high", "30", "--outside",
           "--out", str(tmp_path / "report")])
     assert "| weak | rl | 1 | 0.500 [0.500, 0.500]" in capsys.readouterr().out
-    assert (tmp_path / "report" / "concentration.json").exists()
+    report = json.loads((tmp_path / "report" / "concentration.json").read_text())
+    late = report["runs"][0]["late_values"]  # what the plot histograms: the factor at each late proposal
+    assert len(late) == report["runs"][0]["late_proposals"] and report["runs"][0]["factor_bounds"][0] < min(late)
+    assert (tmp_path / "report" / "concentration.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(AdvauditError, match="not a factor of this world"):
         main([str(tmp_path / "runs"), "--factor", "zoom", "--low", "0", "--high", "1"])
 

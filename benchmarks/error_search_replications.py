@@ -19,6 +19,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -42,14 +43,19 @@ TASKS: dict[str, tuple[list[str], list[str]]] = {
 
 
 def run(script: str, overrides: list[str], run_dir: Path, log: Path) -> None:
-    """One Hydra run in a child process (one torch thread), its output appended to ``log``."""
+    """One Hydra run in a child process (one torch thread), its output appended to ``log``, followed by a
+    line with its wall time and the machine's 1-minute load average at its start and end (the numbers
+    RESULTS quotes next to each timing)."""
     command = [sys.executable, script, *overrides, f"hydra.run.dir={run_dir}", "logger=none", "threads=1"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "ADVAUDIT_PROGRESS": "0",
            "WANDB_MODE": os.environ.get("WANDB_MODE", "offline")}
     with log.open("a") as stream:
         stream.write(" ".join(command) + "\n")
         stream.flush()
+        load_before, start = os.getloadavg()[0], time.perf_counter()
         subprocess.run(command, check=True, stdout=stream, stderr=subprocess.STDOUT, env=env)
+        stream.write(f"# {script} {run_dir}: {time.perf_counter() - start:.1f} s wall, load average "
+                     f"{load_before:.2f} -> {os.getloadavg()[0]:.2f}\n")
 
 
 def main() -> None:

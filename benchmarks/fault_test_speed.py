@@ -14,8 +14,10 @@ seed-by-seed agreement of success. Throughput = failing tests per second of walk
 
 ``--profile N``: torch.profiler over N walk steps of 200 seeds, before and after (top operators).
 ``--caps-from DIR...``: success and seed-steps had ``max_steps`` been lower, read off finished audits.
-``--scaling``: the after-walk's cost against the number of seeds per direction, one run, with a
-linear fit ``seconds = fixed + per_seed_step * seed_steps`` (which term dominates) and a PNG.
+``--scaling``: the after-walk's cost against the number of seeds per direction, one run, walked in the
+audit's chunks (``--scaling-chunk``) and, for sizes above one chunk, also in one batch; the cost per
+seed-step of each batch size, a linear fit ``seconds = fixed + per_seed_step * seed_steps`` (which term
+dominates) and a PNG.
 Results are appended to ``<out>/results.jsonl`` as they come.
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -154,33 +157,52 @@ def profile(generator: torch.nn.Module, model: torch.nn.Module, z: Tensor, y0: T
 
 
 def scaling(generator: torch.nn.Module, model: torch.nn.Module, classes: tuple[int, int], sizes: list[int],
-            settings: dict[str, Any], seed: int, out: Path, log: Any) -> list[dict[str, Any]]:
-    """The batched walk's seconds against seeds per direction, with the fixed / per-seed-step fit."""
+            settings: dict[str, Any], seed: int, out: Path, log: Any, chunk: int = 400) -> list[dict[str, Any]]:
+    """The batched walk's seconds against seeds per direction, walked as the audit walks them (chunks of
+    ``chunk`` seeds, ``audit.chunk``) and, where that is more than one chunk, also as one batch: the
+    cost per seed-step of each batch size, and the fit ``seconds = fixed + per_seed_step * seed_steps``
+    over the chunked walks (which term dominates), with a PNG of both."""
     rows = []
     for n in sizes:
         z, y0, y1 = draw_seeds(generator, model, classes, n, seed)
-        result = generator_tests(generator, model, z, y0, y1, **settings)
-        q = quality(model, result, y0, y1, settings["kappa"])
-        row = {"scaling_seeds_per_direction": n, "seconds": result.seconds, "seed_steps": q["seed_steps"],
-               "failing": q["failing"], "success": q["success"],
-               "failing_tests_per_second": q["failing"] / result.seconds}
-        log(row)
-        rows.append(row)
-    x = np.array([r["seed_steps"] for r in rows], dtype=float)
-    t = np.array([r["seconds"] for r in rows])
+        batches = {"chunked": chunk} if len(z) <= chunk else {"chunked": chunk, "one_batch": len(z)}
+        for mode, size in batches.items():
+            parts = [generator_tests(generator, model, z[i:i + size], y0[i:i + size], y1[i:i + size], **settings)
+                     for i in range(0, len(z), size)]
+            result = FaultResult.concat(parts)
+            q = quality(model, result, y0, y1, settings["kappa"])
+            row = {"scaling_seeds_per_direction": n, "mode": mode, "batch": min(size, len(z)),
+                   "seconds": result.seconds, "seed_steps": q["seed_steps"],
+                   "ms_per_seed_step": 1e3 * result.seconds / q["seed_steps"], "failing": q["failing"],
+                   "success": q["success"], "failing_tests_per_second": q["failing"] / result.seconds,
+                   "load_average": os.getloadavg()[0]}
+            log(row)
+            rows.append(row)
+    chunked = [r for r in rows if r["mode"] == "chunked"]
+    x = np.array([r["seed_steps"] for r in chunked], dtype=float)
+    t = np.array([r["seconds"] for r in chunked])
     per_step, fixed = np.polyfit(x, t, 1)
     fit = {"scaling_fit": {"fixed_seconds": float(fixed), "per_seed_step_ms": float(per_step * 1e3),
-                           "share_per_seed_step_at_largest": float(per_step * x[-1] / t[-1])}}
+                           "share_per_seed_step_at_largest": float(per_step * x[-1] / t[-1]), "chunk": chunk}}
     log(fit)
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot([r["scaling_seeds_per_direction"] for r in rows], t, "o-", label="measured")
-    ax.plot([r["scaling_seeds_per_direction"] for r in rows], fixed + per_step * x, "--",
-            label=f"{fixed:.1f} s + {per_step * 1e3:.2f} ms x seed-steps")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("seeds per direction (2 directions in one batch)")
-    ax.set_ylabel("walk seconds")
-    ax.legend(fontsize=7)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    seeds = [r["scaling_seeds_per_direction"] for r in chunked]
+    left.plot(seeds, t, "o-", label=f"chunks of {chunk} seeds (the audit)")
+    left.plot(seeds, fixed + per_step * x, "--", label=f"fit: {fixed:.1f} s + {per_step * 1e3:.2f} ms x seed-steps")
+    single = [r for r in rows if r["mode"] == "one_batch"]
+    if single:
+        left.plot([r["scaling_seeds_per_direction"] for r in single], [r["seconds"] for r in single], "s",
+                  label="all seeds in one batch")
+    left.set_xscale("log")
+    left.set_yscale("log")
+    left.set_xlabel("seeds per direction (2 directions walked together)")
+    left.set_ylabel("walk seconds")
+    left.legend(fontsize=7)
+    right.plot([r["batch"] for r in rows], [r["ms_per_seed_step"] for r in rows], "o")
+    right.set_xscale("log")
+    right.set_xlabel("seeds walked together (batch)")
+    right.set_ylabel("ms per seed-step")
+    right.set_ylim(bottom=0)
     save_figure(fig, out / "fault_test_scaling.png")
     return rows + [fit]
 
@@ -221,6 +243,8 @@ def main() -> None:
     parser.add_argument("--scaling", type=int, nargs="*", default=[])
     parser.add_argument("--scaling-max-steps", type=int, default=None, help="step cap of the scaling runs "
                         "(default: --max-steps); the cost per seed-step does not depend on it")
+    parser.add_argument("--scaling-chunk", type=int, default=400, help="seeds walked together in the scaling "
+                        "runs, as audit.chunk (default 400, the audit's); larger sizes are also walked in one batch")
     parser.add_argument("--caps-from", type=Path, nargs="*", default=[],
                         help="finished fault-test run dirs: success and cost had max_steps been lower")
     parser.add_argument("--caps", type=int, nargs="*", default=[10, 25, 50, 100, 200, 400])
@@ -252,7 +276,7 @@ def main() -> None:
         log(compare(generator, model, z, y0, y1, settings))
     if args.scaling:
         capped = {**settings, "max_steps": args.scaling_max_steps or args.max_steps}
-        scaling(generator, model, classes, args.scaling, capped, args.seed, args.out, log)
+        scaling(generator, model, classes, args.scaling, capped, args.seed, args.out, log, args.scaling_chunk)
 
 
 if __name__ == "__main__":

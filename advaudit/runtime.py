@@ -46,3 +46,10 @@ def resolve_device(device: str | None = "auto") -> torch.device:
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
+
+
+def module_device(module: torch.nn.Module) -> torch.device:
+    """The device of ``module``'s first parameter or buffer (CPU for a module with neither)."""
+    for tensor in list(module.parameters()) + list(module.buffers()):
+        return tensor.device
+    return torch.device("cpu")

@@ -26,6 +26,7 @@ from torch import Tensor
 from advaudit.errors import require
 from advaudit.models.generator_folding import folded
 from advaudit.report.progress import progress
+from advaudit.runtime import module_device
 
 
 @dataclass
@@ -78,7 +79,7 @@ def activation_scales(generator: torch.nn.Module, k: int, samples: int = 256, se
 
     (z, y) are drawn on the CPU from ``seed`` and moved to the generator's device, so the scales are
     the same on every device."""
-    device = _device_of(generator)
+    device = module_device(generator)
     g = torch.Generator().manual_seed(seed)
     z = generator.sample_latent(samples, g).to(device)
     y = torch.randint(generator.num_classes, (samples,), generator=g).to(device)
@@ -95,13 +96,6 @@ def _project(parts: list[Tensor], eps: float) -> list[Tensor]:
     norm = joint_norm(parts).clamp_min(1e-12)
     factor = (eps / norm).clamp(max=1.0)
     return [p * factor.view(-1, *([1] * (p.dim() - 1))) for p in parts]
-
-
-def _device_of(module: torch.nn.Module) -> torch.device:
-    """The device of ``module``'s first parameter or buffer (CPU for a module with neither)."""
-    for tensor in list(module.parameters()) + list(module.buffers()):
-        return tensor.device
-    return torch.device("cpu")
 
 
 @contextmanager
@@ -145,7 +139,7 @@ def generator_tests(generator: torch.nn.Module, model: torch.nn.Module, z: Tenso
     require(1 <= k <= len(generator.blocks) - 1, f"fault_tests k={k} must be in 1..{len(generator.blocks) - 1}")
     device = z.device
     for name, module in (("generator", generator), ("model", model)):
-        require(_device_of(module) == device, f"the {name} is on {_device_of(module)} but the seeds are on {device}; "
+        require(module_device(module) == device, f"the {name} is on {module_device(module)} but the seeds are on {device}; "
                 "move generator, target and seeds to one device (the audit does: device=auto|cpu|cuda)")
     start = time.perf_counter()
     walker = folded(generator)

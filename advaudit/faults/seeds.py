@@ -6,6 +6,7 @@ import torch
 from torch import Tensor
 
 from advaudit.errors import AdvauditError
+from advaudit.runtime import module_device
 
 
 @torch.no_grad()
@@ -18,7 +19,7 @@ def sample_seeds(generator: torch.nn.Module, model: torch.nn.Module, source_clas
     tried and accepted. Latents are drawn on the CPU from ``seed`` and moved once, so a seed gives the
     same latents on every device.
     """
-    device = next(generator.parameters()).device
+    device = module_device(generator)
     g = torch.Generator().manual_seed(seed)
     kept_z: list[Tensor] = []
     tried = accepted = 0

@@ -79,7 +79,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     generator = torch.Generator().manual_seed(int(cfg.seed))
     interactive = str(cfg.get("oracle", "labels")) == "cli"
     replications = 1 if interactive else int(audit.replications)
-    pool_size = min(int(audit.pool_size), len(index)) if interactive else int(audit.pool_size)
+    clamp = interactive or bool(audit.get("clamp_pool_size", False))  # pools as large as the data allow
+    pool_size = min(int(audit.pool_size), len(index)) if clamp else int(audit.pool_size)
+    if pool_size < int(audit.pool_size):
+        log.info("pools of %d: only %d eligible items (audit.pool_size=%d)", pool_size, len(index), audit.pool_size)
     pools = draw_pools(len(index), pool_size, replications, generator)      # [R, P]
     for name, distance in distances.items():
         method_cfg = search[name]

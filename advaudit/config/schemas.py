@@ -133,6 +133,7 @@ class ErrorSearchAuditConf:
     compare: List[str] = field(default_factory=list)
     report_at: List[int] = field(default_factory=list)
     metric: Optional[str] = None
+    clamp_pool_size: bool = False
 
 
 @dataclass

@@ -104,6 +104,22 @@ def test_bad_input_is_named(biased_svm: Path, tmp_path: Path) -> None:
         SklearnTarget(SVC().fit(torch.rand(10, 2).numpy(), [0, 1] * 5), meta)
 
 
+def test_clamped_pools_hold_every_eligible_item(biased_svm: Path, tmp_path: Path) -> None:
+    """``audit.clamp_pool_size=true`` turns a pool larger than the data into the largest the data allow:
+    every pool is then the whole eligible set, so a static ranking queries the same items in each pool."""
+    from advaudit.tasks import examine
+
+    cfg = compose_config("examine", search_overrides(biased_svm, "audit.pool_size=100000", "audit.clamp_pool_size=true",
+                                                     "search=low_confidence", "audit.compare=[random]",
+                                                     "audit.replications=4"), tmp_path)
+    result = examine(cfg)
+    assert result["search/pool_size"] == result["search/eligible"] < 100000
+    assert result["search/pool_errors_mean"] == result["search/eligible_errors"]
+    records = {r["method"]: r for r in read_jsonl(Path(cfg.paths.output_dir) / "methods.jsonl")}
+    assert max(records["low_confidence"]["sdr_sd"]) < 1e-9         # same pool, same ranking: no spread
+    assert max(records["random"]["sdr_sd"]) > 0                    # random draws still differ
+
+
 def test_a_person_answers_in_the_terminal_and_a_rerun_resumes(biased_svm: Path, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from advaudit.tasks import examine

@@ -102,3 +102,21 @@ def test_replications_are_summarised_over_seeds_with_paired_differences() -> Non
     assert gain["mean"] == gain["lo"] == gain["hi"] == 2.0
     assert "pseudo_r2" not in table["methods"]["gad"]
     assert "| gad | - | - | 4.50 [" in replications_markdown("toy", table)
+
+
+def test_paired_differences_give_a_t_interval_and_a_sign_count() -> None:
+    from advaudit.report.error_search_report import aggregate_replications, paired_difference, replications_markdown
+
+    d = paired_difference([2.0, 4.0, 6.0, 8.0, 10.0], [1.0, 2.0, 3.0, 4.0, 5.0])   # differences 1..5
+    half = 2.776445 * np.sqrt(2.5) / np.sqrt(5)                                      # t_{4, 0.975} sd / sqrt(n)
+    assert d["mean"] == 3.0 and d["above"] == 5 and d["n"] == 5
+    assert abs(d["t_lo"] - (3 - half)) < 1e-4 and abs(d["t_hi"] - (3 + half)) < 1e-4
+    assert d["t_lo"] < d["lo"] and d["hi"] < d["t_hi"]   # the percentile bootstrap is narrower at n = 5
+    assert paired_difference([0.0, 2.0, 3.0], [1.0, 1.0, 1.0])["above"] == 2
+    summaries = [{"seed": s, "search/budget": 20, "search/eligible": 100, "search/eligible_errors": 10,
+                  "search/pool_size": 100, "search/replications": 10, "search/random/sdr@5": 1.0,
+                  "search/random/sdr@20": 1.0, "search/gad/sdr@5": 1.0 - s, "search/gad/sdr@20": 1.0 + s}
+                 for s in range(5)]
+    text = replications_markdown("toy", aggregate_replications(summaries))
+    assert "| SDR@5 - random | SDR@10 - random | SDR@20 - random |" in text
+    assert "(-3.96, -0.04; 0/5)" in text and "(+0.04, +3.96; 4/5)" in text   # gad: differences 0, -1..-4 / 0..4

@@ -7,8 +7,7 @@ Pools within one seed overlap and are averaged, never treated as independent. Fi
 skipped, so an interrupted driver resumes.
 
     .venv/bin/python benchmarks/error_search_replications.py --tasks breast_cancer fair anes96 --seeds 0 1 2 3 4
-    .venv/bin/python benchmarks/error_search_replications.py --tasks fmnist_bias --seeds 0 1 2 3 4 \\
-        --search audit.replications=200
+    .venv/bin/python benchmarks/error_search_replications.py --tasks fmnist_bias --seeds 0 1 2 3 4
 
 Writes ``<out>/<task>/seed<s>/{train,search}/`` and ``<out>/<task>/replications.{json,md}``.
 """
@@ -79,7 +78,8 @@ def main() -> None:
             if not summary.exists():
                 run("examine.py", [*search_overrides, *args.search, f"target={target.resolve()}", f"seed={seed}"],
                     root / "search", root / "log.txt")
-            summaries.append({"seed": seed, **read_json(summary)})
+            trained = read_json(root / "train" / "result.json") if (root / "train" / "result.json").exists() else {}
+            summaries.append({"seed": seed, "target/test_acc": trained.get("test/acc"), **read_json(summary)})
             print(f"{task} seed {seed}: done", flush=True)
         table = aggregate_replications(summaries)
         write_json(args.out / task / "replications.json", table)

@@ -135,6 +135,8 @@ def aggregate_replications(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "eligible_errors": [s.get("search/eligible_errors") for s in summaries],
         "pool_size": [s.get("search/pool_size") for s in summaries],
         "replications": [s.get("search/replications") for s in summaries],
+        "test_acc": [s.get("target/test_acc") for s in summaries],       # the retrained target's, when known
+        "critical_class_ece": [s.get("search/critical_class_ece") for s in summaries],
         "budget": summaries[0].get("search/budget") if summaries else None,
         "methods": {name: {measure: mean_with_ci(values) for measure, values in measures.items()}
                     for name, measures in methods.items()},
@@ -145,6 +147,10 @@ def aggregate_replications(summaries: list[dict[str, Any]]) -> dict[str, Any]:
                for measure, values in measures.items() if len(random.get(measure, [])) == len(values)}
         for name, measures in methods.items() if name not in ("random", "oracle_ceiling")}
     return table
+
+
+def _rounded(values: list[float | None] | None) -> str:
+    return "[" + ", ".join("-" if v is None else f"{v:.3f}" for v in values or []) + "]"
 
 
 def paired_difference(values: list[float], baseline: list[float], level: float = 0.95) -> dict[str, float]:
@@ -177,6 +183,8 @@ def replications_markdown(task: str, table: dict[str, Any]) -> str:
     lines = [f"**{task}**: {table['n']} seeds {table['seeds']}; eligible items per seed {table['eligible']} "
              f"(errors {table['eligible_errors']}); pools of {sorted(set(table['pool_size']))} x "
              f"{sorted(set(table['replications']))} per seed, budget {budget}. Mean [95% bootstrap interval over seeds].",
+             "", f"Per seed: target test accuracy {_rounded(table.get('test_acc'))}, critical-class ECE on the "
+             f"eligible items {_rounded(table.get('critical_class_ece'))}.",
              "", "| method | " + " | ".join(f"SDR@{k}" for k in marks) + f" | errors@{budget} | spread@{budget} (lower "
              f"is better) | coverage@{budget} | queried confidence | SDR@20 - random |",
              "|---" * (len(marks) + 6) + "|"]

@@ -115,8 +115,9 @@ def test_paired_differences_give_a_t_interval_and_a_sign_count() -> None:
     assert paired_difference([0.0, 2.0, 3.0], [1.0, 1.0, 1.0])["above"] == 2
     summaries = [{"seed": s, "search/budget": 20, "search/eligible": 100, "search/eligible_errors": 10,
                   "search/pool_size": 100, "search/replications": 10, "search/random/sdr@5": 1.0,
-                  "search/random/sdr@20": 1.0, "search/gad/sdr@5": 1.0 - s, "search/gad/sdr@20": 1.0 + s}
-                 for s in range(5)]
+                  "search/random/sdr@20": 1.0, "search/gad/sdr@5": 1.0 - s, "search/gad/sdr@20": 1.0 + s,
+                  "target/test_acc": 0.8 + s / 100, "search/critical_class_ece": 0.1} for s in range(5)]
     text = replications_markdown("toy", aggregate_replications(summaries))
+    assert "target test accuracy [0.800, 0.810, 0.820, 0.830, 0.840], critical-class ECE" in text
     assert "| SDR@5 - random | SDR@10 - random | SDR@20 - random |" in text
     assert "(-3.96, -0.04; 0/5)" in text and "(+0.04, +3.96; 4/5)" in text   # gad: differences 0, -1..-4 / 0..4

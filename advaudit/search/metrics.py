@@ -7,10 +7,12 @@
 - Bansal & Weld's coverage utility (Eq. 1): :func:`advaudit.search.coverage.coverage_utility_curve`.
 - errors found (Lakkaraju's utility for imagery, Fig. 6): ``sum_{j<=k} e_j``.
 - confidence of what was queried (Fig. 7): ``c_j`` of each query.
+- what a score knows about errors beyond confidence: :func:`error_auc_within_confidence`.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -70,3 +72,35 @@ def oracle_ceiling(is_error: Tensor, confidence: Tensor, budget: int) -> Tensor:
     ratio = j.double() / denominator.clamp_min(1e-12)
     ratio = torch.where(valid & torch.isfinite(denominator), ratio, torch.zeros_like(ratio))
     return ratio.amax(2)
+
+
+def error_auc(score: np.ndarray, is_error: np.ndarray) -> float:
+    """ROC AUC of ``score`` ``[n]`` for ``is_error`` ``[n]`` bool: the probability that a random error
+    scores above a random correct item, ties counting 1/2 (0.5 = no information; NaN without both)."""
+    from scipy.stats import rankdata
+
+    positive = np.asarray(is_error, dtype=bool)
+    pos, neg = int(positive.sum()), int((~positive).sum())
+    if pos == 0 or neg == 0:
+        return float("nan")
+    ranks = rankdata(np.asarray(score, dtype=np.float64))
+    return float((ranks[positive].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
+def error_auc_within_confidence(score: np.ndarray, is_error: np.ndarray, confidence: np.ndarray,
+                                bins: int = 5) -> float:
+    """:func:`error_auc` inside each confidence quantile bin, averaged with weights = error x correct pairs
+    per bin: what ``score`` knows about errors *beyond* the confidence, which SDR > random requires
+    (a function of confidence alone scores about 0.5 here however well it ranks errors overall)."""
+    positive = np.asarray(is_error, dtype=bool)
+    confidence = np.asarray(confidence, dtype=np.float64)
+    edges = np.quantile(confidence, np.linspace(0, 1, bins + 1))
+    which = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0, bins - 1)
+    total, weight = 0.0, 0
+    for b in range(bins):
+        inside = which == b
+        pairs = int(positive[inside].sum()) * int((~positive[inside]).sum())
+        if pairs:
+            total += error_auc(np.asarray(score)[inside], positive[inside]) * pairs
+            weight += pairs
+    return total / weight if weight else float("nan")

@@ -121,3 +121,22 @@ def test_paired_differences_give_a_t_interval_and_a_sign_count() -> None:
     assert "target test accuracy [0.800, 0.810, 0.820, 0.830, 0.840], critical-class ECE" in text
     assert "| SDR@5 - random | SDR@10 - random | SDR@20 - random |" in text
     assert "(-3.96, -0.04; 0/5)" in text and "(+0.04, +3.96; 4/5)" in text   # gad: differences 0, -1..-4 / 0..4
+
+
+def test_error_auc_separates_information_beyond_confidence_from_confidence_itself() -> None:
+    from sklearn.metrics import roc_auc_score
+
+    from advaudit.search.metrics import error_auc, error_auc_within_confidence
+
+    rng = np.random.default_rng(0)
+    confidence = rng.uniform(0.65, 1.0, 4000)
+    is_error = rng.random(4000) < 1 - confidence                  # calibrated: errors follow confidence only
+    score = rng.normal(size=4000)
+    assert abs(error_auc(score, is_error) - roc_auc_score(is_error, score)) < 1e-12
+    assert error_auc([1.0, 1.0, 2.0], [False, True, True]) == 0.75    # a tie counts 1/2
+    assert np.isnan(error_auc([1.0, 2.0], [True, True]))
+    assert error_auc(-confidence, is_error) > 0.6                  # confidence ranks errors overall ...
+    assert abs(error_auc_within_confidence(-confidence, is_error, confidence, bins=20) - 0.5) < 0.06  # ... not beyond
+    assert abs(error_auc_within_confidence(score, is_error, confidence) - 0.5) < 0.06                # noise knows nothing
+    planted = score - 2.0 * is_error                               # a score that knows the errors beyond confidence
+    assert error_auc_within_confidence(-planted, is_error, confidence) > 0.85

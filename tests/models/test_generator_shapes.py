@@ -66,15 +66,15 @@ def test_shapes_generator_trains_is_gated_round_trips_and_feeds_the_fault_audit(
     # (so seeds of both are drawn from any generator), judged by the real-render classifier
     generator, _ = load_generator(path)
     names = gate_classifier.class_names
-    audited = brightness_target(gate_classifier.meta, generator, names.index("bottle"), names.index("vase"),
-                                tmp_path / "brightness_target.pt")
-    summary = examine(compose_config("examine", ["experiment=faults/shapes", f"target={audited}",
-                                                 f"generator={path}", *audit], tmp_path / "audit"))
-    assert summary["faults/both_directions"] is True and summary["faults/source"] == "bottle"
+    source, destination = names.index("table"), names.index("chair")  # the experiment's pair
+    audited = brightness_target(gate_classifier.meta, generator, source, destination, tmp_path / "brightness_target.pt")
+    summary = examine(compose_config("examine", ["experiment=faults/shapes", f"target={audited}", f"generator={path}",
+                                                 *audit], tmp_path / "audit"))
+    assert summary["faults/both_directions"] is True and summary["faults/source"] == "table"
     assert summary["faults/generator_class_agreement"] == pytest.approx(quality["class_agreement"], abs=1e-9)
     saved = torch.load(tmp_path / "audit" / "run" / "tests.pt", weights_only=True)
     assert saved["generator_tests"].shape == (6, 3, 16, 16)
-    assert saved["y0"].tolist() == [names.index("bottle")] * 3 + [names.index("vase")] * 3
+    assert saved["y0"].tolist() == [source] * 3 + [destination] * 3
     # the judge's agreement on the unperturbed seeds (the ceiling of valid_share), per direction
     kept = gate_classifier.predict_proba(saved["seeds"]).argmax(1) == saved["y0"]
     assert summary["faults/seeds/valid_share"] == pytest.approx(float(kept[:3].float().mean()))

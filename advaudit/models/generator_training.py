@@ -99,6 +99,21 @@ def _gate_classifier(cfg: DictConfig, class_names: list[str], shape: tuple[int, 
     return classifier, None if gate is None else float(gate)
 
 
+def _class_teacher(cfg: DictConfig, class_names: list[str], shape: tuple[int, ...]) -> Any:
+    """The frozen classifier of ``model.class_teacher`` (None when unset), checked against the data; it
+    must not be the gate's classifier (a generator taught by the gate would pass it by construction)."""
+    path = cfg.model.get("class_teacher")
+    if not path:
+        return None
+    require(str(path) != str(cfg.model.get("quality_target")), f"model.class_teacher and model.quality_target are "
+            f"both {path}: the gate must be judged by a classifier the generator was not taught by; pass another")
+    teacher = load_target(str(path), channels_last=False)
+    require(teacher.class_names == class_names and tuple(teacher.input_shape) == tuple(shape), f"model.class_teacher "
+            f"has classes {teacher.class_names} at {list(teacher.input_shape)}, the generator {class_names} at "
+            f"{list(shape)}; pass a classifier of the same data")
+    return teacher
+
+
 def train_generator(cfg: DictConfig) -> dict[str, Any]:
     """Fit the conditional GAN of ``cfg.model`` on ``cfg.dataset``'s training split, gate it and save it."""
     datamodule: ArrayDataModule = instantiate(cfg.dataset)
@@ -112,7 +127,9 @@ def train_generator(cfg: DictConfig) -> dict[str, Any]:
     generator = ConditionalGenerator(datamodule.num_classes, shape, **params)
     critic = ProjectionCritic(datamodule.num_classes, shape, width=int(cfg.model.width))
     module = GANModule(generator, critic, lr=float(cfg.model.lr), class_weight=float(cfg.model.class_weight),
-                       diversity_weight=float(cfg.model.diversity_weight))
+                       diversity_weight=float(cfg.model.diversity_weight),
+                       teacher=_class_teacher(cfg, datamodule.class_names, shape),
+                       teacher_weight=float(cfg.model.get("teacher_weight", 1.0)))
     out = Path(cfg.paths.output_dir)
     resume = resume_checkpoint(out)
     trainer: pl.Trainer = instantiate(cfg.trainer, logger=False, enable_checkpointing=False,

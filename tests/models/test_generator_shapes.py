@@ -84,3 +84,41 @@ def test_shapes_generator_trains_is_gated_round_trips_and_feeds_the_fault_audit(
     report = (tmp_path / "audit" / "run" / "report.md").read_text()
     assert "| reverse/seeds |" in report and "Generator quality gate" in report
     assert (tmp_path / "audit" / "run" / "generator_pairs.png").is_file()
+
+
+def test_class_teacher_steers_the_generator_and_stays_frozen_and_unsaved() -> None:
+    """A frozen teacher's cross-entropy on the fakes' classes falls as the generator trains on it; the
+    teacher is never updated, never put in train mode (its BatchNorm statistics stay) and never saved."""
+    import pytorch_lightning as pl
+
+    from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic
+
+    torch.manual_seed(0)
+    generator = ConditionalGenerator(3, (3, 8, 8), latent_dim=8, width=4)
+    teacher = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.BatchNorm1d(192), torch.nn.Linear(192, 3)).eval()
+    frozen = {k: v.clone() for k, v in teacher.state_dict().items()}
+    module = GANModule(generator, ProjectionCritic(3, (3, 8, 8), width=4), lr=0.01, class_weight=0.0,
+                       diversity_weight=0.0, teacher=teacher, teacher_weight=20.0)
+    z, y = torch.randn(300, 8), torch.arange(3).repeat(100)
+
+    def teacher_loss() -> float:
+        with torch.no_grad():
+            return float(torch.nn.functional.cross_entropy(teacher(generator.eval()(z, y)), y))
+
+    before = teacher_loss()
+    generator.train()
+    data = torch.utils.data.TensorDataset(torch.rand(64, 3, 8, 8), torch.arange(3).repeat(22)[:64])
+    pl.Trainer(max_steps=30, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+               enable_model_summary=False, accelerator="cpu").fit(
+        module, torch.utils.data.DataLoader(data, batch_size=16, shuffle=True))
+    assert teacher_loss() < 0.5 * before
+    assert not teacher.training and all(torch.equal(frozen[k], v) for k, v in teacher.state_dict().items())
+    assert not any(key.startswith("_teacher") or "teacher" in key for key in module.state_dict())
+
+
+def test_the_gate_classifier_cannot_also_be_the_teacher(tiny_shapes_target: Path, tmp_path: Path) -> None:
+    from advaudit.tasks import train
+
+    with pytest.raises(AdvauditError, match="the gate must be judged by a classifier the generator was not taught by"):
+        train(compose_config("train", [*TINY_GENERATOR, f"model.quality_target={tiny_shapes_target}",
+                                       f"model.class_teacher={tiny_shapes_target}"], tmp_path))

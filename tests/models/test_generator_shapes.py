@@ -108,7 +108,7 @@ def test_class_teacher_steers_the_generator_and_stays_frozen_and_unsaved() -> No
     before = teacher_loss()
     generator.train()
     data = torch.utils.data.TensorDataset(torch.rand(64, 3, 8, 8), torch.arange(3).repeat(22)[:64])
-    pl.Trainer(max_steps=30, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+    pl.Trainer(max_steps=60, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                enable_model_summary=False, accelerator="cpu").fit(
         module, torch.utils.data.DataLoader(data, batch_size=16, shuffle=True))
     assert teacher_loss() < 0.5 * before

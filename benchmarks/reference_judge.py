@@ -12,15 +12,20 @@ instance, judges each with the reference exactly as the audit does
 - per factor, the same share in ``--bins`` equal-width bins of that factor's range (where in S the
   judge fails: a bin far below the rest is a candidate for narrowing the bounds, or a weakness of
   the judge itself when a human would still see the class);
-- a suggested box: per factor, the outer bins whose share is more than ``--trim-margin`` below the
-  overall share are dropped (a region where the judge fails much more than elsewhere), and the
-  share of the renders left inside that box.
+- a suggested box: outer bins dropped greedily (:func:`box_for_share`) until the reference is right
+  on ``--target-share`` of the renders left, and the share of the renders left inside that box.
 
-Output: a Markdown table on stdout, ``<out>/reference_judge.json`` and a per-factor PNG.
+Choosing bounds is two runs on different instances and conditions: suggest a box on the validation
+instances, then measure that box on the held-out test instances with another seed (the figure to
+record; the share on the renders the box was chosen on is biased upwards):
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_judge.py <reference target.pt>
-        [--renders 60] [--bins 5] [--trim-margin 0.1] [--factors '{camera_distance: [1.5, 4]}']
-        [--out outputs/reference_judge]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_judge.py <reference target.pt> --split val \
+        --bins 10 --out outputs/reference_judge/val
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_judge.py <reference target.pt> --split test \
+        --seed 1 --factors '{camera_elevation: [-54, 54]}' --out outputs/reference_judge/test
+
+Output: a Markdown table on stdout, ``<out>/reference_judge.json``, every judged condition
+(``<out>/judged_conditions.pt``) and a per-factor PNG.
 """
 
 from __future__ import annotations
@@ -39,8 +44,8 @@ from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRul
 
 
 def judge_random_conditions(reference: str, renders: int, factors: dict | None, min_prob: float,
-                            seed: int) -> tuple[ShapeWorld, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-    """Render ``renders`` random conditions per test instance at the reference's image size.
+                            seed: int, split: str = "test") -> tuple[ShapeWorld, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """Render ``renders`` random conditions per instance of ``split`` at the reference's image size.
 
     Returns the world, the conditions ``[N * renders, C]`` (factor units), the instance index of each
     ``[N * renders]`` and the checks ``{name: [N * renders] bool}`` (True = passed), ``reference`` among them.
@@ -48,7 +53,7 @@ def judge_random_conditions(reference: str, renders: int, factors: dict | None, 
     size = int(load_target(Path(reference)).input_shape[-1])
     world = ShapeWorld(image_size=size, factors=factors)
     judge = ValidityJudge(world, ValidityRules(reference=reference, reference_min_prob=min_prob))
-    z = world.instances("test")
+    z = world.instances(split)
     s = world.random_conditions(len(z), renders, torch.Generator().manual_seed(seed))
     checks: dict[str, list[torch.Tensor]] = {}
     for start in range(0, renders, 10):  # 10 conditions per instance per pass: bounded memory
@@ -82,23 +87,51 @@ def by_factor(world: ShapeWorld, s: torch.Tensor, right: torch.Tensor, bins: int
     return table
 
 
-def trimmed_share(world: ShapeWorld, s: torch.Tensor, instance: torch.Tensor, right: torch.Tensor,
-                  table: dict[str, list[dict]], below: float) -> tuple[dict[str, list[float]], dict[str, float]]:
-    """Drop, per factor, the outer bins whose share is under ``below`` (only from the ends, so the box
-    stays a box); returns the suggested bounds and the right share of the renders left in it."""
-    bounds, keep = {}, torch.ones_like(right)
-    for column, factor in enumerate(world.factors):
-        rows = table[factor.name]
-        first, last = 0, len(rows) - 1
-        while first < last and rows[first]["share"] < below:
-            first += 1
-        while last > first and rows[last]["share"] < below:
-            last -= 1
-        low, high = rows[first]["low"], rows[last]["high"]
-        if (low, high) != (factor.low, factor.high):
-            bounds[factor.name] = [low, high]
-        keep &= (s[:, column] >= low) & (s[:, column] <= high)
-    return bounds, {**share(right[keep], instance[keep]), "kept": round(float(keep.float().mean()), 4)}
+def box_for_share(world: ShapeWorld, s: torch.Tensor, right: torch.Tensor, bins: int, target: float,
+                  min_kept: float = 0.3) -> tuple[dict[str, list[float]], torch.Tensor]:
+    """The box the reference is right in on at least ``target`` of the renders, found greedily.
+
+    Every factor's range is cut into ``bins`` equal bins; each step drops the one outer bin (the
+    lowest or highest one left of some factor, so the result stays a box) whose removal raises the
+    right share of the renders left the most, until that share reaches ``target`` or fewer than
+    ``min_kept`` of the renders would be left. Choose the box on one set of renders and measure it on
+    another (``--split val`` then ``--split test --factors <box>``): the share on the set it was chosen
+    on is biased upwards.
+
+    Args: ``s`` ``[M, C]`` conditions (factor units), ``right`` ``[M]`` bool.
+    Returns: the narrowed factors ``{name: [low, high]}`` and the renders inside the box ``[M]`` bool.
+    """
+    edges = [torch.linspace(f.low, f.high, bins + 1) for f in world.factors]
+    index = [torch.bucketize(s[:, c].contiguous(), edges[c][1:-1], right=True) for c in range(len(edges))]
+    span = [[0, bins - 1] for _ in edges]
+
+    def inside(spans: list[list[int]]) -> torch.Tensor:
+        keep = torch.ones_like(right)
+        for c, (first, last) in enumerate(spans):
+            keep &= (index[c] >= first) & (index[c] <= last)
+        return keep
+
+    keep = inside(span)
+    while float(right[keep].float().mean()) < target:
+        best = None
+        for c in range(len(span)):
+            if span[c][0] == span[c][1]:
+                continue
+            for end in (0, 1):
+                trial = [list(pair) for pair in span]
+                trial[c][end] += 1 if end == 0 else -1
+                trial_keep = inside(trial)
+                if trial_keep.float().mean() < min_kept:
+                    continue
+                score = float(right[trial_keep].float().mean())
+                if best is None or score > best[0]:
+                    best = (score, trial, trial_keep)
+        if best is None:
+            break
+        _, span, keep = best
+    bounds = {f.name: [round(float(edges[c][first]), 3), round(float(edges[c][last + 1]), 3)]
+              for c, (f, (first, last)) in enumerate(zip(world.factors, span)) if (first, last) != (0, bins - 1)}
+    return bounds, keep
 
 
 def plot(table: dict[str, list[dict]], overall: float, path: Path) -> None:
@@ -130,14 +163,17 @@ def main() -> None:
     parser.add_argument("--bins", type=int, default=5)
     parser.add_argument("--factors", default=None, help="factor bounds overrides (YAML), default: the world's")
     parser.add_argument("--min-prob", type=float, default=0.5, help="audit.validity.reference_min_prob")
-    parser.add_argument("--trim-margin", type=float, default=0.1,
-                        help="suggest dropping outer bins this far below the overall share")
+    parser.add_argument("--target-share", type=float, default=0.97,
+                        help="suggest the box (outer bins dropped greedily) where the reference is right this often")
+    parser.add_argument("--split", default="test", choices=["val", "test"],
+                        help="whose instances: choose a box on val, measure it on test")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="outputs/reference_judge")
     args = parser.parse_args()
     torch.set_num_threads(1)
     factors = yaml.safe_load(args.factors) if args.factors else None
-    world, s, instance, checks = judge_random_conditions(args.reference, args.renders, factors, args.min_prob, args.seed)
+    world, s, instance, checks = judge_random_conditions(args.reference, args.renders, factors, args.min_prob,
+                                                         args.seed, args.split)
     right = checks[REFERENCE_CHECK]
     geometric = torch.ones_like(right)
     for name, passed in checks.items():
@@ -145,17 +181,21 @@ def main() -> None:
             geometric &= passed
     table = by_factor(world, s, right, args.bins)
     overall = float(right.float().mean())
-    bounds, trimmed = trimmed_share(world, s, instance, right, table, overall - args.trim_margin)
+    bounds, keep = box_for_share(world, s, right, args.bins, args.target_share)
+    trimmed = {**share(right[keep], instance[keep]), "kept": round(float(keep.float().mean()), 4)}
     result = {"reference": args.reference, "image_size": world.image_shape[-1], "min_prob": args.min_prob,
+              "split": args.split, "seed": args.seed, "factors": factors,
               "all": share(right, instance), "geometrically_valid": share(right[geometric], instance[geometric]),
               "geometric_valid_share": round(float(geometric.float().mean()), 4),
               "by_factor": table, "suggested_bounds": bounds, "suggested_box": trimmed}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "reference_judge.json").write_text(json.dumps(result, indent=2))
+    torch.save({"conditions": s, "instance": instance, "checks": checks,
+                "factor_names": [f.name for f in world.factors]}, out / "judged_conditions.pt")
     plot(table, result["all"]["share"], out / "reference_judge_by_factor.png")
     print(f"reference {args.reference} at {result['image_size']} px, {right.numel()} random conditions "
-          f"({args.renders} per test instance), confidently right (p >= {args.min_prob}):")
+          f"({args.renders} per {args.split} instance), confidently right (p >= {args.min_prob}):")
     print(f"- all: {result['all']['share']:.3f} [{result['all']['lo']:.3f}, {result['all']['hi']:.3f}]")
     print(f"- geometrically valid ({result['geometric_valid_share']:.3f} of them): "
           f"{result['geometrically_valid']['share']:.3f}")

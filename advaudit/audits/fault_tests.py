@@ -30,6 +30,7 @@ from advaudit.faults.foolbox_pgd import foolbox_pixel_tests
 from advaudit.faults.search import FaultResult, generator_tests, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_generator, load_target
+from advaudit.models.generator_training import require_gate_passed
 from advaudit.report.intervals import mean_with_ci
 from advaudit.report.plots import image_grid, plt, save_figure
 from advaudit.report.records import write_json
@@ -51,6 +52,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             "(train one with train.py model=generator dataset=<the target's dataset>)")
     device = target.device  # generator, seeds, judge and transfer targets join the target there
     generator, meta = load_generator(str(cfg.generator), map_location=str(device))
+    require_gate_passed(meta, str(cfg.generator))
     require(meta["class_names"] == target.class_names, f"the generator was trained on classes {meta['class_names']} "
             f"but the target has {target.class_names}; train the generator on the target's dataset")
     require(list(meta["image_shape"]) == list(target.input_shape), f"the generator makes images of shape "
@@ -113,20 +115,32 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                                "faults/target": None if destination is None else target.class_names[destination],
                                "faults/budget": str(audit.budget), "faults/pixel_engine": engine,
                                "faults/eps": float(audit.eps), "faults/k": int(audit.k),
-                               "faults/both_directions": both}
+                               "faults/both_directions": both,
+                               # the generator's quality gate as recorded at training (None: not gated)
+                               "faults/generator_class_agreement": (meta.get("quality") or {}).get("class_agreement"),
+                               "faults/generator_gate": (meta.get("quality") or {}).get("gate")}
     # reporting runs on the CPU: seeds, labels and tests come back once, after the search
     seeds, y0 = seeds.cpu(), y0.cpu()
     kinds = {kind: result.cpu() for kind, result in kinds.items()}
     judged = {kind: _judge_keeps(judge, result.tests, y0) for kind, result in kinds.items()}
+    judged_seeds = _judge_keeps(judge, seeds, y0)
+    # the target's class probabilities on seeds and tests, for the galleries' titles
+    probabilities = {"seeds": target.predict_proba(seeds).cpu(),
+                     **{kind: target.predict_proba(result.tests).cpu() for kind, result in kinds.items()}}
     others = {Path(str(path)).parent.parent.name: load_target(str(path), map_location=str(device)).eval()
               for path in plain(audit.get("transfer_targets"), []) or []}
     distances: dict[str, dict[str, torch.Tensor]] = {}
     views: dict[str, tuple[torch.Tensor, FaultResult]] = {}
+    titles: dict[str, list[str]] = {}
     for i, (prefix, _, _, sign) in enumerate(directions):
         rows = slice(i * n, (i + 1) * n)
+        if judged_seeds is not None:  # the judge on the unperturbed seeds: the ceiling of valid_share
+            _share(summary, f"faults/{prefix}seeds/valid_share", judged_seeds[rows])
         for kind, result in kinds.items():
             name = f"{prefix}{kind}"
             views[name] = (seeds[rows], result.subset(rows))
+            titles[name] = _pair_titles(probabilities["seeds"][rows], probabilities[kind][rows], y0[rows],
+                                        views[name][1], target.class_names)
             distances[name] = pixel_distances(seeds[rows], views[name][1].tests)
             _summarise(summary, f"faults/{name}", seeds[rows], y0[rows], views[name][1], distances[name],
                        None if judge is None else judged[kind][rows], features, sign, others)
@@ -137,13 +151,26 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     torch.save({"seeds": seeds, "y0": y0, "z": z.cpu(), **{f"{k}_tests": r.tests for k, r in kinds.items()},
                 **{f"{k}_success": r.success for k, r in kinds.items()}}, out / "tests.pt")
     with open_wandb(cfg, job_type="examine", name="fault_tests") as wandb_run:
-        plots = _plots(out, views, distances, target.class_names)
+        plots = _plots(out, views, distances, titles)
         write_json(out / "fault_tests.json", summary)
         _write_report(out / "report.md", summary, list(views), plots)
         wandb_run.log(summary)
         for key, path in plots.items():
             wandb_run.log_image(key, path)
     return summary
+
+
+def _pair_titles(seed_probs: torch.Tensor, test_probs: torch.Tensor, y0: torch.Tensor, result: FaultResult,
+                 class_names: list[str]) -> list[str]:
+    """Gallery titles of the failing tests' (seed, test) pairs: for both images, the target's probability
+    of the seed's class and of the class the test ended in (``*_probs`` ``[n, K]``, ``y0`` ``[n]``)."""
+    titles = []
+    for i in result.success.nonzero().squeeze(1).tolist():
+        own, reached = int(y0[i]), int(result.final_label[i])
+        for label, probs in (("seed", seed_probs[i]), ("test", test_probs[i])):
+            titles.append(f"{label}\n{class_names[own]} {float(probs[own]):.2f}\n"
+                          f"{class_names[reached]} {float(probs[reached]):.2f}")
+    return titles
 
 
 def _judge_keeps(judge: Any, tests: torch.Tensor, y0: torch.Tensor) -> torch.Tensor | None:
@@ -244,8 +271,15 @@ def _write_report(path: Path, summary: dict[str, Any], kinds: list[str], plots: 
              f"{summary['faults/n_seeds']} seeds; generator budget {summary['faults/budget']} "
              f"(eps {summary['faults/eps']}, first {summary['faults/k']} blocks); pixel engine "
              f"{summary['faults/pixel_engine']}.", "",
+             f"Generator quality gate (recorded at training): class agreement "
+             f"{cell(summary.get('faults/generator_class_agreement'))}, gate {cell(summary.get('faults/generator_gate'))}.", "",
              "| kind | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
-    for kind in ["seeds"] * bool(transfer) + kinds:
+    seeds_measured = bool(transfer) or summary.get("faults/seeds/valid_share") is not None
+    rows: list[str] = []
+    for kind in kinds:  # each direction's seeds row (the judge's and transfer targets' baseline) above its tests
+        seeds_row = f"{kind.rpartition('/')[0]}/seeds".lstrip("/")
+        rows += [seeds_row] * (seeds_measured and seeds_row not in rows) + [kind]
+    for kind in rows:
         values = [summary.get(f"faults/{kind}/{c}") for c in columns]
         values += [summary.get(f"faults/{kind}/transfer_acc/{name}") for name in transfer]
         lines.append(f"| {kind} | " + " | ".join(cell(v) for v in values) + " |")
@@ -255,17 +289,18 @@ def _write_report(path: Path, summary: dict[str, Any], kinds: list[str], plots: 
 
 
 def _plots(out: Path, views: dict[str, tuple[torch.Tensor, FaultResult]],
-           distances: dict[str, dict[str, torch.Tensor]], class_names: list[str]) -> dict[str, Path]:
-    """Seed -> test galleries per kind of test and direction (``views``: name -> (seeds, result)) and
-    the L2 / Linf histograms."""
+           distances: dict[str, dict[str, torch.Tensor]], titles: dict[str, list[str]]) -> dict[str, Path]:
+    """Seed -> test galleries of the first 12 failing tests per kind of test and direction (``views``:
+    name -> (seeds, result); ``titles``: name -> two titles per failing test, as :func:`_pair_titles`)
+    and the L2 / Linf histograms."""
     plots: dict[str, Path] = {}
     for kind, (seeds, result) in views.items():
         index = result.success.nonzero().squeeze(1)[:12]
         if len(index):
             pairs = torch.stack([seeds[index], result.tests[index]], 1).flatten(0, 1)
-            titles = [t for i in index.tolist() for t in ("seed", class_names[int(result.final_label[i])])]
             stem = kind.replace("/", "_")
-            plots[f"faults/{stem}_pairs"] = image_grid(pairs, out / f"{stem}_pairs.png", titles, columns=8)
+            plots[f"faults/{stem}_pairs"] = image_grid(pairs, out / f"{stem}_pairs.png", titles[kind][:2 * len(index)],
+                                                       columns=8, scale=1.6)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     for ax, name in zip(axes, ("l2", "linf")):
         found = {kind: distances[kind][name][result.success].double().numpy() for kind, (_, result) in views.items()}

@@ -92,7 +92,7 @@ def train_classifier(cfg: DictConfig) -> dict[str, Any]:
     resume = resume_checkpoint(Path(cfg.paths.output_dir))
     trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False,
                                       callbacks=[*instantiate_callbacks(cfg), EpochCheckpoint(resume)])
-    resumed_from = _saved_epochs(resume)
+    resumed_from = saved_epochs(resume)
     if resumed_from is not None:
         log.info("resuming training from %s (%d epoch(s) done)", resume, resumed_from)
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume if resumed_from is not None else None,
@@ -126,7 +126,7 @@ def train_classifier(cfg: DictConfig) -> dict[str, Any]:
     return {**metrics, "checkpoint": str(checkpoint)}
 
 
-def _saved_epochs(path: Path) -> int | None:
+def saved_epochs(path: Path) -> int | None:
     """Epochs finished in the resume checkpoint at ``path``; ``None`` when there is none."""
     if not path.is_file():
         return None

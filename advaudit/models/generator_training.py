@@ -1,9 +1,19 @@
-"""Train a class-conditional generator with Lightning and save a self-describing checkpoint.
+"""Train a class-conditional generator with Lightning, gate its quality and save a self-describing checkpoint.
 
-``python train.py model=generator dataset=fashion_mnist`` (``model.kind: generator``). Writes
-``checkpoints/generator.pt``, a per-class sample grid ``samples.png`` and, when
-``model.quality_target`` names a classifier trained on the real data, the share of generated
-samples it assigns to their conditioning class (``generator/class_agreement``).
+``python train.py model=generator dataset=fashion_mnist`` (``model.kind: generator``); any image
+dataset works, grey or RGB (``dataset=shapes`` renders ShapeWorld: ``experiment=faults/train_shapes_generator``).
+Writes ``checkpoints/generator.pt`` and a per-class sample grid ``samples.png``. The training state is
+saved after every epoch (``checkpoints/resume.ckpt``): a run stopped by SIGINT/SIGTERM resumes from its
+last finished epoch when rerun into the same run dir.
+
+**Quality gate.** ``model.quality_target`` names a classifier trained on the *real* data; the share of
+generated samples (100 per class) it assigns to their conditioning class is the generator's class
+agreement (``generator/class_agreement``, per class in ``generator/class_agreement_by_class``), next to
+the same classifier's accuracy on the dataset's real test images (``generator/classifier_real_acc``,
+the ceiling a perfect generator would reach). With ``model.quality_gate`` set, a generator below it is
+refused: it is saved as ``checkpoints/generator_below_gate.pt`` (never ``generator.pt``) and training
+ends with an error. The record goes into the checkpoint's meta (``quality``), and the fault-test audit
+refuses a generator whose record says it failed its gate.
 """
 
 from __future__ import annotations
@@ -18,21 +28,33 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from advaudit.data.base import ArrayDataModule
-from advaudit.errors import require
+from advaudit.errors import AdvauditError, require
+from advaudit.models.classifier_training import EpochCheckpoint, resume_checkpoint, saved_epochs
 from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic
 from advaudit.models.io import load_target, save_generator
 from advaudit.report.plots import image_grid
 
 log = logging.getLogger(__name__)
 
+# generated samples per class behind the class agreement (1,000 for 10 classes)
+GATE_SAMPLES_PER_CLASS = 100
+
 
 @torch.no_grad()
-def class_agreement(generator: ConditionalGenerator, classifier: Any, per_class: int = 100, seed: int = 0) -> float:
-    """Share of ``per_class`` samples per class that ``classifier`` assigns to the conditioning class."""
+def class_agreement_by_class(generator: ConditionalGenerator, classifier: Any, per_class: int = GATE_SAMPLES_PER_CLASS,
+                             seed: int = 0) -> torch.Tensor:
+    """``[K]``: share of ``per_class`` samples of each class that ``classifier`` assigns to that class."""
     g = torch.Generator().manual_seed(seed)
     y = torch.arange(generator.num_classes).repeat_interleave(per_class)
     x = generator(generator.sample_latent(len(y), g), y)
-    return float((classifier.predict_proba(x).argmax(1) == y).float().mean())
+    hits = (classifier.predict_proba(x).argmax(1).cpu() == y).float()
+    return hits.view(generator.num_classes, per_class).mean(1)
+
+
+def class_agreement(generator: ConditionalGenerator, classifier: Any, per_class: int = GATE_SAMPLES_PER_CLASS,
+                    seed: int = 0) -> float:
+    """Share of ``per_class`` samples per class that ``classifier`` assigns to the conditioning class."""
+    return float(class_agreement_by_class(generator, classifier, per_class, seed).mean())
 
 
 @torch.no_grad()
@@ -45,31 +67,106 @@ def sample_grid(generator: ConditionalGenerator, class_names: list[str], path: P
     return image_grid(x, path, titles, columns=per_class)
 
 
+def quality_record(generator: ConditionalGenerator, classifier: Any, classifier_path: str, gate: float | None,
+                   datamodule: ArrayDataModule) -> dict[str, Any]:
+    """The gate's measurement: class agreement of generated samples (overall and per class), the
+    classifier's accuracy on the dataset's real test images, the gate and whether it passed."""
+    by_class = class_agreement_by_class(generator, classifier)
+    test = datamodule.split("test")
+    agreement = float(by_class.mean())
+    return {"classifier": classifier_path, "class_agreement": agreement,
+            "class_agreement_by_class": dict(zip(datamodule.class_names, by_class.tolist())),
+            "samples_per_class": GATE_SAMPLES_PER_CLASS,
+            "classifier_real_acc": float((classifier.predict_proba(test.x).argmax(1).cpu() == test.y).float().mean()),
+            "gate": gate,
+            "passed": None if gate is None else agreement >= gate}
+
+
+def _gate_classifier(cfg: DictConfig, class_names: list[str], shape: tuple[int, ...]) -> tuple[Any, float | None]:
+    """The quality classifier (or None) and the gate, checked before any training is spent."""
+    path, gate = cfg.model.get("quality_target"), cfg.model.get("quality_gate")
+    require(gate is None or 0.0 < float(gate) <= 1.0, f"model.quality_gate={gate} must be a share in (0, 1] "
+            "(the least share of generated samples the quality classifier must assign to their class)")
+    require(gate is None or bool(path), f"model.quality_gate={gate} needs model.quality_target=<target.pt of a "
+            "classifier trained on the real data> to measure the class agreement against (or model.quality_gate=null)")
+    if not path:
+        return None, None
+    classifier = load_target(str(path))
+    require(classifier.class_names == class_names, f"model.quality_target has classes {classifier.class_names}, "
+            f"the generator {class_names}; pass a classifier of the same data")
+    require(tuple(classifier.input_shape) == tuple(shape), f"model.quality_target takes images of shape "
+            f"{list(classifier.input_shape)}, the generator makes {list(shape)}; pass a classifier trained at that size")
+    return classifier, None if gate is None else float(gate)
+
+
+def _class_teacher(cfg: DictConfig, class_names: list[str], shape: tuple[int, ...]) -> Any:
+    """The frozen classifier of ``model.class_teacher`` (None when unset), checked against the data; it
+    must not be the gate's classifier (a generator taught by the gate would pass it by construction)."""
+    path = cfg.model.get("class_teacher")
+    if not path:
+        return None
+    require(str(path) != str(cfg.model.get("quality_target")), f"model.class_teacher and model.quality_target are "
+            f"both {path}: the gate must be judged by a classifier the generator was not taught by; pass another")
+    teacher = load_target(str(path), channels_last=False)
+    require(teacher.class_names == class_names and tuple(teacher.input_shape) == tuple(shape), f"model.class_teacher "
+            f"has classes {teacher.class_names} at {list(teacher.input_shape)}, the generator {class_names} at "
+            f"{list(shape)}; pass a classifier of the same data")
+    return teacher
+
+
 def train_generator(cfg: DictConfig) -> dict[str, Any]:
-    """Fit the conditional GAN of ``cfg.model`` on ``cfg.dataset``'s training split."""
+    """Fit the conditional GAN of ``cfg.model`` on ``cfg.dataset``'s training split, gate it and save it."""
     datamodule: ArrayDataModule = instantiate(cfg.dataset)
     datamodule.setup()
     shape = tuple(datamodule.input_shape)
     require(len(shape) == 3, f"a generator needs image data; dataset {cfg.dataset._target_} gives rows of shape {list(shape)}")
+    require(shape[1] == shape[2] and shape[1] % 4 == 0, f"the generator makes square images whose side is a multiple "
+            f"of 4; dataset {cfg.dataset._target_} gives {list(shape)} (resize the data, e.g. dataset.image_size=32)")
+    classifier, gate = _gate_classifier(cfg, datamodule.class_names, shape)
     params = {"latent_dim": int(cfg.model.latent_dim), "width": int(cfg.model.width)}
     generator = ConditionalGenerator(datamodule.num_classes, shape, **params)
     critic = ProjectionCritic(datamodule.num_classes, shape, width=int(cfg.model.width))
     module = GANModule(generator, critic, lr=float(cfg.model.lr), class_weight=float(cfg.model.class_weight),
-                       diversity_weight=float(cfg.model.diversity_weight))
-    trainer: pl.Trainer = instantiate(cfg.trainer, logger=False, enable_checkpointing=False)
-    trainer.fit(module, train_dataloaders=datamodule.train_dataloader())
-    generator = module.generator.cpu().eval()
+                       diversity_weight=float(cfg.model.diversity_weight),
+                       teacher=_class_teacher(cfg, datamodule.class_names, shape),
+                       teacher_weight=float(cfg.model.get("teacher_weight", 1.0)))
     out = Path(cfg.paths.output_dir)
+    resume = resume_checkpoint(out)
+    trainer: pl.Trainer = instantiate(cfg.trainer, logger=False, enable_checkpointing=False,
+                                      callbacks=[EpochCheckpoint(resume)])
+    resumed_from = saved_epochs(resume)
+    if resumed_from is not None:
+        log.info("resuming generator training from %s (%d epoch(s) done)", resume, resumed_from)
+    trainer.fit(module, train_dataloaders=datamodule.train_dataloader(),
+                ckpt_path=resume if resumed_from is not None else None, weights_only=True)
+    generator = module.generator.cpu().eval()
     meta = {"class_names": datamodule.class_names, "image_shape": list(shape), **params,
             "dataset": datamodule.describe(), "config": OmegaConf.to_container(cfg, resolve=True)}
-    metrics: dict[str, Any] = {"epochs": int(trainer.current_epoch)}
-    quality_target = cfg.model.get("quality_target")
-    if quality_target:
-        classifier = load_target(str(quality_target))
-        require(classifier.class_names == datamodule.class_names, "model.quality_target has classes "
-                f"{classifier.class_names}, the generator {datamodule.class_names}; pass a classifier of the same data")
-        metrics["generator/class_agreement"] = class_agreement(generator, classifier)
-        log.info("generated samples assigned to their class: %.3f", metrics["generator/class_agreement"])
-    checkpoint = save_generator(generator, meta, out / "checkpoints" / "generator.pt", extra={"metrics": metrics})
+    metrics: dict[str, Any] = {"epochs": int(trainer.current_epoch), "resumed_from_epoch": resumed_from or 0}
+    if classifier is not None:
+        meta["quality"] = quality_record(generator, classifier, str(cfg.model.quality_target), gate, datamodule)
+        metrics.update({f"generator/{key}": meta["quality"][key]
+                        for key in ("class_agreement", "class_agreement_by_class", "classifier_real_acc")})
+        log.info("generated samples assigned to their class: %.3f (the classifier on real test images: %.3f)",
+                 meta["quality"]["class_agreement"], meta["quality"]["classifier_real_acc"])
     metrics["samples"] = str(sample_grid(generator, datamodule.class_names, out / "samples.png"))
+    passed = meta.get("quality", {}).get("passed") is not False
+    name = "generator.pt" if passed else "generator_below_gate.pt"
+    checkpoint = save_generator(generator, meta, out / "checkpoints" / name, extra={"metrics": metrics})
+    if not passed:
+        quality = meta["quality"]
+        raise AdvauditError(f"the generator failed its quality gate: the classifier {quality['classifier']} assigns "
+                            f"{quality['class_agreement']:.3f} of its samples to their class, below "
+                            f"model.quality_gate={gate} (it gets {quality['classifier_real_acc']:.3f} of real test "
+                            f"images right); saved as {checkpoint} for inspection (samples: {metrics['samples']}). "
+                            "Train longer: rerun with a larger trainer.max_epochs into the same run dir (it resumes "
+                            "from checkpoints/resume.ckpt)")
     return {**metrics, "checkpoint": str(checkpoint)}
+
+
+def require_gate_passed(meta: dict[str, Any], path: str) -> None:
+    """Refuse a generator whose checkpoint records a failed quality gate."""
+    quality = meta.get("quality") or {}
+    require(quality.get("passed") is not False, f"the generator {path} failed its quality gate (class agreement "
+            f"{quality.get('class_agreement')} < gate {quality.get('gate')}); train one that passes "
+            "(train.py model=generator ... model.quality_target=<classifier> model.quality_gate=<share>)")

@@ -162,21 +162,24 @@ def test_one_gan_step_moves_both_networks() -> None:
     assert any(not torch.equal(a, b) for a, b in zip(before[1], critic.parameters()))
 
 
-@pytest.mark.skipif(not FMNIST_ROOT.exists(), reason="Fashion-MNIST not installed")
 def brightness_target(meta: dict, generator: ConditionalGenerator, bright: int, dark: int, path: Path) -> Path:
-    """A linear target that calls an image class ``bright`` above the generator's median brightness and
-    ``dark`` below it (every other class far behind): half the seeds of either class are accepted."""
+    """A linear target (of ``meta``'s classes and input shape) that calls an image class ``bright`` above
+    the generator's median brightness and ``dark`` below it (every other class far behind): half the
+    seeds of either class are accepted."""
+    classes = generator.num_classes
     with torch.no_grad():
-        median = float(generator(torch.randn(400, 16), torch.randint(10, (400,))).flatten(1).mean(1).median())
+        samples = generator(generator.sample_latent(400), torch.randint(classes, (400,)))
+    median = float(samples.flatten(1).mean(1).median())
+    channels, pixels = samples.shape[1], samples[0].numel()
     meta = {**meta, "arch": "mlp", "arch_params": {"hidden": [], "dropout": 0.0},
-            "normalization": {"mean": [0.0], "std": [1.0]}}
-    target = TorchTarget(build_net("mlp", meta["input_shape"], 10, hidden=[], dropout=0.0), meta)
+            "normalization": {"mean": [0.0] * channels, "std": [1.0] * channels}}
+    target = TorchTarget(build_net("mlp", meta["input_shape"], classes, hidden=[], dropout=0.0), meta)
     linear = target.net.body[1]
     with torch.no_grad():
         linear.weight.zero_()
         linear.bias.fill_(-100.0)
         for cls, sign in ((bright, 1.0), (dark, -1.0)):
-            linear.weight[cls] = sign * 50.0 / 784
+            linear.weight[cls] = sign * 50.0 / pixels
             linear.bias[cls] = -sign * 50.0 * median
     return save_target(target, path)
 
@@ -328,5 +331,6 @@ def test_distance_histograms_survive_tests_that_all_sit_on_the_ball(tmp_path: Pa
     tests = seeds + 0.1  # Linf PGD that always ends on its ball's surface: one distinct distance
     result = FaultResult(tests, torch.ones(5, dtype=torch.bool), torch.ones(5, dtype=torch.long),
                          torch.zeros(5, dtype=torch.long), 0.0, torch.ones(5))
-    plots = _plots(tmp_path, {"pixel_linf": (seeds, result)}, {"pixel_linf": pixel_distances(seeds, tests)}, ["a"])
+    plots = _plots(tmp_path, {"pixel_linf": (seeds, result)}, {"pixel_linf": pixel_distances(seeds, tests)},
+                   {"pixel_linf": ["seed", "test"] * 5})
     assert plots["faults/distances"].is_file() and (tmp_path / "pixel_linf_pairs.png").is_file()

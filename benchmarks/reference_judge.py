@@ -22,7 +22,7 @@ record; the share on the renders the box was chosen on is biased upwards):
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_judge.py <reference target.pt> --split val \
         --bins 10 --out outputs/reference_judge/val
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_judge.py <reference target.pt> --split test \
-        --seed 1 --factors '{camera_elevation: [-54, 54]}' --out outputs/reference_judge/test
+        --seed 1 --factors '{camera_elevation: [-72, 72]}' --out outputs/reference_judge/test
 
 Output: a Markdown table on stdout, ``<out>/reference_judge.json``, every judged condition
 (``<out>/judged_conditions.pt``) and a per-factor PNG.

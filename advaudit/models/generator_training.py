@@ -91,12 +91,8 @@ def _gate_classifier(cfg: DictConfig, class_names: list[str], shape: tuple[int, 
             "classifier trained on the real data> to measure the class agreement against (or model.quality_gate=null)")
     if not path:
         return None, None
-    classifier = load_target(str(path))
-    require(classifier.class_names == class_names, f"model.quality_target has classes {classifier.class_names}, "
-            f"the generator {class_names}; pass a classifier of the same data")
-    require(tuple(classifier.input_shape) == tuple(shape), f"model.quality_target takes images of shape "
-            f"{list(classifier.input_shape)}, the generator makes {list(shape)}; pass a classifier trained at that size")
-    return classifier, None if gate is None else float(gate)
+    return _classifier_of_the_data("model.quality_target", str(path), class_names, shape), \
+        None if gate is None else float(gate)
 
 
 def _class_teacher(cfg: DictConfig, class_names: list[str], shape: tuple[int, ...]) -> Any:
@@ -107,11 +103,19 @@ def _class_teacher(cfg: DictConfig, class_names: list[str], shape: tuple[int, ..
         return None
     require(str(path) != str(cfg.model.get("quality_target")), f"model.class_teacher and model.quality_target are "
             f"both {path}: the gate must be judged by a classifier the generator was not taught by; pass another")
-    teacher = load_target(str(path), channels_last=False)
-    require(teacher.class_names == class_names and tuple(teacher.input_shape) == tuple(shape), f"model.class_teacher "
-            f"has classes {teacher.class_names} at {list(teacher.input_shape)}, the generator {class_names} at "
-            f"{list(shape)}; pass a classifier of the same data")
-    return teacher
+    return _classifier_of_the_data("model.class_teacher", str(path), class_names, shape, channels_last=False)
+
+
+def _classifier_of_the_data(key: str, path: str, class_names: list[str], shape: tuple[int, ...],
+                            **load_options: Any) -> Any:
+    """Load the classifier that config ``key`` names and require that it takes the generator's data:
+    the same classes and images of ``shape``."""
+    classifier = load_target(path, **load_options)
+    require(classifier.class_names == class_names, f"{key} has classes {classifier.class_names}, "
+            f"the generator {class_names}; pass a classifier of the same data")
+    require(tuple(classifier.input_shape) == tuple(shape), f"{key} takes images of shape "
+            f"{list(classifier.input_shape)}, the generator makes {list(shape)}; pass a classifier trained at that size")
+    return classifier
 
 
 def train_generator(cfg: DictConfig) -> dict[str, Any]:

@@ -23,11 +23,15 @@ from torch.nn.utils import spectral_norm
 class ConditionalGenerator(nn.Module):
     """``(z [B, latent], y [B]) -> x [B, C, H, W]`` in [0, 1].
 
-    Blocks: 0 = linear + BN + ReLU to ``[4*width, H/4, W/4]``; 1 = upsample + conv + BN + ReLU to
-    ``[2*width, H/2, W/2]``; 2 = upsample + conv + BN + ReLU to ``[width, H, W]``; 3 = conv + sigmoid.
+    Blocks: 0 = ``trunk_layers`` x (linear + ReLU to ``[trunk_width]``), then linear + BN + ReLU to
+    ``[4*width, H/4, W/4]``; 1 = upsample + conv + BN + ReLU to ``[2*width, H/2, W/2]``; 2 = upsample +
+    conv + BN + ReLU to ``[width, H, W]``; 3 = conv + sigmoid. The trunk (default none: the DCGAN) gives
+    block 0 the depth to map a latent that *is* a scene description to a feature map
+    (:mod:`advaudit.models.rendered_generator`).
     """
 
-    def __init__(self, num_classes: int, image_shape: Sequence[int], latent_dim: int = 64, width: int = 32) -> None:
+    def __init__(self, num_classes: int, image_shape: Sequence[int], latent_dim: int = 64, width: int = 32,
+                 trunk_layers: int = 0, trunk_width: int = 512) -> None:
         super().__init__()
         channels, height, _ = (int(d) for d in image_shape)
         if height % 4:
@@ -36,9 +40,13 @@ class ConditionalGenerator(nn.Module):
         self.image_shape = (channels, height, height)
         self.base = height // 4
         self.embed = nn.Embedding(num_classes, latent_dim)
+        trunk: list[nn.Module] = []
+        for i in range(int(trunk_layers)):
+            trunk += [nn.Linear(2 * latent_dim if i == 0 else trunk_width, trunk_width), nn.ReLU()]
+        first_in = trunk_width if trunk_layers else 2 * latent_dim
         self.blocks = nn.ModuleList([
-            nn.Sequential(nn.Linear(2 * latent_dim, 4 * width * self.base ** 2), nn.Unflatten(1, (4 * width, self.base, self.base)),
-                          nn.BatchNorm2d(4 * width), nn.ReLU()),
+            nn.Sequential(*trunk, nn.Linear(first_in, 4 * width * self.base ** 2),
+                          nn.Unflatten(1, (4 * width, self.base, self.base)), nn.BatchNorm2d(4 * width), nn.ReLU()),
             nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(4 * width, 2 * width, 3, padding=1),
                           nn.BatchNorm2d(2 * width), nn.ReLU()),
             nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(2 * width, width, 3, padding=1),

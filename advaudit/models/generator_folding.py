@@ -44,7 +44,7 @@ def _upsample_conv_kernel(weight: Tensor) -> Tensor:
 class FoldedGenerator(nn.Module):
     """The same ``(z, y, perturbations) -> x`` as the generator it was built from, for eval mode only.
 
-    Blocks: 0 = linear (BN folded) + unflatten + ReLU; 1, 2 = stride-2 transposed conv (upsample,
+    Blocks: 0 = the trunk (unchanged), linear (BN folded) + unflatten + ReLU; 1, 2 = stride-2 transposed conv (upsample,
     conv and BN folded) + ReLU; 3 = conv + sigmoid. Perturbation ``i`` is added to block ``i``'s output.
     """
 
@@ -62,13 +62,13 @@ class FoldedGenerator(nn.Module):
 
     @staticmethod
     def _fold_linear_block(block: nn.Sequential) -> nn.Sequential:
-        linear, unflatten, bn, relu = block
+        *trunk, linear, unflatten, bn, relu = block
         scale, shift = _bn_scale_shift(bn)
         per_row = unflatten.unflattened_size[1] * unflatten.unflattened_size[2]  # rows are channel-major
         folded = nn.Linear(linear.in_features, linear.out_features).to(linear.weight)
         folded.weight.copy_(linear.weight * scale.repeat_interleave(per_row)[:, None])
         folded.bias.copy_(linear.bias * scale.repeat_interleave(per_row) + shift.repeat_interleave(per_row))
-        return nn.Sequential(folded, unflatten, relu)
+        return nn.Sequential(*trunk, folded, unflatten, relu)
 
     @staticmethod
     def _fold_upsample_block(block: nn.Sequential) -> nn.Sequential:
@@ -90,7 +90,7 @@ def can_fold(generator: nn.Module) -> bool:
         return False
     hidden = list(generator.blocks)[1:-1]
     first = list(generator.blocks[0])
-    return (len(first) == 4 and isinstance(first[0], nn.Linear) and isinstance(first[2], nn.BatchNorm2d)
+    return (len(first) >= 4 and isinstance(first[-4], nn.Linear) and isinstance(first[-2], nn.BatchNorm2d)
             and all(len(b) == 4 and isinstance(b[0], nn.Upsample) and b[0].scale_factor in (2, 2.0)
                     and b[0].mode == "nearest" and isinstance(b[1], nn.Conv2d) and b[1].kernel_size == (3, 3)
                     and b[1].padding == (1, 1) and b[1].stride == (1, 1) and isinstance(b[2], nn.BatchNorm2d)

@@ -26,12 +26,14 @@ import pytorch_lightning as pl
 import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from torch.utils.data import DataLoader
 
 from advaudit.data.base import ArrayDataModule
 from advaudit.errors import AdvauditError, require
 from advaudit.models.classifier_training import EpochCheckpoint, resume_checkpoint, saved_epochs
 from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic
 from advaudit.models.io import load_target, save_generator
+from advaudit.models.rendered_generator import RenderedGeneratorModule, RenderedScenes, rendered_scenes_loader
 from advaudit.report.plots import image_grid
 
 log = logging.getLogger(__name__)
@@ -118,6 +120,38 @@ def _classifier_of_the_data(key: str, path: str, class_names: list[str], shape: 
     return classifier
 
 
+def _adversarial(cfg: DictConfig, datamodule: ArrayDataModule,
+                 generator: ConditionalGenerator) -> tuple[pl.LightningModule, DataLoader]:
+    """The conditional GAN (critic, optional frozen class teacher) on the dataset's training images."""
+    shape = tuple(datamodule.input_shape)
+    critic = ProjectionCritic(datamodule.num_classes, shape, width=int(cfg.model.width))
+    module = GANModule(generator, critic, lr=float(cfg.model.lr), class_weight=float(cfg.model.class_weight),
+                       diversity_weight=float(cfg.model.diversity_weight),
+                       teacher=_class_teacher(cfg, datamodule.class_names, shape),
+                       teacher_weight=float(cfg.model.get("teacher_weight", 1.0)))
+    return module, datamodule.train_dataloader()
+
+
+def _rendered(cfg: DictConfig, datamodule: ArrayDataModule,
+              generator: ConditionalGenerator) -> tuple[pl.LightningModule, DataLoader]:
+    """The generator fitted to the world's renders of the scenes its latents name
+    (:mod:`advaudit.models.rendered_generator`); the dataset supplies the world and its training box."""
+    require(not cfg.model.get("class_teacher"), "model.class_teacher steers the adversarial objective; the "
+            "rendered objective is taught by the world's renderer: drop model.class_teacher")
+    world = getattr(datamodule, "world", None)
+    require(world is not None, f"model.objective=rendered needs a rendered dataset (dataset=shapes); "
+            f"{cfg.dataset._target_} has no world")
+    scenes = RenderedScenes(world, datamodule.train_factors, generator.latent_dim, int(cfg.dataset.batch_size),
+                            int(cfg.model.get("steps_per_epoch", 200)), int(cfg.seed))
+    module = RenderedGeneratorModule(generator, lr=float(cfg.model.lr),
+                                     object_weight=float(cfg.model.get("object_weight", 4.0)))
+    return module, rendered_scenes_loader(scenes)
+
+
+# how a generator learns: from a critic on the dataset's images, or from the world's renderer
+OBJECTIVES = {"adversarial": _adversarial, "rendered": _rendered}
+
+
 def train_generator(cfg: DictConfig) -> dict[str, Any]:
     """Fit the conditional GAN of ``cfg.model`` on ``cfg.dataset``'s training split, gate it and save it."""
     datamodule: ArrayDataModule = instantiate(cfg.dataset)
@@ -127,13 +161,12 @@ def train_generator(cfg: DictConfig) -> dict[str, Any]:
     require(shape[1] == shape[2] and shape[1] % 4 == 0, f"the generator makes square images whose side is a multiple "
             f"of 4; dataset {cfg.dataset._target_} gives {list(shape)} (resize the data, e.g. dataset.image_size=32)")
     classifier, gate = _gate_classifier(cfg, datamodule.class_names, shape)
-    params = {"latent_dim": int(cfg.model.latent_dim), "width": int(cfg.model.width)}
+    objective = str(cfg.model.get("objective", "adversarial"))
+    require(objective in OBJECTIVES, f"model.objective={objective!r}; use one of {list(OBJECTIVES)}")
+    params = {"latent_dim": int(cfg.model.latent_dim), "width": int(cfg.model.width),
+              "trunk_layers": int(cfg.model.get("trunk_layers", 0)), "trunk_width": int(cfg.model.get("trunk_width", 512))}
     generator = ConditionalGenerator(datamodule.num_classes, shape, **params)
-    critic = ProjectionCritic(datamodule.num_classes, shape, width=int(cfg.model.width))
-    module = GANModule(generator, critic, lr=float(cfg.model.lr), class_weight=float(cfg.model.class_weight),
-                       diversity_weight=float(cfg.model.diversity_weight),
-                       teacher=_class_teacher(cfg, datamodule.class_names, shape),
-                       teacher_weight=float(cfg.model.get("teacher_weight", 1.0)))
+    module, loader = OBJECTIVES[objective](cfg, datamodule, generator)
     out = Path(cfg.paths.output_dir)
     resume = resume_checkpoint(out)
     trainer: pl.Trainer = instantiate(cfg.trainer, logger=False, enable_checkpointing=False,
@@ -141,10 +174,10 @@ def train_generator(cfg: DictConfig) -> dict[str, Any]:
     resumed_from = saved_epochs(resume)
     if resumed_from is not None:
         log.info("resuming generator training from %s (%d epoch(s) done)", resume, resumed_from)
-    trainer.fit(module, train_dataloaders=datamodule.train_dataloader(),
+    trainer.fit(module, train_dataloaders=loader,
                 ckpt_path=resume if resumed_from is not None else None, weights_only=True)
     generator = module.generator.cpu().eval()
-    meta = {"class_names": datamodule.class_names, "image_shape": list(shape), **params,
+    meta = {"class_names": datamodule.class_names, "image_shape": list(shape), **params, "objective": objective,
             "dataset": datamodule.describe(), "config": OmegaConf.to_container(cfg, resolve=True)}
     metrics: dict[str, Any] = {"epochs": int(trainer.current_epoch), "resumed_from_epoch": resumed_from or 0}
     if classifier is not None:

@@ -62,7 +62,8 @@ def load_generator(path: str | Path, map_location: str = "cpu") -> tuple["Condit
     payload = load_checkpoint(path, kind="generator", map_location=map_location)
     meta = _require_meta(payload, path, ("class_names", "image_shape", "latent_dim", "width"))
     generator = ConditionalGenerator(len(meta["class_names"]), meta["image_shape"], int(meta["latent_dim"]),
-                                     int(meta["width"]))
+                                     int(meta["width"]), int(meta.get("trunk_layers", 0)),
+                                     int(meta.get("trunk_width", 512)))
     try:
         generator.load_state_dict(payload["state_dict"])
     except RuntimeError as error:

@@ -10,10 +10,11 @@ from advaudit.models.generator import ConditionalGenerator
 from advaudit.models.generator_folding import FoldedGenerator, can_fold, folded
 
 
-def generator_with_trained_statistics(size: int, seed: int = 0) -> ConditionalGenerator:
+def generator_with_trained_statistics(size: int, seed: int = 0, trunk_layers: int = 0) -> ConditionalGenerator:
     """A generator whose BatchNorms have non-trivial running statistics and affine weights (eval mode)."""
     torch.manual_seed(seed)
-    generator = ConditionalGenerator(3, (1, size, size), latent_dim=16, width=8)
+    generator = ConditionalGenerator(3, (1, size, size), latent_dim=16, width=8, trunk_layers=trunk_layers,
+                                     trunk_width=24)
     for module in generator.modules():
         if isinstance(module, nn.BatchNorm2d):
             module.running_mean.uniform_(-1, 1)
@@ -23,9 +24,10 @@ def generator_with_trained_statistics(size: int, seed: int = 0) -> ConditionalGe
     return generator.eval()
 
 
-@pytest.mark.parametrize("size", [12, 28])
-def test_folded_generator_matches_activations_images_and_perturbed_images(size: int) -> None:
-    generator = generator_with_trained_statistics(size)
+@pytest.mark.parametrize("size, trunk_layers", [(12, 0), (28, 0), (12, 2)])
+def test_folded_generator_matches_activations_images_and_perturbed_images(size: int, trunk_layers: int) -> None:
+    generator = generator_with_trained_statistics(size, trunk_layers=trunk_layers)
+    assert len(generator.blocks[0]) == 4 + 2 * trunk_layers
     fast = FoldedGenerator(generator)
     z, y = torch.randn(7, 16), torch.tensor([0, 1, 2, 0, 1, 2, 0])
     with torch.no_grad():

@@ -44,6 +44,20 @@ def hsv_to_rgb(h: Tensor, s: Tensor, v: Tensor) -> Tensor:
     return v[:, None] - v[:, None] * s[:, None] * (torch.minimum(k, 4 - k).clamp(0, 1))
 
 
+# unit numbers behind one instance: its N_PROPORTIONS proportions, hue, saturation, value, specular, shininess
+INSTANCE_UNITS = N_PROPORTIONS + 5
+
+
+def instance_data(u: Tensor) -> dict[str, Tensor]:
+    """Instance attributes from unit numbers ``u`` ``[N, INSTANCE_UNITS]`` in [0, 1]: proportions ``[N, 6]``,
+    albedo ``[N, 3]`` (HSV with saturation in [0.35, 0.9], value in [0.45, 0.95]), specular ``[N]`` in
+    [0, 0.5], shininess ``[N]`` in [8, 64]."""
+    p = N_PROPORTIONS
+    return {"proportions": u[:, :p].contiguous(),
+            "albedo": hsv_to_rgb(u[:, p], 0.35 + 0.55 * u[:, p + 1], 0.45 + 0.5 * u[:, p + 2]),
+            "specular": 0.5 * u[:, p + 3], "shininess": 8 + 56 * u[:, p + 4]}
+
+
 class ShapeWorld:
     """Objects z (class, proportions, colour, material) rendered under conditions s.
 
@@ -79,15 +93,31 @@ class ShapeWorld:
         k = len(self.class_names)
         n = k * per_class
         labels = torch.arange(k).repeat_interleave(per_class)
-        data = {
-            "proportions": torch.rand(n, N_PROPORTIONS, generator=g),
-            "albedo": hsv_to_rgb(torch.rand(n, generator=g), 0.35 + 0.55 * torch.rand(n, generator=g),
-                                 0.45 + 0.5 * torch.rand(n, generator=g)),
-            "specular": 0.5 * torch.rand(n, generator=g),
-            "shininess": 8 + 56 * torch.rand(n, generator=g),
-        }
+        # drawn in this order (proportions, then hue, saturation, value, specular, shininess), as always
+        u = torch.cat([torch.rand(n, N_PROPORTIONS, generator=g)]
+                      + [torch.rand(n, 1, generator=g) for _ in range(INSTANCE_UNITS - N_PROPORTIONS)], 1)
         ids = SPLIT_OFFSETS[split] + torch.arange(n)
-        return Instances(data, labels, ids).to(self.device)
+        return Instances(instance_data(u), labels, ids).to(self.device)
+
+    @property
+    def scene_units(self) -> int:
+        """How many unit numbers make one scene: an instance's (:data:`INSTANCE_UNITS`) and the factors'."""
+        return INSTANCE_UNITS + len(self.factors)
+
+    def scenes_from_units(self, u: Tensor, labels: Tensor, factors: list[Factor] | None = None) -> tuple[Instances, Tensor]:
+        """New instances and their conditions from unit numbers: ``u`` ``[N, scene_units]`` in [0, 1]
+        (an instance's :func:`instance_data`, then each factor uniform in ``factors``' bounds, default
+        the world's) and ``labels`` ``[N]`` -> ``(instances, s [N, 1, F])`` for :meth:`render`. Uniform
+        ``u`` gives the world's own distribution of instances and conditions; instance ids are -1
+        (in no split)."""
+        from advaudit.worlds.protocol import unit_to_factor
+
+        require(u.dim() == 2 and u.shape[1] == self.scene_units and len(u) == len(labels),
+                f"u must be [N={len(labels)}, {self.scene_units}], got {list(u.shape)}")
+        u = u.to(self.device, torch.float32).clamp(0, 1)
+        instances = Instances(instance_data(u[:, :INSTANCE_UNITS]), labels.to(self.device),
+                              torch.full((len(u),), -1, dtype=torch.long, device=self.device))
+        return instances, unit_to_factor(u[:, None, INSTANCE_UNITS:], factors or self.factors)
 
     def render(self, z: Instances, s: Tensor) -> Tensor:
         """``s`` ``[N, q, 12]`` in factor units -> ``[N*q, 3, H, W]``; values outside bounds are refused."""
@@ -96,6 +126,10 @@ class ShapeWorld:
     def render_masks(self, z: Instances, s: Tensor) -> Tensor:
         """Object masks ``[N*q, H, W]`` (True where a ray hits the object) for the same scenes."""
         return self._render(z, s, output="mask")
+
+    def render_with_masks(self, z: Instances, s: Tensor) -> tuple[Tensor, Tensor]:
+        """Images ``[N*q, 3, H, W]`` and object masks ``[N*q, H, W]`` from one ray-casting pass."""
+        return self._render(z, s, output="both")
 
     checks_object_height = True
 
@@ -107,7 +141,7 @@ class ShapeWorld:
         - ``min_height``: the object spans at least ``rules.min_height_px`` pixels along its longer
           image axis (so a speck far away, or an object seen edge-on, does not count as a view of it).
         """
-        images, masks = self._render(z, s, output="both")
+        images, masks = self.render_with_masks(z, s)
         return images, mask_checks(masks, rules.min_height_px)
 
     def with_image_size(self, image_size: int) -> "ShapeWorld":

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from advaudit.errors import require
-from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors
+from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors, unit_to_factor
 from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS, build_primitives
 from advaudit.worlds.shapes.renderer import render_scenes
 from advaudit.worlds.validity import mask_checks
@@ -110,8 +110,6 @@ class ShapeWorld:
         the world's) and ``labels`` ``[N]`` -> ``(instances, s [N, 1, F])`` for :meth:`render`. Uniform
         ``u`` gives the world's own distribution of instances and conditions; instance ids are -1
         (in no split)."""
-        from advaudit.worlds.protocol import unit_to_factor
-
         require(u.dim() == 2 and u.shape[1] == self.scene_units and len(u) == len(labels),
                 f"u must be [N={len(labels)}, {self.scene_units}], got {list(u.shape)}")
         u = u.to(self.device, torch.float32).clamp(0, 1)
@@ -181,6 +179,4 @@ class ShapeWorld:
 
     def random_conditions(self, n: int, q: int, generator: torch.Generator | None = None) -> Tensor:
         """Uniform random conditions ``[n, q, 12]`` in factor units."""
-        from advaudit.worlds.protocol import unit_to_factor
-
         return unit_to_factor(torch.rand(n, q, len(self.factors), generator=generator), self.factors)

@@ -53,8 +53,8 @@ def seed_signal(seed_dir: Path) -> dict[str, float]:
         mae_by_item = {r["item"]: (r["mae"] if r.get("ok", True) else float("nan")) for r in read_jsonl(path)}
         mae = torch.tensor([mae_by_item.get(int(i), float("nan")) for i in index], dtype=torch.float64)
         lowess = search[method]["lowess"]
-        settings = LowessSettings(**{k: v for k, v in lowess.items() if k in ("frac", "it", "delta", "log")})
-        advdist = adversarial_distance(distance_values(mae, bool(lowess["log"])).numpy(), conf, settings)
+        settings = LowessSettings.from_config(lowess)
+        advdist = adversarial_distance(distance_values(mae, settings.log).numpy(), conf, settings)
         ok = np.isfinite(advdist)
         row[f"auc_{method}"] = error_auc(-advdist[ok], is_error[ok])
         row[f"auc_{method}_within"] = error_auc_within_confidence(-advdist[ok], is_error[ok], conf[ok])

@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advaudit.models import load_target  # noqa: E402
-from advaudit.models.generator import ConditionalGenerator  # noqa: E402
+from advaudit.models.generator import ConditionalGenerator, architecture  # noqa: E402
 from advaudit.models.generator_training import class_agreement_by_class  # noqa: E402
 from advaudit.report.records import append_jsonl, read_json  # noqa: E402
 
@@ -34,9 +34,7 @@ def generator_of_run(run_dir: Path, image_shape: list[int]) -> tuple[Conditional
     model = read_json(run_dir / "run_config.json")["model"]
     checkpoint = torch.load(run_dir / "checkpoints" / "resume.ckpt", map_location="cpu", weights_only=True)
     state = {k.removeprefix("generator."): v for k, v in checkpoint["state_dict"].items() if k.startswith("generator.")}
-    generator = ConditionalGenerator(len(state["embed.weight"]), image_shape, int(model["latent_dim"]),
-                                     int(model["width"]), int(model.get("trunk_layers") or 0),
-                                     int(model.get("trunk_width") or 512))
+    generator = ConditionalGenerator(len(state["embed.weight"]), image_shape, **architecture(model))
     generator.load_state_dict(state)
     return generator.eval(), {"epochs_done": int(checkpoint["epoch"]) + 1, "batches": int(checkpoint["global_step"])
                               // (2 if model.get("objective", "adversarial") == "adversarial" else 1)}

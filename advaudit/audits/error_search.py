@@ -86,7 +86,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     pools = draw_pools(len(index), pool_size, replications, generator)      # [R, P]
     for name, distance in distances.items():
         method_cfg = search[name]
-        lowess = LowessSettings(**{k: v for k, v in plain(method_cfg.lowess, {}).items() if k != "per_pool"})
+        lowess = LowessSettings.from_config(plain(method_cfg.lowess, {}))
         item_scores[name] = pool_scores(distance, conf_e, pools, lowess, bool(method_cfg.lowess.get("per_pool", True)))
 
     # table columns in different units count alike after range-normalisation; pixels stay as they are

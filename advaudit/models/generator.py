@@ -12,12 +12,20 @@ auxiliary class head, trained with the hinge loss; both are plain ``nn.Module``s
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 from torch.nn.utils import spectral_norm
+
+
+def architecture(params: Mapping[str, Any]) -> dict[str, int]:
+    """The :class:`ConditionalGenerator` keyword arguments that ``params`` names (a ``model`` config, a
+    generator checkpoint's meta or a run's recorded config): ``latent_dim``, ``width`` and the trunk's
+    ``trunk_layers`` (absent: 0, the DCGAN) and ``trunk_width`` (absent: 512)."""
+    return {"latent_dim": int(params["latent_dim"]), "width": int(params["width"]),
+            "trunk_layers": int(params.get("trunk_layers") or 0), "trunk_width": int(params.get("trunk_width") or 512)}
 
 
 class ConditionalGenerator(nn.Module):

@@ -31,7 +31,7 @@ from torch.utils.data import DataLoader
 from advaudit.data.base import ArrayDataModule
 from advaudit.errors import AdvauditError, require
 from advaudit.models.classifier_training import EpochCheckpoint, resume_checkpoint, saved_epochs
-from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic
+from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic, architecture
 from advaudit.models.io import load_target, save_generator
 from advaudit.models.rendered_generator import RenderedGeneratorModule, RenderedScenes, rendered_scenes_loader
 from advaudit.report.plots import image_grid
@@ -163,8 +163,7 @@ def train_generator(cfg: DictConfig) -> dict[str, Any]:
     classifier, gate = _gate_classifier(cfg, datamodule.class_names, shape)
     objective = str(cfg.model.get("objective", "adversarial"))
     require(objective in OBJECTIVES, f"model.objective={objective!r}; use one of {list(OBJECTIVES)}")
-    params = {"latent_dim": int(cfg.model.latent_dim), "width": int(cfg.model.width),
-              "trunk_layers": int(cfg.model.get("trunk_layers", 0)), "trunk_width": int(cfg.model.get("trunk_width", 512))}
+    params = architecture(cfg.model)
     generator = ConditionalGenerator(datamodule.num_classes, shape, **params)
     module, loader = OBJECTIVES[objective](cfg, datamodule, generator)
     out = Path(cfg.paths.output_dir)

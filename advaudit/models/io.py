@@ -57,13 +57,11 @@ def save_generator(generator: "ConditionalGenerator", meta: dict[str, Any], path
 
 def load_generator(path: str | Path, map_location: str = "cpu") -> tuple["ConditionalGenerator", dict[str, Any]]:
     """Rebuild the generator stored at ``path`` (safe loading), in eval mode; returns it and its meta."""
-    from advaudit.models.generator import ConditionalGenerator
+    from advaudit.models.generator import ConditionalGenerator, architecture
 
     payload = load_checkpoint(path, kind="generator", map_location=map_location)
     meta = _require_meta(payload, path, ("class_names", "image_shape", "latent_dim", "width"))
-    generator = ConditionalGenerator(len(meta["class_names"]), meta["image_shape"], int(meta["latent_dim"]),
-                                     int(meta["width"]), int(meta.get("trunk_layers", 0)),
-                                     int(meta.get("trunk_width", 512)))
+    generator = ConditionalGenerator(len(meta["class_names"]), meta["image_shape"], **architecture(meta))
     try:
         generator.load_state_dict(payload["state_dict"])
     except RuntimeError as error:

@@ -89,8 +89,8 @@ class RenderedScenes(Dataset):
         instances, s = self.world.scenes_from_units(scene_units(z, self.world.scene_units), y, self.factors)
         images, masks = [], []
         for start in range(0, n, RENDER_CHUNK):
-            chunk = torch.arange(start, min(start + RENDER_CHUNK, n), device=instances.labels.device)
-            x, mask = self.world.render_with_masks(instances.subset(chunk), s[chunk.cpu()])
+            chunk = torch.arange(start, min(start + RENDER_CHUNK, n), device=s.device)
+            x, mask = self.world.render_with_masks(instances.subset(chunk), s[chunk])
             images.append(x.cpu().mul_(255).round_().div_(255))  # 8-bit levels, as the datasets' renders
             masks.append(mask.cpu())
         return z, y, torch.cat(images), torch.cat(masks)

@@ -8,6 +8,7 @@ items. Items whose attack failed are kept, marked, out of the fit, and ranked la
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 import torch
@@ -26,6 +27,11 @@ class LowessSettings:
     it: int = 3
     delta: float = 0.0
     log: bool = True
+
+    @classmethod
+    def from_config(cls, lowess: Mapping[str, Any]) -> "LowessSettings":
+        """The settings of a method's ``lowess`` config (``per_pool`` is the scoring's, not lowess's)."""
+        return cls(**{k: v for k, v in lowess.items() if k != "per_pool"})
 
 
 def distance_values(mae: Tensor, log: bool) -> Tensor:

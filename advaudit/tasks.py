@@ -13,6 +13,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from advaudit.config import plain_config, validate
 from advaudit.errors import AdvauditError, require
+from advaudit.models.imported.spec import target_label
+from advaudit.models.imported.store import trust_record
 from advaudit.report.records import write_json
 from advaudit.report.wandb_run import finish_any_wandb_run
 from advaudit.run_records import RunDirConflict, claim_run_dir, write_failure
@@ -101,4 +103,6 @@ def examine(cfg: DictConfig) -> dict[str, Any]:
         raise AdvauditError(f"audit.run={spec!r} must name a function in advaudit.audits")
     module, _, name = spec.rpartition(".")
     run = getattr(importlib.import_module(module), name)
-    return {"task": "examine", "audit": cfg.audit.name, "target": cfg.get("target"), **run(cfg)}
+    target = cfg.get("target")
+    identity = {"target": target_label(target), "target_loading": trust_record(target)} if target is not None else {}
+    return {"task": "examine", "audit": cfg.audit.name, "target": None, **identity, **run(cfg)}

@@ -10,17 +10,20 @@ from omegaconf import DictConfig, OmegaConf
 
 from advaudit.data.base import ArrayDataModule
 from advaudit.errors import require
-from advaudit.models import Target, load_target
+from advaudit.models import Target
+from advaudit.models.imported.store import load_any_target
 from advaudit.runtime import resolve_device
 
 
 def load_audit_target(cfg: DictConfig) -> Target:
-    """Load ``cfg.target`` (a target.pt path) onto ``cfg.device``, with a clear error if unset."""
-    path = cfg.get("target")
-    require(path is not None, "no target given; add target=<path/to/target.pt> (written by train.py "
-            "under <run dir>/checkpoints/)")
+    """Load ``cfg.target`` onto ``cfg.device``: a target file (advaudit's own or imported) or a target block
+    (:mod:`advaudit.models.imported`), with a clear error if unset."""
+    value = cfg.get("target")
+    require(value is not None, "no target given; add target=<path/to/target.pt> (written by train.py "
+            "under <run dir>/checkpoints/, or by `advaudit import`) or a target block (README: Audit a model you "
+            "already have)")
     device = resolve_device(cfg.get("device", "auto"))
-    return load_target(Path(str(path)).expanduser(), map_location=str(device))
+    return load_any_target(value, device=str(device), seed=int(cfg.get("seed", 0)))
 
 
 def target_datamodule(target: Target, override: DictConfig | None = None) -> ArrayDataModule:

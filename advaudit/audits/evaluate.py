@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
 from advaudit.models.calibration import expected_calibration_error, reliability_table
+from advaudit.models.imported.spec import OTHER_CLASS
 from advaudit.report.plots import plt, reliability_diagram, save_figure
 from advaudit.report.wandb_run import open_wandb
 
@@ -34,6 +35,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     k = target.num_classes
     matrix = confusion_matrix(predicted, split.y, k)
     per_class = (matrix.diag().float() / matrix.sum(1).clamp_min(1).float()).tolist()
+    if OTHER_CLASS in target.class_names:  # a class map's "any other output" has no items of its own
+        del per_class[target.class_names.index(OTHER_CLASS)]
     out = Path(cfg.paths.output_dir)
     table = reliability_table(probs, split.y)
     reliability_png = reliability_diagram(table, out / "reliability.png", title="target calibration")
@@ -59,5 +62,5 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         wb.log(metrics)
         wb.log_image("evaluate/reliability", reliability_png)
         wb.log_image("evaluate/confusion", confusion_png)
-    return {**metrics, "per_class_acc": dict(zip(target.class_names, per_class)),
+    return {**metrics, "per_class_acc": dict(zip([c for c in target.class_names if c != OTHER_CLASS], per_class)),
             "n_items": len(split), "plots": [str(reliability_png), str(confusion_png)]}

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from advaudit.errors import require
+from advaudit.models.imported.spec import target_label
 from advaudit.report.records import read_json, read_jsonl
 
 PER_INSTANCE_CSV = "per_instance.csv"
@@ -108,7 +109,7 @@ def read_run(run_dir: str | Path) -> RunRecord:
         audit = "train"
     seed = config.get("seed")
     return RunRecord(run_dir=run_dir, status=status, audit=audit,
-                     target=result.get("target") or config.get("target") or result.get("checkpoint"),
+                     target=result.get("target") or target_label(config.get("target")) or result.get("checkpoint"),
                      seed=int(seed) if isinstance(seed, (int, float)) else None, config=config, result=result,
                      error=result.get("error"), error_kind=result.get("error_kind"))
 
@@ -128,7 +129,7 @@ def _missing_result(job: Path) -> RunRecord:
     except Exception:  # an unreadable config is reported through the error below
         pass
     return RunRecord(run_dir=job, status="failed", audit=(config.get("audit") or {}).get("name"),
-                     target=config.get("target"), seed=config.get("seed"), config=config, result={},
+                     target=target_label(config.get("target")), seed=config.get("seed"), config=config, result={},
                      error="no result.json (the job was killed or crashed before writing it; see its log)",
                      error_kind="bug")
 

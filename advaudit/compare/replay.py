@@ -27,10 +27,11 @@ from advaudit.compare.breakdowns import worst_conditions
 from advaudit.errors import require
 
 
-def _load_target(path: str) -> Any:
-    from advaudit.models import load_target
+def _load_target(value: Any) -> Any:
+    """A run's target: its path, or the target block in its config (a model imported by config)."""
+    from advaudit.models.imported.store import load_any_target
 
-    return load_target(path, map_location="cpu")
+    return load_any_target(value, device="cpu")
 
 
 def render_worst(world: Any, run: Any, split: str) -> tuple[Any, torch.Tensor, pd.DataFrame]:
@@ -54,6 +55,13 @@ def render_worst(world: Any, run: Any, split: str) -> tuple[Any, torch.Tensor, p
     return z, s, frame
 
 
+def _target_value(group: Group, label: str) -> Any:
+    """What a run of ``label`` named as its target (a block where the config held one)."""
+    run = next((r for r in group.runs if r.target == label), None)
+    value = run.config.get("target") if run is not None else None
+    return value if isinstance(value, dict) else label
+
+
 def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
     """The failure-transfer matrix of ``group`` (a worst-case group) over ``seeds`` (module docstring)."""
     from advaudit.worlds import build_world
@@ -62,7 +70,7 @@ def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
     split = str((config.get("audit") or {}).get("selection_split", "val"))
     calibrated = bool((config.get("audit") or {}).get("calibrated", False))
     world = build_world(config["world"])
-    targets = {t: _load_target(t) for t in group.targets}
+    targets = {t: _load_target(_target_value(group, t)) for t in group.targets}
     rows = []
     for seed in seeds:
         for source in group.targets:

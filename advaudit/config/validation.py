@@ -205,7 +205,7 @@ def _check_examine(cfg: DictConfig, checks: Checks) -> None:
     if name not in TARGETLESS_AUDITS:
         if checks.require(target is not None, "no target given; add target=<path/to/target.pt> (written by "
                           "train.py under <run dir>/checkpoints/)"):
-            _check_file(checks, target, "target", "a target.pt written by train.py")
+            _check_target(checks, target, cfg.get("seed", 0))
     world = cfg.get("world")
     if name in ("worst_case", "gallery") and world is not None:
         _check_world(world, checks)
@@ -450,6 +450,24 @@ def _check_factors(node: Any, key: str, field: str, checks: Checks) -> None:
 
 
 # -- files --------------------------------------------------------------------------------------
+def _check_target(checks: Checks, target: Any, seed: Any) -> None:
+    """A target path must be a file; a target block must be a valid :class:`TargetSpec` (its files present)."""
+    if not isinstance(target, (DictConfig, Mapping)):
+        _check_file(checks, target, "target", "a target.pt written by train.py or `advaudit import`")
+        return
+    from advaudit.models.imported.spec import parse_target_spec
+
+    block = OmegaConf.to_container(target, resolve=True) if isinstance(target, DictConfig) else dict(target)
+    if block.get("path") is not None:
+        _check_file(checks, block["path"], "target.path", "the model file")
+    if set(block) <= {"path", "trusted_types", "name", "format"}:
+        return  # an advaudit target file named by a block: it describes itself
+    try:
+        parse_target_spec(block, int(seed) if isinstance(seed, int) else 0)
+    except AdvauditError as error:
+        checks.problems.append(str(error))
+
+
 def _check_file(checks: Checks, path: Any, key: str, expected: str) -> None:
     """``path`` must be an existing, non-empty file; the message says what it is instead."""
     if isinstance(path, (list, ListConfig)):

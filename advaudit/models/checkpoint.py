@@ -9,6 +9,7 @@ safe to audit models you did not train.
 from __future__ import annotations
 
 import pickle
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ import torch
 
 from advaudit.errors import AdvauditError
 from advaudit.files import describe_path, sniff
+from advaudit.models.imported.formats import FileKind, how_to_audit, identify, payload_kind
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 FORMAT = "advaudit"
 VERSION = 1
@@ -57,20 +61,23 @@ def load_checkpoint(path: str | Path, kind: str | None = None, map_location: str
     if what != "a file":
         raise AdvauditError(f"checkpoint {path} is {what}; expected {expected} (see the training run's "
                             "result.json: checkpoint)")
+    found = identify(path, load_tensors=False)
+    if found.kind not in ("torch_tensors", "unknown", "pickle"):
+        raise AdvauditError(f"{path} is {found.detail}, not an advaudit checkpoint; {_advice(path, found, kind)}")
     content = sniff(path)
     if content.startswith("a text file") or content.endswith("image") or content.startswith("a binary"):
         raise AdvauditError(f"{path} is {content}, not a checkpoint; expected {expected}")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
-        raise AdvauditError(f"refusing to load {path}: it needs code to unpickle ({_first_line(error)}); "
-                            f"only advaudit checkpoints (plain data + tensors) are loaded; expected {expected}") from None
+        raise AdvauditError(f"refusing to load {path}: it is {found.detail} and needs code to unpickle "
+                            f"({_first_line(error)}); {_advice(path, found, kind)}") from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError, KeyError) as error:
         raise AdvauditError(f"{path} is {content} that torch cannot read: truncated or corrupt "
                             f"({_first_line(error)}); expected {expected}: re-export it with train.py") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise AdvauditError(f"{path} is {_describe_payload(payload)}, not an advaudit checkpoint; expected "
-                            f"{expected}")
+        held = payload_kind(payload)
+        raise AdvauditError(f"{path} is {held.detail}, not an advaudit checkpoint; {_advice(path, held, kind)}")
     if kind is not None and payload.get("kind") != kind:
         found = payload.get("kind")
         hint = f"; pass it as {_PASS_AS[found]}" if found in _PASS_AS else ""
@@ -78,24 +85,17 @@ def load_checkpoint(path: str | Path, kind: str | None = None, map_location: str
     return payload
 
 
-def _describe_payload(payload: Any) -> str:
-    """What a loaded torch file holds, in words (for files that are not advaudit checkpoints)."""
-    if isinstance(payload, torch.Tensor):
-        return f"a single tensor of shape {list(payload.shape)}"
-    if not isinstance(payload, dict):
-        return f"a torch file holding a {type(payload).__name__}"
-    if "pytorch-lightning_version" in payload or {"state_dict", "global_step"} <= set(payload):
-        return ("a Lightning training checkpoint (.ckpt); pass the target.pt that train.py wrote next to it "
-                "in <run dir>/checkpoints/")
-    if payload and all(isinstance(v, torch.Tensor) for v in payload.values()):
-        first = next(iter(payload))
-        return (f"a plain state_dict ({len(payload)} tensors, e.g. {first!r}) without the architecture, classes "
-                "and normalisation an audit needs; save the model with advaudit.models.save_target")
-    return f"a dict with keys {sorted(map(str, payload))[:6]}"
+def _advice(path: Path, found: FileKind, kind: str | None) -> str:
+    """How to use a file that is not an advaudit checkpoint: the target block for a model file."""
+    if kind in (None, "target"):
+        return how_to_audit(path, found)
+    return f"expected {_EXPECTED.get(kind, 'an advaudit checkpoint written by train.py')}"
 
 
 def _first_line(error: BaseException) -> str:
-    return str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+    """The first line of an error's text, without terminal colour codes (torch's messages carry them)."""
+    text = _ANSI.sub("", str(error)).strip()
+    return text.splitlines()[0][:200] if text else type(error).__name__
 
 
 # -- scikit-learn estimators as plain data --------------------------------------------------------

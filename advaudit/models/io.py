@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING, Any
 from advaudit.errors import AdvauditError
 from advaudit.models.checkpoint import (estimator_to_state, load_checkpoint, save_checkpoint,
                                         state_to_estimator)
+from advaudit.models.imported.weights import load_weights
 from advaudit.models.nets import build_net
+
+IMPORTED_BACKENDS = ("export", "torchscript", "onnx", "skops")  # written by `advaudit import`
 from advaudit.models.target import SklearnTarget, TorchTarget
 
 if TYPE_CHECKING:
@@ -18,32 +21,68 @@ Target = TorchTarget | SklearnTarget
 
 
 def save_target(target: Target, path: str | Path, extra: dict[str, Any] | None = None) -> Path:
-    """Write ``target`` (weights or estimator state, meta, temperature) plus ``extra`` plain data."""
+    """Write ``target`` (weights or estimator state, meta, temperature) plus ``extra`` plain data.
+
+    A torch target is read back and its logits compared with ``target``'s on a probe batch: the file
+    stores weights for the architecture ``meta["arch"]`` names, and a network of another make whose
+    parameter names happen to match (torchvision's ResNet-18 under ``arch="resnet18"``) would
+    otherwise be audited as advaudit's own. Such a file is removed and refused, naming the gap.
+    """
     if isinstance(target, TorchTarget):
         body = {"backend": "torch", "state_dict": {k: v.detach().cpu() for k, v in target.state_dict().items()},
                 "temperature": float(target.temperature)}
     else:
         body = {"backend": "sklearn", "estimator": estimator_to_state(target.estimator), "temperature": 1.0}
-    return save_checkpoint(path, {"kind": "target", "meta": target.meta, **body, **(extra or {})})
+    path = save_checkpoint(path, {"kind": "target", "meta": target.meta, **body, **(extra or {})})
+    if isinstance(target, TorchTarget):
+        _require_rebuilt_equal(target, path)
+    return path
 
 
-def load_target(path: str | Path, map_location: str = "cpu", channels_last: bool = True) -> Target:
+def _require_rebuilt_equal(target: TorchTarget, path: Path) -> None:
+    """Refuse (and remove) a saved target whose rebuilt network's logits differ from ``target``'s."""
+    from advaudit.models.imported.verify import probe_batch, require_same_model
+
+    was_training = target.training
+    target.eval()
+    try:
+        rebuilt = load_target(path, map_location=str(target.device), channels_last=False)
+        require_same_model(target, rebuilt, probe_batch(target.input_shape), 1e-4,
+                           f"the network {path.name} rebuilds (advaudit's {target.meta.get('arch')!r} "
+                           f"{target.meta.get('arch_params', {})})")
+    except AdvauditError as error:
+        path.unlink(missing_ok=True)
+        raise AdvauditError(f"{error}; save_target stores weights for advaudit's own architectures only: audit a "
+                            "model of your own with a target block or `advaudit import` (README: Audit a model you "
+                            "already have)") from None
+    finally:
+        target.train(was_training)
+
+
+def load_target(path: str | Path, map_location: str = "cpu", channels_last: bool = True,
+                trusted_types: list[str] | None = None) -> Target:
     """Rebuild the target stored at ``path`` (safe loading), in eval mode on ``map_location``.
 
     ``channels_last``: image targets on a CPU keep their weights NHWC (faster convolutions, logits
     equal to float rounding: :meth:`TorchTarget.use_channels_last`); ``False`` keeps NCHW.
+    Files written by ``advaudit import`` hold a code-free program (:mod:`advaudit.models.imported.store`);
+    ``trusted_types`` are the scikit-learn types the user trusts beyond skops' defaults.
     """
     payload = load_checkpoint(path, kind="target", map_location=map_location)
     meta = _require_meta(payload, path, ("class_names", "input_shape", "normalization", "arch"))
+    if payload.get("backend") in IMPORTED_BACKENDS:
+        from advaudit.models.imported.store import target_from_payload
+
+        return target_from_payload(payload, map_location, trusted_types, channels_last)
     if payload.get("backend") == "sklearn":
         return SklearnTarget(state_to_estimator(payload["estimator"]), meta)
     net = build_net(meta["arch"], meta["input_shape"], len(meta["class_names"]), **meta.get("arch_params", {}))
     target = TorchTarget(net, meta, payload.get("temperature", 1.0))
     try:
-        target.load_state_dict(payload["state_dict"])
-    except RuntimeError as error:
+        load_weights(target, payload["state_dict"], str(path))
+    except AdvauditError as error:
         raise AdvauditError(f"weights in {path} do not match architecture {meta['arch']!r} "
-                            f"{meta.get('arch_params', {})}: {str(error).splitlines()[0]}") from None
+                            f"{meta.get('arch_params', {})}: {str(error).split(': ', 1)[1]}") from None
     target = target.to(map_location).eval()
     return target.use_channels_last() if channels_last else target
 
@@ -74,7 +113,7 @@ def _require_meta(payload: dict[str, Any], path: str | Path, keys: tuple[str, ..
     """The checkpoint's ``meta``, refusing one that lacks what rebuilding the model needs."""
     meta = payload.get("meta")
     missing = [k for k in keys if not isinstance(meta, dict) or k not in meta]
-    weights = "state_dict" if payload.get("backend") != "sklearn" else "estimator"
+    weights = {"sklearn": "estimator", **{b: "program" for b in IMPORTED_BACKENDS}}.get(payload.get("backend"), "state_dict")
     if weights not in payload:
         missing.append(weights)
     if missing:

@@ -166,13 +166,27 @@ def open_wandb(cfg: DictConfig, job_type: str, name: str | None = None) -> Itera
     failed = True
     try:
         for key in ("target", "generator"):
-            path = OmegaConf.select(cfg, key, default=None)
-            if isinstance(path, str) and Path(path).expanduser().is_file():
-                declare_checkpoint_input(run, Path(path).expanduser())
+            path, extra = input_file(OmegaConf.select(cfg, key, default=None))
+            if path is not None:
+                declare_checkpoint_input(run, path, extra)
         yield _Run(run)
         failed = False
     finally:
         run.finish(exit_code=1 if failed else 0)
+
+
+def input_file(value: Any) -> tuple[Path | None, dict[str, Any]]:
+    """The model file a ``target`` / ``generator`` value reads, and metadata a target block adds to it."""
+    if isinstance(value, str):
+        path = Path(value).expanduser()
+        return (path, {}) if path.is_file() else (None, {})
+    if isinstance(value, DictConfig) and value.get("path") is not None:
+        from advaudit.models.imported.store import trust_record
+
+        path = Path(str(value.path)).expanduser()
+        block = OmegaConf.to_container(value, resolve=True)
+        return (path, {"target_block": block, "loading": trust_record(block)}) if path.is_file() else (None, {})
+    return None, {}
 
 
 def artifact_name(path: Path, kind: str) -> str:
@@ -186,9 +200,15 @@ def artifact_name(path: Path, kind: str) -> str:
 
 def checkpoint_metadata(path: Path) -> tuple[str, dict[str, Any]]:
     """``(kind, metadata)`` of an advaudit checkpoint: what identifies the model, as plain data."""
+    from advaudit.errors import AdvauditError
     from advaudit.models.checkpoint import load_checkpoint
+    from advaudit.models.imported.formats import identify
+    from advaudit.models.imported.spec import file_sha256
 
-    payload = load_checkpoint(path)
+    try:
+        payload = load_checkpoint(path)
+    except AdvauditError:  # a model file of another format, named by a target block
+        return "model", {"path": str(path.resolve()), "format": identify(path).kind, "sha256": file_sha256(path)}
     meta = dict(payload.get("meta") or {})
     config = meta.pop("config", None) or {}
     metadata = {"path": str(path.resolve()), "kind": payload.get("kind"), "backend": payload.get("backend"),
@@ -209,7 +229,7 @@ def checkpoint_artifact(path: Path, aliases_metadata: Mapping[str, Any] | None =
     return artifact
 
 
-def declare_checkpoint_input(run: Any, path: Path) -> Any:
+def declare_checkpoint_input(run: Any, path: Path, metadata: Mapping[str, Any] | None = None) -> Any:
     """Declare the checkpoint at ``path`` an input of ``run`` (lineage), online or offline.
 
     Online this is ``run.use_artifact``. Offline, ``use_artifact`` refuses (wandb 0.31: "Cannot
@@ -217,7 +237,7 @@ def declare_checkpoint_input(run: Any, path: Path) -> Any:
     ``use_after_commit`` (what ``use_artifact`` itself does for a new artifact): ``wandb sync``
     then creates the artifact version and marks it as this run's input.
     """
-    artifact = checkpoint_artifact(path)
+    artifact = checkpoint_artifact(path, metadata)
     if run.settings.mode != "offline":
         return run.use_artifact(artifact)
     run._log_artifact(artifact, aliases=["latest"], is_user_created=True, use_after_commit=True)

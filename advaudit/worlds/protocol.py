@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from advaudit.errors import AdvauditError, require
+from advaudit.models.imported.spec import OTHER_CLASS
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ def check_target_fits(world: World, target: Any) -> None:
         raise AdvauditError(f"the world renders images of shape {list(world.image_shape)} but the target "
                             f"takes {list(target.input_shape)}; set world.image_size / use a target "
                             "trained on this world")
-    if target.num_classes != len(world.class_names):
+    classes = [c for c in target.class_names if c != OTHER_CLASS]  # a class map's "any other output"
+    if len(classes) != len(world.class_names) or (classes != list(world.class_names) and OTHER_CLASS in target.class_names):
         raise AdvauditError(f"the world has {len(world.class_names)} classes {world.class_names} but the "
                             f"target has {target.num_classes} {target.class_names}")

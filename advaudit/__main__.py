@@ -1,0 +1,32 @@
+"""``advaudit <command>`` (also ``python -m advaudit <command>``): commands beside train.py and examine.py.
+
+    advaudit import SPEC.yaml --out FILE.pt [key=value ...]   a model trained elsewhere -> a target file
+    advaudit compare RUN_DIR ...                              paired comparison of audit runs
+    advaudit demo                                             the demo (make demo)
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+
+COMMANDS = {"import": "advaudit.models.imported.command", "compare": "advaudit.compare", "demo": "advaudit.demo"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print(__doc__, file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    command, rest = argv[0], argv[1:]
+    if command == "import":
+        from advaudit.models.imported.command import main as import_main
+
+        return import_main(rest)
+    sys.argv = [f"advaudit {command}", *rest]
+    runpy.run_module(COMMANDS[command], run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,355 @@
+"""A :class:`~advaudit.models.imported.spec.TargetSpec` -> a ready, verified target.
+
+Code runs only where the spec names it: ``model`` (Hydra ``_target_``), ``lightning_module`` and
+``function``. Files are read without running code (TorchScript, ``torch.export``, ONNX through
+onnxruntime, skops with scikit-learn's safe types), except pickle / joblib files and whole pickled
+modules, which load only with ``trusted: true``. Whatever the source, the target is checked before
+any audit uses it (:func:`~advaudit.models.imported.verify.verify_target`).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from advaudit.errors import AdvauditError, one_line, require
+from advaudit.models.imported.adapters import ClassMap, InputAdapter, as_scores
+from advaudit.models.imported.formats import FileKind, how_to_audit, identify
+from advaudit.models.imported.spec import TargetSpec
+from advaudit.models.imported.targets import BlackBoxTarget, ImportedTorchTarget, ModelPipeline
+from advaudit.models.imported.weights import load_weights, read_state_dict, strip_prefix
+
+log = logging.getLogger(__name__)
+
+WEIGHT_FORMATS = ("state_dict", "safetensors", "lightning")
+PICKLE_FORMATS = ("pickle", "joblib", "pickled_module")
+
+
+def file_kind(spec: TargetSpec) -> FileKind:
+    """The format of ``spec.path``: as named in ``spec.format``, else identified from the file."""
+    require(spec.path is not None, "target.path is not set")
+    found = identify(Path(spec.path).expanduser())
+    if found.kind == "missing":
+        raise AdvauditError(f"target.path={spec.path} is {found.detail}")
+    if spec.format == "auto":
+        return found
+    if spec.format == "pickle" and found.kind == "pickled_module":
+        return found
+    return FileKind(spec.format, f"a {spec.format} file (as target.format says)", found.classes)
+
+
+def build_model(spec: TargetSpec) -> tuple[nn.Module | None, Callable[[Any], Any] | None, str]:
+    """The user's model: ``(torch module, None, format)`` or ``(None, black-box predict, format)``."""
+    if spec.source == "function":
+        return None, _function(spec.function), "function"
+    path = Path(str(spec.path)).expanduser()
+    if spec.source == "lightning_module":
+        return _lightning_module(spec, path), None, "lightning"
+    kind = file_kind(spec)
+    if spec.source == "module":
+        require(kind.kind in WEIGHT_FORMATS, f"target.model takes its weights from a state_dict, safetensors or "
+                f"Lightning file, but target.path={path} is {kind.detail}; " + how_to_audit(path, kind))
+        from hydra.utils import instantiate
+
+        module = instantiate(spec.model)
+        require(isinstance(module, nn.Module), f"target.model built a {type(module).__name__}, not a torch.nn.Module")
+        state = strip_prefix(read_state_dict(path, kind.kind), module, spec.weights_prefix)
+        load_weights(module, state, str(path))
+        return module.eval(), None, kind.kind
+    return _from_file(spec, path, kind)
+
+
+def _from_file(spec: TargetSpec, path: Path, kind: FileKind) -> tuple[nn.Module | None, Callable | None, str]:
+    if kind.kind == "torchscript":
+        return torch.jit.load(str(path), map_location="cpu").eval(), None, "torchscript"
+    if kind.kind == "export":
+        return exported_module(torch.export.load(str(path))), None, "export"
+    if kind.kind == "onnx":
+        return None, onnx_predict(onnx_bytes(path), spec), "onnx"
+    if kind.kind == "skops":
+        return None, sklearn_predict(load_skops(path.read_bytes(), spec.trusted_types, str(path))), "skops"
+    if kind.kind in PICKLE_FORMATS:
+        require(spec.trusted, f"refusing to unpickle {path}: it is {kind.detail}, and unpickling runs code the file "
+                "names; if you trust the file add target.trusted=true (recorded in the report), or "
+                + how_to_audit(path, kind).replace("audit it with ", "audit it safely by saving it another way: "))
+        obj = _unpickle_trusted(path, kind)
+        if isinstance(obj, nn.Module):
+            return obj.eval(), None, kind.kind
+        require(hasattr(obj, "predict_proba"), f"{path} holds a {type(obj).__name__}, which has neither forward nor "
+                "predict_proba; save a classifier")
+        return None, sklearn_predict(obj), kind.kind
+    if kind.kind in WEIGHT_FORMATS:
+        raise AdvauditError(f"target.path={path} is {kind.detail}: weights without the model that uses them; add "
+                            "target.model={_target_: <the class or builder that made them>, ...} (or "
+                            "target.lightning_module for a .ckpt)")
+    raise AdvauditError(f"target.path={path} is {kind.detail}; " + how_to_audit(path, kind))
+
+
+def _function(node: Any) -> Callable[[Any], Any]:
+    from hydra.utils import get_method, instantiate
+
+    function = get_method(node) if isinstance(node, str) else instantiate(node)
+    require(callable(function), f"target.function built a {type(function).__name__}, which cannot be called; name "
+            "a function from inputs [B, ...] to probabilities [B, K] (add _partial_: true to pass arguments)")
+    return function
+
+
+def _lightning_module(spec: TargetSpec, path: Path) -> nn.Module:
+    from hydra.utils import get_class
+
+    cls = get_class(str(spec.lightning_module))
+    require(hasattr(cls, "load_from_checkpoint"), f"target.lightning_module={spec.lightning_module} is not a "
+            "LightningModule class (it has no load_from_checkpoint)")
+    try:
+        module = cls.load_from_checkpoint(str(path), map_location="cpu", weights_only=not spec.trusted)
+    except Exception as error:  # noqa: BLE001 - a refusal of the file's content is the user's to fix
+        text = one_line(error)
+        if "weights_only" in text or "Unsupported global" in text or "Weights only load failed" in text:
+            raise AdvauditError(f"{path} stores hyper-parameters that need code to unpickle; add target.trusted=true "
+                                "if you trust the file, or give target.model={_target_: ...} to build the module and "
+                                "take only its state_dict from the .ckpt") from None
+        raise AdvauditError(f"{spec.lightning_module}.load_from_checkpoint({path}) failed: {text[:300]}") from None
+    return module.eval()
+
+
+def _unpickle_trusted(path: Path, kind: FileKind) -> Any:
+    log.warning("unpickling %s because target.trusted=true: this runs code the file names (%s)", path,
+                ", ".join(kind.classes[:5]) or "unknown")
+    if kind.kind == "pickled_module":
+        return torch.load(path, map_location="cpu", weights_only=False)
+    if kind.kind == "joblib":
+        import joblib
+
+        return joblib.load(path)
+    import pickle
+
+    with open(path, "rb") as handle:
+        return pickle.load(handle)
+
+
+# -- runtimes that need no code ------------------------------------------------------------------
+def exported_module(program: Any) -> nn.Module:
+    """An ``ExportedProgram``'s module, run in chunks of its batch size when that size is fixed."""
+    module = program.module()
+    batch = _static_batch(program)
+    return FixedBatch(module, batch) if batch is not None else module
+
+
+def _static_batch(program: Any) -> int | None:
+    names = set(program.graph_signature.user_inputs)
+    for node in program.graph.nodes:
+        if node.op == "placeholder" and node.name in names:
+            value = node.meta.get("val")
+            if value is not None and value.dim() > 0 and isinstance(value.shape[0], int):
+                return int(value.shape[0])
+            return None
+    return None
+
+
+class FixedBatch(nn.Module):
+    """Runs ``module`` (which takes exactly ``batch`` inputs) on any batch, padding the last chunk."""
+
+    def __init__(self, module: nn.Module, batch: int) -> None:
+        super().__init__()
+        self.module, self.batch = module, int(batch)
+
+    def forward(self, x: Tensor) -> Tensor:
+        outs = []
+        for start in range(0, len(x), self.batch):
+            chunk = x[start:start + self.batch]
+            pad = self.batch - len(chunk)
+            if pad:
+                chunk = torch.cat([chunk, chunk[-1:].expand(pad, *chunk.shape[1:])])
+            outs.append(as_scores(self.module(chunk))[:self.batch - pad])
+        return torch.cat(outs)
+
+
+def onnx_bytes(path: Path) -> bytes:
+    """An ONNX model with any external weight files (``model.onnx.data``) folded in, as bytes."""
+    import onnx
+
+    try:
+        return onnx.load(str(path), load_external_data=True).SerializeToString()
+    except Exception as error:  # noqa: BLE001 - a broken or incomplete file is the user's
+        raise AdvauditError(f"{path} cannot be read as ONNX: {one_line(error)[:300]} (its external data files must "
+                            "sit next to it)") from None
+
+
+def onnx_predict(model_bytes: bytes, spec: TargetSpec | None = None, device: str = "cpu") -> Callable[[Any], Any]:
+    """An onnxruntime session as ``numpy [B, ...] -> numpy [B, M]`` (its first input and output)."""
+    import onnxruntime as ort
+
+    providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if device.startswith("cuda") else ["CPUExecutionProvider"]
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = max(1, torch.get_num_threads())
+    try:
+        session = ort.InferenceSession(model_bytes, sess_options=options,
+                                       providers=[p for p in providers if p in ort.get_available_providers()])
+    except Exception as error:  # noqa: BLE001 - a broken file is the user's
+        raise AdvauditError(f"onnxruntime cannot load the ONNX model: {one_line(error)[:300]}") from None
+    first = session.get_inputs()[0]
+    batch = first.shape[0] if first.shape and isinstance(first.shape[0], int) else None
+    input_name, output_name = first.name, session.get_outputs()[0].name
+
+    def predict(x: Any) -> Any:
+        x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+        if batch is None:
+            return session.run([output_name], {input_name: x})[0]
+        outs = []
+        for start in range(0, len(x), batch):
+            chunk = x[start:start + batch]
+            pad = batch - len(chunk)
+            if pad:
+                chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, 0)])
+            outs.append(session.run([output_name], {input_name: chunk})[0][:batch - pad])
+        return np.concatenate(outs)
+
+    return predict
+
+
+#: types skops does not trust by default whose objects advaudit bounds-checks itself (:func:`check_trees`)
+CHECKED_TYPES = ("sklearn.tree._tree.Tree",)
+
+
+def load_skops(data: bytes, trusted_types: list[str], source: str) -> Any:
+    """A scikit-learn object from skops bytes; other types skops does not trust must be listed by the user.
+
+    Decision trees (``sklearn.tree._tree.Tree``, in every forest and boosting model) are accepted
+    after :func:`check_trees` has checked their node indices, which is what skops warns about.
+    """
+    import skops.io as sio
+
+    untrusted = sio.get_untrusted_types(data=data)
+    missing = [t for t in untrusted if t not in trusted_types and t not in CHECKED_TYPES]
+    require(not missing, f"{source} holds types skops does not trust by default: {missing}; if you made the file "
+            f"or trust its source add target.trusted_types=[{', '.join(missing)}] (recorded in the report)")
+    loaded = sio.loads(data, trusted=list(untrusted) or None)
+    check_trees(loaded, source)
+    return loaded
+
+
+def check_trees(obj: Any, source: str, depth: int = 0) -> int:
+    """Refuse decision trees whose node arrays index outside themselves or the estimator's features.
+
+    scikit-learn walks ``children_left/right`` and reads ``X[:, feature]`` without bounds checks;
+    a node may only point at ``-1`` (leaf) or a node of its tree, and split on a feature the
+    estimator has. Returns how many trees were checked.
+    """
+    if depth > 6 or obj is None or isinstance(obj, (str, bytes, int, float, bool)):
+        return 0
+    checked = 0
+    tree = getattr(obj, "tree_", None)
+    if tree is not None and type(tree).__name__ == "Tree":
+        count = int(tree.node_count)
+        n_features = min(int(tree.n_features), int(getattr(obj, "n_features_in_", tree.n_features)))
+        for name in ("children_left", "children_right"):
+            child = np.asarray(getattr(tree, name))
+            require(bool(((child == -1) | ((child >= 0) & (child < count))).all()),
+                    f"{source}: a decision tree's {name} points outside the tree; the file is corrupt or crafted")
+        feature = np.asarray(tree.feature)
+        leaf = np.asarray(tree.children_left) == -1
+        require(bool((leaf | ((feature >= 0) & (feature < n_features))).all()),
+                f"{source}: a decision tree splits on a feature the estimator does not have; the file is corrupt or crafted")
+        checked += 1
+    children: list[Any] = []
+    for name in ("estimators_", "steps", "estimator", "estimator_", "base_estimator_", "final_estimator_", "calibrated_classifiers_"):
+        value = getattr(obj, name, None)
+        if value is not None:
+            children.extend(np.asarray(value, dtype=object).ravel().tolist() if isinstance(value, (list, tuple, np.ndarray)) else [value])
+    for child in children:
+        child = child[1] if isinstance(child, tuple) and len(child) == 2 else child
+        checked += check_trees(child, source, depth + 1)
+    return checked
+
+
+def sklearn_predict(estimator: Any) -> Callable[[Any], Any]:
+    """``estimator.predict_proba`` on ``numpy [B, F]`` (images are flattened)."""
+    require(hasattr(estimator, "predict_proba"), f"{type(estimator).__name__} has no predict_proba; black-box "
+            "targets must give probabilities (e.g. SVC(probability=True))")
+
+    def predict(x: Any) -> Any:
+        x = np.asarray(x)
+        return estimator.predict_proba(x.reshape(len(x), -1) if x.ndim > 2 else x)
+
+    predict.estimator = estimator  # type: ignore[attr-defined]
+    return predict
+
+
+# -- the target --------------------------------------------------------------------------------------
+def assemble(module: nn.Module | None, predict: Callable | None, spec: TargetSpec, fmt: str,
+             meta_extra: dict[str, Any] | None = None) -> ImportedTorchTarget | BlackBoxTarget:
+    """Wrap the user's model with its adapters and class map into an audit target (not yet verified)."""
+    outputs = spec.outputs or ("probabilities" if fmt in ("skops", "function") or (
+        module is None and fmt in PICKLE_FORMATS) else "logits")
+    model_shape = list(spec.input_shape)
+    audit_shape = list(spec.resize_from or model_shape)
+    adapter = InputAdapter(model_shape, spec.resize_from, spec.normalization)
+    n_outputs = _count_outputs(module, predict, adapter, audit_shape, spec)
+    class_map = ClassMap(spec.class_map, n_outputs, spec.output_names) if spec.class_map is not None else None
+    if class_map is None:
+        require(n_outputs == len(spec.class_names or []), f"the model gives {n_outputs} scores per input but "
+                f"target.class_names has {len(spec.class_names or [])} names; give one name per model output "
+                "(in order) or a target.class_map")
+    meta = {"class_names": spec.audit_classes(), "input_shape": audit_shape, "model_input_shape": model_shape,
+            "normalization": spec.normalization, "arch": f"imported:{fmt}", "outputs": outputs, "format": fmt,
+            "source": spec.record(), **({"config": {"dataset": spec.dataset}} if spec.dataset else {}),
+            **(meta_extra or {})}
+    temperature = float(spec.temperature) if spec.temperature != "calibrate" else 1.0
+    if module is not None:
+        return ImportedTorchTarget(ModelPipeline(adapter, module, outputs, class_map), meta, temperature).eval()
+    return BlackBoxTarget(predict, adapter, outputs, class_map, meta, temperature, array=spec.array)
+
+
+def _count_outputs(module: nn.Module | None, predict: Callable | None, adapter: InputAdapter,
+                   audit_shape: list[int], spec: TargetSpec) -> int:
+    """How many scores the model gives per input, from a probe batch; a model that does not run is refused."""
+    probe = torch.rand(2, *audit_shape, generator=torch.Generator().manual_seed(0))
+    try:
+        with torch.no_grad():
+            x = adapter(probe)
+            if module is not None:
+                scores = as_scores(module(x))
+            else:
+                raw = predict(x.numpy() if spec.array == "numpy" else x)
+                scores = torch.as_tensor(raw.numpy() if isinstance(raw, Tensor) else np.asarray(raw))
+    except AdvauditError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the model refusing its input is the config's problem
+        adapted = f" (resized from {list(spec.resize_from)})" if spec.resize_from else ""
+        raise AdvauditError(f"the model does not run on inputs of shape {[2, *spec.input_shape]}{adapted}: "
+                            f"{one_line(error)[:240]}; check target.input_shape (and target.resize_from)") from None
+    require(scores.dim() == 2 and len(scores) == 2, f"the model returned scores of shape {list(scores.shape)} for 2 "
+            "inputs; it must return [batch, classes]")
+    return int(scores.shape[1])
+
+
+def module_to_bytes(module: nn.Module, model_shape: list[int]) -> tuple[str, bytes]:
+    """The user's module as a code-free archive: ``("export", .pt2 bytes)``, else ``("torchscript", bytes)``."""
+    example = torch.rand(3, *model_shape)
+    buffer = io.BytesIO()
+    try:
+        program = torch.export.export(module.eval(), (example,), dynamic_shapes=({0: torch.export.Dim.AUTO},))
+        torch.export.save(program, buffer)
+        return "export", buffer.getvalue()
+    except Exception as error:  # noqa: BLE001 - some modules cannot be exported; tracing is the fallback
+        log.info("torch.export failed (%s); storing a TorchScript trace instead", one_line(error)[:200])
+    buffer = io.BytesIO()
+    try:
+        torch.jit.save(torch.jit.trace(module.eval(), example), buffer)
+    except Exception as error:  # noqa: BLE001
+        raise AdvauditError(f"the model can be neither exported (torch.export) nor traced (torch.jit.trace): "
+                            f"{one_line(error)[:240]}; audit it with a target block instead of importing it") from None
+    return "torchscript", buffer.getvalue()
+
+
+def module_from_bytes(backend: str, data: bytes) -> nn.Module:
+    """The inverse of :func:`module_to_bytes` (and of a stored TorchScript / export file)."""
+    if backend == "export":
+        return exported_module(torch.export.load(io.BytesIO(data)))
+    return torch.jit.load(io.BytesIO(data), map_location="cpu").eval()

@@ -1,0 +1,217 @@
+"""What a model trained elsewhere is, said in config: the ``target`` block.
+
+``target=<path>`` stays a path (advaudit's own ``target.pt``, or an imported one written by
+``advaudit import``); ``target`` may also be a mapping that says what the model is, where its
+weights are and what auditing it needs::
+
+    target:
+      model: {_target_: torchvision.models.resnet18, num_classes: 10}   # code runs because you name it
+      path: resnet18_fmnist.pt            # state_dict / .safetensors / Lightning .ckpt
+      class_names: [t-shirt, trouser, ...]
+      input_shape: [3, 32, 32]            # what the model takes
+      resize_from: [1, 28, 28]            # what the audit feeds: resized (and grey -> RGB) to input_shape
+      normalization: {mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5]}   # or: model (it normalises itself)
+      dataset: fashion_mnist              # a conf/dataset option or a {_target_: ...} block
+
+Exactly one source names the model: ``model`` (an ``nn.Module`` built by Hydra, weights from
+``path``), ``lightning_module`` (a LightningModule class whose ``load_from_checkpoint`` reads
+``path``), ``function`` (a callable from inputs to probabilities), or a file in ``path`` alone
+(TorchScript, ``torch.export`` .pt2, ONNX, skops, or a pickle/joblib file with ``trusted: true``).
+Every key is checked here, with a "did you mean" for a misspelt one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from advaudit.errors import AdvauditError, require
+
+#: file formats a ``target`` block can name in ``format`` (``auto``: identified from the file)
+FORMATS = ("auto", "advaudit", "state_dict", "safetensors", "lightning", "torchscript", "export", "onnx",
+           "skops", "pickle", "joblib")
+OUTPUTS = ("logits", "probabilities", "log_probabilities")
+#: the audit class that collects every model output outside a ``class_map``
+OTHER_CLASS = "(other)"
+CONF_DATASETS = Path(__file__).resolve().parents[3] / "conf" / "dataset"
+
+
+@dataclass
+class TargetSpec:
+    """A target block, checked. Shapes are ``[C, H, W]`` for images or ``[F]`` for tables."""
+
+    path: str | None = None
+    format: str = "auto"
+    model: Any = None
+    lightning_module: str | None = None
+    function: Any = None
+    class_names: list[str] | None = None
+    class_map: dict[str, list[Any]] | None = None
+    output_names: list[str] | None = None
+    input_shape: list[int] | None = None
+    resize_from: list[int] | None = None
+    normalization: Any = None
+    outputs: str | None = None
+    temperature: Any = 1.0
+    dataset: Any = None
+    weights_prefix: str | None = None
+    array: str = "torch"
+    trusted: bool = False
+    trusted_types: list[str] = field(default_factory=list)
+    name: str | None = None
+    tolerance: float = 1e-4
+
+    # -- derived ----------------------------------------------------------------------------------
+    @property
+    def source(self) -> str:
+        """Which of the four sources names the model: ``module``, ``lightning_module``, ``function``, ``file``."""
+        if self.model is not None:
+            return "module"
+        if self.lightning_module is not None:
+            return "lightning_module"
+        if self.function is not None:
+            return "function"
+        return "file"
+
+    @property
+    def label(self) -> str:
+        """A short, stable name for tables: ``name``, else the weights file, else the code named."""
+        if self.name:
+            return str(self.name)
+        if self.path:
+            return str(self.path)
+        code = self.function if isinstance(self.function, str) else _get_target(self.function)
+        return f"function:{code}"
+
+    def audit_classes(self) -> list[str]:
+        """The class names audits see: the class map's keys (plus :data:`OTHER_CLASS`) or ``class_names``."""
+        if self.class_map is not None:
+            return [*self.class_map, OTHER_CLASS]
+        return list(self.class_names or [])
+
+    def record(self) -> dict[str, Any]:
+        """The spec as plain data for reports and checkpoints (the code it names stays a name)."""
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+        if self.path and Path(self.path).is_file():
+            out["sha256"] = file_sha256(self.path)
+        return {k: v for k, v in out.items() if v not in (None, [], {})}
+
+
+def parse_target_spec(node: Any, seed: int = 0) -> TargetSpec:
+    """A :class:`TargetSpec` from a ``target`` mapping, refusing unknown keys and impossible combinations.
+
+    Raises:
+        AdvauditError: naming the key and the fix (one line).
+    """
+    data = _plain(node)
+    require(isinstance(data, dict), f"target must be a path or a mapping, not {type(data).__name__}")
+    known = [f.name for f in fields(TargetSpec)]
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"; did you mean target.{close[0]}?" if close else f"; known keys: {', '.join(known)}"
+            raise AdvauditError(f"target.{key} is not a target setting{hint}")
+    spec = TargetSpec(**data)
+    _check_spec(spec)
+    if isinstance(spec.dataset, str):
+        spec.dataset = named_dataset(spec.dataset, seed)
+    return spec
+
+
+def _check_spec(spec: TargetSpec) -> None:
+    sources = [k for k in ("model", "lightning_module", "function") if getattr(spec, k) is not None]
+    require(len(sources) <= 1, f"target names the model {len(sources)} ways ({', '.join(sources)}); keep one")
+    require(spec.format in FORMATS, f"target.format={spec.format!r}; use one of {', '.join(FORMATS)}")
+    require(spec.outputs is None or spec.outputs in OUTPUTS,
+            f"target.outputs={spec.outputs!r}; use one of {', '.join(OUTPUTS)}")
+    require(spec.array in ("torch", "numpy"), f"target.array={spec.array!r}; use torch or numpy")
+    if spec.source in ("file", "lightning_module"):
+        require(spec.path is not None, f"target names no model: give target.path (a TorchScript, torch.export, "
+                "ONNX, skops or Lightning file), or target.model={{_target_: ...}} with target.path to its weights, "
+                "or target.function" if spec.source == "file" else
+                "target.lightning_module needs target.path: the Lightning .ckpt to load_from_checkpoint")
+    if spec.source == "function":
+        require(spec.path is None, "target.function is a black box with no file; drop target.path")
+    require(spec.class_names is not None or spec.class_map is not None,
+            "target needs class_names: [...] (one per model output, in order) or a class_map "
+            "{audit class: [model outputs]}")
+    if spec.class_map is not None:
+        require(isinstance(spec.class_map, dict) and all(isinstance(v, list) and v for v in spec.class_map.values()),
+                "target.class_map must map each audit class to a non-empty list of model outputs (indices or "
+                "output_names), e.g. {chair: [423, 559, 765]}")
+    require(spec.input_shape is not None and all(isinstance(d, int) and d > 0 for d in spec.input_shape),
+            f"target.input_shape={spec.input_shape}; give the shape the model takes, e.g. [3, 224, 224] or [13]")
+    if spec.resize_from is not None:
+        require(len(spec.input_shape) == 3 and len(spec.resize_from) == 3,
+                "target.resize_from works on images: give [C, H, W] for both it and target.input_shape")
+        require(spec.resize_from[0] in (1, spec.input_shape[0]),
+                f"target.resize_from has {spec.resize_from[0]} channels and the model takes {spec.input_shape[0]}; "
+                "only 1 -> C (grey repeated) or equal channel counts are adapted")
+    norm = spec.normalization
+    require(norm == "model" or (isinstance(norm, dict) and set(norm) == {"mean", "std"}),
+            "target.normalization is required: {mean: [...], std: [...]} per channel (applied after any resize), "
+            "or 'model' when the model normalises its raw [0, 1] inputs itself")
+    if isinstance(norm, dict):
+        channels = spec.input_shape[0] if len(spec.input_shape) == 3 else spec.input_shape[-1]
+        for key in ("mean", "std"):
+            values = norm[key] if isinstance(norm[key], list) else [norm[key]]
+            require(len(values) in (1, channels), f"target.normalization.{key} has {len(values)} values; the model "
+                    f"takes {channels} channels/features")
+        require(all(float(s) > 0 for s in (norm["std"] if isinstance(norm["std"], list) else [norm["std"]])),
+                "target.normalization.std must be > 0")
+    t = spec.temperature
+    require(t == "calibrate" or (isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0),
+            f"target.temperature={t!r}; give a number > 0 or 'calibrate' (fit on the dataset's validation split)")
+    if t == "calibrate":
+        require(spec.dataset is not None, "target.temperature=calibrate needs target.dataset (its validation split)")
+
+
+def named_dataset(name: str, seed: int) -> dict[str, Any]:
+    """The ``conf/dataset/<name>.yaml`` option as a plain ``{_target_: ...}`` block (seed filled in)."""
+    path = CONF_DATASETS / f"{name}.yaml"
+    options = sorted(p.stem for p in CONF_DATASETS.glob("*.yaml"))
+    require(path.is_file(), f"target.dataset={name!r} is not a dataset option; use one of {options} or a "
+            "{_target_: ...} block")
+    node = OmegaConf.load(path)
+    node.pop("defaults", None)
+    root = OmegaConf.create({"seed": seed, "dataset": node})
+    return OmegaConf.to_container(root, resolve=True)["dataset"]
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes (the weights' identity in reports and W&B)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def target_label(value: Any) -> str | None:
+    """How a run's ``target`` is named in tables: the path, or the block's label."""
+    if value is None or isinstance(value, str):
+        return value
+    data = _plain(value)
+    if not isinstance(data, dict):
+        return str(data)
+    if data.get("name"):
+        return str(data["name"])
+    if data.get("path"):
+        return str(data["path"])
+    function = data.get("function")
+    return f"function:{function if isinstance(function, str) else _get_target(function)}"
+
+
+def _get_target(node: Any) -> str | None:
+    return node.get("_target_") if isinstance(node, Mapping) else None
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(value, resolve=True)
+    return value

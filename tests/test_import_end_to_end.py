@@ -194,3 +194,38 @@ def test_import_refuses_what_it_cannot_store(tmp_path: Path) -> None:
     with pytest.raises(AdvauditError, match="cannot be stored in a file"):
         import_target({"function": "tests.models.user_models.brightness_votes", "class_names": FMNIST_NAMES,
                        "input_shape": [1, 28, 28], "normalization": "model"}, tmp_path / "f.pt")
+
+
+def test_a_block_in_the_users_config_folder_and_its_wandb_lineage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's recipe: the block in an experiment file of the user's own --config-dir; W&B records the
+    model file as the run's input artifact with the block and its SHA-256."""
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    from advaudit.data.sklearn_sets import TabularDataModule
+    from advaudit.models.imported.spec import file_sha256
+    from advaudit.report.wandb_offline import offline_runs
+    from tests.cli_batch import run_case
+
+    table = TabularDataModule(name="wine")
+    table.setup()
+    model = LogisticRegression(max_iter=2000).fit(table.split("train").x.numpy(), table.split("train").y.numpy())
+    sio.dump(model, tmp_path / "wine.skops")
+    experiment = tmp_path / "my_conf" / "experiment"
+    experiment.mkdir(parents=True)
+    (experiment / "wine_logreg.yaml").write_text(
+        "# @package _global_\ntarget:\n"
+        f"  path: {tmp_path / 'wine.skops'}\n  class_names: [class_0, class_1, class_2]\n  input_shape: [13]\n"
+        "  normalization: model\n  dataset: tabular\n  name: wine-logreg\n")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    done = run_case("examine.py", ["--config-dir", str(tmp_path / "my_conf"), "experiment=wine_logreg", "audit=evaluate",
+                                   "+audit.dataset={_target_:advaudit.data.sklearn_sets.TabularDataModule,name:wine}",
+                                   f"hydra.run.dir={tmp_path / 'run'}"])
+    assert done["code"] == 0, done["stderr"][-2000:]
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["target"] == "wine-logreg" and result["n_items"] == len(table.split("test"))
+    [run] = offline_runs(tmp_path / "run")
+    [artifact] = [a for a in run["artifacts"] if a["type"] == "model"]
+    assert artifact["input"] is True and artifact["files"] == ["wine.skops"]
+    assert artifact["metadata"]["sha256"] == file_sha256(tmp_path / "wine.skops")
+    assert artifact["metadata"]["target_block"]["name"] == "wine-logreg"

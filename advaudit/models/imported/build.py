@@ -44,8 +44,12 @@ def file_kind(spec: TargetSpec) -> FileKind:
     return FileKind(spec.format, f"a {spec.format} file (as target.format says)", found.classes)
 
 
-def build_model(spec: TargetSpec) -> tuple[nn.Module | None, Callable[[Any], Any] | None, str]:
-    """The user's model: ``(torch module, None, format)`` or ``(None, black-box predict, format)``."""
+def build_model(spec: TargetSpec, device: str = "cpu") -> tuple[nn.Module | None, Callable[[Any], Any] | None, str]:
+    """The user's model: ``(torch module, None, format)`` or ``(None, black-box predict, format)``.
+
+    Torch modules are built on the CPU (the caller moves the finished target); an ONNX session uses
+    onnxruntime's CUDA provider when ``device`` is a CUDA device and the provider is installed.
+    """
     if spec.source == "function":
         return None, _function(spec.function), "function"
     path = Path(str(spec.path)).expanduser()
@@ -62,16 +66,16 @@ def build_model(spec: TargetSpec) -> tuple[nn.Module | None, Callable[[Any], Any
         state = strip_prefix(read_state_dict(path, kind.kind), module, spec.weights_prefix)
         load_weights(module, state, str(path))
         return module.eval(), None, kind.kind
-    return _from_file(spec, path, kind)
+    return _from_file(spec, path, kind, device)
 
 
-def _from_file(spec: TargetSpec, path: Path, kind: FileKind) -> tuple[nn.Module | None, Callable | None, str]:
+def _from_file(spec: TargetSpec, path: Path, kind: FileKind, device: str) -> tuple[nn.Module | None, Callable | None, str]:
     if kind.kind == "torchscript":
         return torch.jit.load(str(path), map_location="cpu").eval(), None, "torchscript"
     if kind.kind == "export":
         return exported_module(torch.export.load(str(path))), None, "export"
     if kind.kind == "onnx":
-        return None, onnx_predict(onnx_bytes(path), spec), "onnx"
+        return None, onnx_predict(onnx_bytes(path), device), "onnx"
     if kind.kind == "skops":
         return None, sklearn_predict(load_skops(path.read_bytes(), spec.trusted_types, str(path))), "skops"
     if kind.kind in PICKLE_FORMATS:
@@ -181,7 +185,7 @@ def onnx_bytes(path: Path) -> bytes:
                             "sit next to it)") from None
 
 
-def onnx_predict(model_bytes: bytes, spec: TargetSpec | None = None, device: str = "cpu") -> Callable[[Any], Any]:
+def onnx_predict(model_bytes: bytes, device: str = "cpu") -> Callable[[Any], Any]:
     """An onnxruntime session as ``numpy [B, ...] -> numpy [B, M]`` (its first input and output)."""
     import onnxruntime as ort
 

@@ -77,7 +77,7 @@ def load_block_target(node: Any, device: str = "cpu", seed: int = 0) -> Any:
         return load_target(Path(str(path)).expanduser(), map_location=device,
                            trusted_types=list(data.get("trusted_types") or []))
     spec = parse_target_spec(node, seed)
-    module, predict, fmt = build_model(spec)
+    module, predict, fmt = build_model(spec, device)
     target = assemble(module, predict, spec, fmt)
     if spec.temperature == "calibrate":
         calibrate(target, spec.dataset)
@@ -169,7 +169,7 @@ def target_from_payload(payload: dict[str, Any], map_location: str = "cpu", trus
     if backend in ("export", "torchscript"):
         module = module_from_bytes(backend, data)
     elif backend == "onnx":
-        predict = onnx_predict(data, spec, device=map_location)
+        predict = onnx_predict(data, device=map_location)
     else:
         predict = sklearn_predict(load_skops(data, list(trusted_types or []), "the imported target file"))
     extra = {k: meta[k] for k in ("source", "format", "config", "temperature_fit_on", "adapters", "imported_with") if k in meta}

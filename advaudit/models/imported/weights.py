@@ -10,7 +10,7 @@ missing, unexpected and mis-shaped key named.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 import torch
 from torch import Tensor, nn
@@ -76,8 +76,3 @@ def load_weights(module: nn.Module, state: Mapping[str, Tensor], source: str) ->
         raise AdvauditError(f"the weights in {source} do not fit {type(module).__name__}: " + "; ".join(parts)
                             + "; check target.model's arguments (e.g. num_classes) or target.weights_prefix")
     module.load_state_dict(dict(state), strict=True)
-
-
-def describe_keys(state: Mapping[str, Any]) -> str:
-    """``"62 tensors, e.g. 'conv1.weight'"`` for messages."""
-    return f"{len(state)} tensors, e.g. {next(iter(state))!r}" if state else "no tensors"

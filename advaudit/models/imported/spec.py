@@ -132,7 +132,7 @@ def _check_spec(spec: TargetSpec) -> None:
     require(spec.array in ("torch", "numpy"), f"target.array={spec.array!r}; use torch or numpy")
     if spec.source in ("file", "lightning_module"):
         require(spec.path is not None, "target names no model: give target.path (a TorchScript, torch.export, "
-                "ONNX, skops or Lightning file), or target.model={{_target_: ...}} with target.path to its weights, "
+                "ONNX, skops or Lightning file), or target.model={_target_: ...} with target.path to its weights, "
                 "or target.function" if spec.source == "file" else
                 "target.lightning_module needs target.path: the Lightning .ckpt to load_from_checkpoint")
     if spec.source == "function":

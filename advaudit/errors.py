@@ -5,13 +5,17 @@ low > high, a budget of 0, ...) is raised as :class:`AdvauditError` with a one-l
 names the problem and the fix. The command-line shims (:mod:`advaudit.cli`) print that line,
 exit with :data:`EXIT_USER_ERROR` and show no stack trace; :func:`classify` also recognises the
 user errors that arrive as OmegaConf / Hydra exceptions (a value of the wrong type, a missing
-``???`` value, a ``_target_`` that cannot be built with the arguments given).
+``???`` value, a ``_target_`` that cannot be built with the arguments given). Messages are plain
+text: terminal colour codes (which torch puts in some of its errors) never reach them.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import logging
-from typing import Any, Literal
+import re
+from typing import Any, Iterable, Literal
 
 import torch
 
@@ -43,7 +47,27 @@ def require(condition: bool, message: str) -> None:
 
 def warn(message: str) -> None:
     """A one-line warning for a setting that is legal but probably not what the user meant."""
-    log.warning("warning: %s", message)
+    log.warning("warning: %s", strip_ansi(message))
+
+
+#: ANSI escape sequences: CSI (colours, cursor: ``ESC [ ... m``), OSC (``ESC ] ... BEL``) and the two-byte ones
+_ANSI = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences (colours, bold, links), e.g. those in torch's errors."""
+    return _ANSI.sub("", text)
+
+
+def unknown_keys_message(path: str, unknown: Iterable[str], valid: Iterable[str]) -> str:
+    """One line refusing the keys ``unknown`` of the node at ``path`` (``""``: the root), with the
+    closest valid key for each (``difflib``), or the valid keys when none is close."""
+    unknown, valid = [str(k) for k in unknown], sorted(str(k) for k in valid)
+    prefix = f"{path}." if path else ""
+    close = {key: difflib.get_close_matches(key, valid, n=1) for key in unknown}
+    hints = [f"{prefix}{match[0]} for {prefix}{key}" for key, match in close.items() if match]
+    hint = f"did you mean {', '.join(hints)}?" if hints else f"its keys are {valid}"
+    return f"{path or 'the config'} has unknown keys {unknown} (nothing would read them); {hint}"
 
 
 def check_finite(probs: torch.Tensor, context: str | dict[str, Any]) -> None:
@@ -97,8 +121,15 @@ def classify(error: BaseException) -> tuple[ErrorKind, str]:
     inside ``hydra.utils.instantiate`` still counts), OmegaConf errors (wrong type, missing value,
     unknown key: the message names the key), Hydra's config errors (an override that does not
     parse or merge, a config option that does not exist), an ``instantiate`` call whose arguments
-    do not fit the class, and files that do not exist or cannot be read.
+    do not fit the class, and files that do not exist or cannot be read. The message is plain text
+    (no terminal colour codes), whatever the exception's own text held.
     """
+    kind, message = _classify(error)
+    return kind, strip_ansi(message)
+
+
+def _classify(error: BaseException) -> tuple[ErrorKind, str]:
+    """:func:`classify` before its message is cleaned."""
     from hydra.errors import HydraException, InstantiationException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -113,6 +144,9 @@ def classify(error: BaseException) -> tuple[ErrorKind, str]:
         return "bug", one_line(error)
     if isinstance(error, HydraException):
         cause = next((c for c in chain[1:] if isinstance(c, OmegaConfBaseException)), None)
+        unknown = _unknown_key_override(cause)
+        if unknown is not None:
+            return "user", unknown
         return "user", one_line(error) + (f": {omegaconf_message(cause)}" if cause is not None else "")
     for item in chain:
         if isinstance(item, OmegaConfBaseException):
@@ -122,6 +156,26 @@ def classify(error: BaseException) -> tuple[ErrorKind, str]:
             name = getattr(item, "filename", None)
             return "user", f"{item.strerror or type(item).__name__}: {name}; check the path in the config"
     return "bug", f"{type(error).__name__}: {one_line(error)}"
+
+
+def _unknown_key_override(cause: BaseException | None) -> str | None:
+    """An override of a key the config does not have (``audit.bugdet=8``), as the unknown-key line
+    with the closest valid key; ``None`` for other errors, and for keys of open mappings with no
+    close valid key (where Hydra's "To append to your config use +key=value" is the fix)."""
+    from omegaconf import DictConfig
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+    if not isinstance(cause, (ConfigAttributeError, ConfigKeyError)):
+        return None
+    parent, key, full_key = getattr(cause, "parent_node", None), getattr(cause, "key", None), getattr(cause, "full_key", None)
+    if not isinstance(parent, DictConfig) or key is None or not full_key or key in parent:
+        return None
+    valid = [str(k) for k in parent.keys() if k != "hydra"]
+    typed = dataclasses.is_dataclass(getattr(cause, "object_type", None))
+    if not typed and not difflib.get_close_matches(str(key), valid, n=1):
+        return None
+    path = str(full_key)[: -len(str(key))].rstrip(".")
+    return unknown_keys_message(path, [str(key)], valid)
 
 
 def _chain(error: BaseException) -> list[BaseException]:
@@ -134,8 +188,9 @@ def _chain(error: BaseException) -> list[BaseException]:
 
 
 def one_line(error: BaseException | str) -> str:
-    """The message of ``error`` folded onto one line (blank lines and indentation dropped)."""
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    """The message of ``error`` folded onto one line (blank lines, indentation and terminal colour
+    codes dropped)."""
+    lines = [line.strip() for line in strip_ansi(str(error)).strip().splitlines() if line.strip()]
     if not lines:
         return type(error).__name__ if isinstance(error, BaseException) else ""
     text = lines[0]

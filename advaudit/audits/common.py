@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from advaudit.data.base import ArrayDataModule
-from advaudit.errors import require
+from advaudit.errors import AdvauditError, require
 from advaudit.models import Target
+from advaudit.models.imported.spec import OTHER_CLASS
 from advaudit.models.imported.store import load_any_target
 from advaudit.runtime import resolve_device
 
@@ -25,16 +26,63 @@ def load_audit_target(cfg: DictConfig) -> Target:
     return load_any_target(value, device=str(device), seed=int(cfg.get("seed", 0)))
 
 
-def target_datamodule(target: Target, override: DictConfig | None = None) -> ArrayDataModule:
-    """The dataset ``target`` was trained on (from its checkpoint), or ``override`` when given.
+def target_datamodule(target: Target, override: Any = None) -> ArrayDataModule:
+    """The dataset ``target`` was trained on (from its checkpoint), or ``override`` when given; set up.
 
-    The stored config is rebuilt without its training-split bias options' effect on test data
-    being lost: test-time shifts stay as they were at training time unless overridden.
+    ``override`` is ``audit.dataset``: a dataset config block (``_target_`` to an
+    :class:`ArrayDataModule` and its settings, as ``+dataset@audit.dataset=<name>`` puts one there).
+    Its classes must be the target's, in the target's order (``classes`` selects and orders them;
+    a class map's "other" output needs no items).
+    The stored config is rebuilt as it was: test-time shifts stay as they were at training time
+    unless overridden.
+
+    Raises:
+        AdvauditError: when the override is not a dataset config or its classes are not the target's.
     """
-    if override is not None:
-        return instantiate(override)
-    stored: Any = target.meta.get("config", {}).get("dataset")
-    require(stored is not None, "this checkpoint does not record its dataset; pass audit.dataset=<config>")
-    datamodule = instantiate(OmegaConf.create(stored))
+    if override is None:
+        stored: Any = target.meta.get("config", {}).get("dataset")
+        require(stored is not None, "this checkpoint does not record its dataset; pass audit.dataset=<config> "
+                "(e.g. +dataset@audit.dataset=fashion_mnist)")
+        datamodule = instantiate(OmegaConf.create(stored))
+        datamodule.setup()
+        return datamodule
+    datamodule = _override_datamodule(override)
     datamodule.setup()
+    # a class map's "any other output" comes last and has no items of its own
+    _require_target_classes(datamodule.class_names, [c for c in target.class_names if c != OTHER_CLASS])
     return datamodule
+
+
+def _override_datamodule(override: Any) -> ArrayDataModule:
+    """``audit.dataset`` built into a datamodule (not yet set up), or a one-line refusal."""
+    if isinstance(override, str):
+        raise AdvauditError(f"audit.dataset={override} names no dataset config; to audit on conf/dataset/"
+                            f"{override}.yaml write +dataset@audit.dataset={override} (then "
+                            "audit.dataset.<key>=<value> changes its settings)")
+    require(isinstance(override, (DictConfig, Mapping)) and "_target_" in override,
+            f"audit.dataset={_shown(override)} is not a dataset config; give a block with _target_ (e.g. "
+            "audit.dataset={_target_: advaudit.data.fashion_mnist.FashionMNISTDataModule}) or "
+            "+dataset@audit.dataset=<name of a conf/dataset option>")
+    node = override if isinstance(override, DictConfig) else OmegaConf.create(dict(override))
+    datamodule = instantiate(node)
+    require(isinstance(datamodule, ArrayDataModule), f"audit.dataset._target_={node._target_} builds a "
+            f"{type(datamodule).__name__}, not a dataset; name a datamodule such as "
+            "advaudit.data.fashion_mnist.FashionMNISTDataModule")
+    return datamodule
+
+
+def _require_target_classes(classes: list[str], target_classes: list[str]) -> None:
+    """The override's classes are the target's, in its order: labels index the target's outputs."""
+    if list(classes) == list(target_classes):
+        return
+    shared = [name for name in target_classes if name in classes]
+    fix = (f"keep the target's classes with audit.dataset.classes=[{', '.join(target_classes)}]"
+           if len(shared) == len(target_classes) else "give a dataset with the target's classes")
+    raise AdvauditError(f"audit.dataset has classes {list(classes)} but the target predicts {list(target_classes)}; "
+                        f"{fix}")
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (DictConfig, ListConfig)):
+        return str(OmegaConf.to_container(value, resolve=False))
+    return repr(value)

@@ -1,7 +1,7 @@
 """Structured-config schemas: the type and the allowed choices of every key advaudit reads.
 
 Each YAML option of the groups advaudit owns (``audit``, ``examiner``, ``world``, ``search``,
-``dataset``) and the two root configs start with ``defaults: [<schema>, _self_]``, so Hydra checks
+``dataset``, ``model``, ``paths``) and the two root configs start with ``defaults: [<schema>, _self_]``, so Hydra checks
 every value at composition time, with its own messages, before any work: ``seed=abc`` ("Value 'abc'
 of type 'str' could not be converted to Integer"), ``audit.mode=weak`` ("Invalid value 'weak',
 expected one of [weakness, strength]"), ``+audit.bugdet=8`` (not in the schema). The YAML files
@@ -429,6 +429,60 @@ class MeshesDatasetConf(DatasetConf):
     val_fraction: float = 0.0
 
 
+# -- model ---------------------------------------------------------------------------------------
+@dataclass
+class ClassifierModelConf:
+    """``conf/model/{cnn,mlp,alexnet,resnet18,resnet34}.yaml``: a torch classifier trained by train.py."""
+
+    kind: str = "classifier"
+    arch: str = MISSING
+    arch_params: Dict[str, Any] = field(default_factory=dict)  # the architecture's own keyword arguments
+    optimizer: Any = None  # a _target_ block (_partial_: true), given the parameters at the call site
+    adversarial: Any = None  # null or PGD settings {norm, eps, steps, step_size} (checked in validation)
+
+
+@dataclass
+class SklearnModelConf:
+    """``conf/model/{svm,logreg}.yaml``: a scikit-learn black box grid-searched on a table."""
+
+    kind: str = "sklearn"
+    estimator: str = MISSING
+    params: Dict[str, Any] = field(default_factory=dict)
+    grid: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class GeneratorModelConf:
+    """``conf/model/generator.yaml``: the conditional generator of the fault tests."""
+
+    kind: str = "generator"
+    objective: str = "adversarial"
+    latent_dim: int = 64
+    width: int = 32
+    trunk_layers: int = 0
+    trunk_width: int = 512
+    lr: float = 0.0002
+    steps_per_epoch: int = 200
+    object_weight: float = 4.0
+    class_weight: float = 1.0
+    diversity_weight: float = 1.0
+    quality_target: Optional[str] = None
+    quality_gate: Optional[float] = None
+    class_teacher: Optional[str] = None
+    teacher_weight: float = 1.0
+
+
+# -- paths ---------------------------------------------------------------------------------------
+@dataclass
+class PathsConf:
+    """``conf/paths/default.yaml``: where a run writes."""
+
+    root_dir: str = MISSING
+    log_dir: str = MISSING
+    output_dir: str = MISSING
+    cache_dir: str = MISSING
+
+
 # -- roots --------------------------------------------------------------------------------------
 @dataclass
 class TrainConf:
@@ -492,4 +546,8 @@ SCHEMAS: list[tuple[str | None, str, type]] = [
     ("dataset", "torchvision_schema", TorchvisionDatasetConf),
     ("dataset", "shapes_schema", ShapesDatasetConf),
     ("dataset", "meshes_schema", MeshesDatasetConf),
+    ("model", "classifier_schema", ClassifierModelConf),
+    ("model", "sklearn_schema", SklearnModelConf),
+    ("model", "generator_schema", GeneratorModelConf),
+    ("paths", "paths_schema", PathsConf),
 ]

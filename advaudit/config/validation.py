@@ -3,16 +3,14 @@
 Types and choices are checked by Hydra at composition (:mod:`advaudit.config.schemas`); here,
 before any data is loaded or any model scored, :func:`validate` checks what a type cannot say:
 bounds with ``low <= high``, report budgets within the budget, budgets the examiner can honour,
-positive learning rates and epochs, pool sizes, and that every file the run needs is there and is
-a file. Every problem found is reported together, in one message, each naming its key and the
+positive learning rates and epochs, pool sizes, that every file the run needs is there and is a
+file, and that no key is one nothing reads (:mod:`advaudit.config.known_keys`). Every problem found is reported together, in one message, each naming its key and the
 nearest valid value; settings that are legal but probably not what the user meant get a one-line
 warning. Nothing is changed: a request is honoured exactly or refused.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import math
 from enum import Enum
 from pathlib import Path
@@ -20,7 +18,8 @@ from typing import Any, Iterable, Mapping
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from advaudit.errors import AdvauditError, warn
+from advaudit.config.known_keys import unknown_key_problems
+from advaudit.errors import AdvauditError, unknown_keys_message, warn
 from advaudit.files import describe_path
 
 #: factor names of the worlds advaudit ships, by ``_target_`` (other worlds are checked by themselves)
@@ -35,6 +34,8 @@ _WORLD_FACTORS = {
 SEARCH_METHODS = ("adversarial_distance", "gad", "random", "low_confidence", "lakkaraju", "bansal_weld",
                   "facility_locations")
 TARGETLESS_AUDITS = ("gallery",)
+#: the settings of PGD adversarial training (``model.adversarial``: advaudit.models.classifier.pgd_attack)
+PGD_KEYS = ("norm", "eps", "steps", "step_size", "random_start")
 
 
 class Checks:
@@ -90,8 +91,7 @@ def validate(cfg: DictConfig, task: str) -> list[str]:
     """
     checks = Checks()
     checks.number(cfg, "threads", "threads", low=1, integer=True)
-    for group in ("audit", "examiner", "world", "search", "dataset"):
-        _check_known_keys(cfg.get(group), group, checks)
+    checks.problems += unknown_key_problems(cfg)
     if task == "train":
         _check_train(cfg, checks)
     elif task == "examine":
@@ -132,6 +132,9 @@ def _check_train(cfg: DictConfig, checks: Checks) -> None:
         for key in ("latent_dim", "width"):
             checks.number(model, key, f"model.{key}", low=1, integer=True)
         adversarial = _get(model, "adversarial")
+        if isinstance(adversarial, DictConfig):
+            unknown = [str(k) for k in adversarial.keys() if k not in PGD_KEYS]
+            checks.require(not unknown, unknown_keys_message("model.adversarial", unknown, PGD_KEYS))
         if adversarial:
             checks.require(str(_get(adversarial, "norm")) in ("linf", "l2"),
                            f"model.adversarial.norm={_get(adversarial, 'norm')!r}; use linf or l2")
@@ -221,7 +224,23 @@ def _check_examine(cfg: DictConfig, checks: Checks) -> None:
         checks.number(audit, "base", "audit.base", low=0, high=1)
         _check_factor_names(world, (_plain(_get(audit, "base_overrides")) or {}).keys(), "audit.base_overrides", checks)
     if name in ("evaluate", "error_search"):
-        _check_dataset(_get(audit, "dataset"), "audit.dataset", checks)
+        _check_audit_dataset(_get(audit, "dataset"), checks)
+
+
+def _check_audit_dataset(dataset: Any, checks: Checks) -> None:
+    """``audit.dataset``: null (the target's own data) or a dataset block with ``_target_``."""
+    if dataset is None:
+        return
+    if isinstance(dataset, str):
+        checks.problems.append(f"audit.dataset={dataset} names no dataset config; to audit on conf/dataset/"
+                               f"{dataset}.yaml write +dataset@audit.dataset={dataset} (then "
+                               "audit.dataset.<key>=<value> changes its settings)")
+        return
+    if checks.require(isinstance(dataset, DictConfig) and "_target_" in dataset,
+                      f"audit.dataset={_plain(dataset)!r} is not a dataset config; give a block with _target_ "
+                      "(e.g. audit.dataset={_target_: advaudit.data.fashion_mnist.FashionMNISTDataModule}) or "
+                      "+dataset@audit.dataset=<name of a conf/dataset option>"):
+        _check_dataset(dataset, "audit.dataset", checks)
 
 
 def _check_world(world: DictConfig, checks: Checks) -> None:
@@ -380,25 +399,6 @@ def _check_fault_tests(audit: DictConfig, generator: Any, checks: Checks) -> Non
             eps, steps = settings.get("eps"), settings.get("steps")
             checks.require(eps is None or (isinstance(eps, (int, float)) and eps > 0), f"audit.pixel.{kind}.eps={eps} must be > 0")
             checks.require(steps is None or (isinstance(steps, int) and steps >= 1), f"audit.pixel.{kind}.steps={steps} must be >= 1")
-
-
-def _check_known_keys(node: Any, path: str, checks: Checks) -> None:
-    """Keys added with ``+`` that the schema does not declare: nothing would read them, so refuse."""
-    if not isinstance(node, DictConfig):
-        return
-    schema = OmegaConf.get_type(node)
-    if not dataclasses.is_dataclass(schema):
-        return
-    fields = [f.name for f in dataclasses.fields(schema)]
-    unknown = [str(key) for key in node.keys() if key not in fields]
-    if unknown:
-        close = {k: difflib.get_close_matches(k, fields, n=1) for k in unknown}
-        hints = [f"{path}.{c[0]} for {path}.{k}" for k, c in close.items() if c]
-        hint = f"; did you mean {', '.join(hints)}?" if hints else f"; its settings are {fields}"
-        checks.problems.append(f"{path} has unknown keys {unknown} (nothing would read them){hint}")
-    for key in node.keys():
-        if key in fields:
-            _check_known_keys(node._get_node(key), f"{path}.{key}", checks)
 
 
 # -- factors ------------------------------------------------------------------------------------

@@ -135,6 +135,16 @@ def cases(f: dict[str, Path]) -> dict[str, tuple[str, list[str], str]]:
                                    "dataset.root"),
         "unreadable_image_strict": ("train.py", ["dataset=image_folder", f"dataset.root={f['images']}",
                                                  "dataset.strict=true", "dataset.image_size=8"], "broken.png"),
+        # keys nothing reads, anywhere: named with the closest valid key
+        "unknown_root_key": ("examine.py", ["+target_class=3", t], "did you mean target for target_class?"),
+        "unknown_trainer_key": ("train.py", ["+trainer.max_epoch=3", TINY],
+                                "did you mean trainer.max_epochs for trainer.max_epoch?"),
+        "misspelt_key_overridden": ("examine.py", ["audit.bugdet=8", t], "did you mean audit.budget for audit.bugdet?"),
+        # audit.dataset: a dataset config holding the target's classes
+        "audit_dataset_a_name": ("examine.py", ["audit=evaluate", t, "audit.dataset=fashion_mnist"],
+                                 "+dataset@audit.dataset=fashion_mnist"),
+        "audit_dataset_other_classes": ("examine.py", ["audit=error_search", t, "+dataset@audit.dataset=digits"],
+                                        "audit.dataset has classes ['0', '1'"),
     }
 
 
@@ -166,7 +176,7 @@ def test_bad_input_is_one_named_line_and_exit_2(name: str, batch_results: dict[s
     result = batch_results[name]
     output = result["stdout"] + result["stderr"]
     assert result["code"] == 2, output[-3000:]
-    assert "Traceback" not in output
+    assert "Traceback" not in output and "\x1b" not in output  # plain text: no terminal colour codes
     errors = [line for line in result["stderr"].splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, result["stderr"][-2000:]
     assert expected in errors[0], errors[0]
@@ -175,6 +185,7 @@ def test_bad_input_is_one_named_line_and_exit_2(name: str, batch_results: dict[s
         saved = json.loads(record.read_text())
         assert saved["status"] == "failed" and saved["error_kind"] == "user"
         assert saved["error"] == errors[0][len("error: "):]
+        assert "\\u001b" not in record.read_text()
 
 
 def test_validation_reports_every_problem_at_once(batch_results: dict[str, dict]) -> None:
@@ -199,3 +210,15 @@ def test_full_error_shows_the_traceback_and_still_exits_2(tmp_path: Path) -> Non
     assert done.returncode == 2 and "Traceback" in done.stderr and "trainer.max_epochs=0" in done.stderr
     record = json.loads((tmp_path / "result.json").read_text())
     assert record["status"] == "failed" and record["task"] == "train" and record["config"]["trainer"]["max_epochs"] == 0
+
+
+def test_an_unknown_root_key_in_its_own_process_exits_2_with_the_closest_key(tmp_path: Path) -> None:
+    target = tmp_path / "target.pt"
+    target.write_bytes(b"not looked at: the config is refused first")
+    done = subprocess.run([sys.executable, "examine.py", "+target_class=3", f"target={target}", *QUIET,
+                           f"hydra.run.dir={tmp_path / 'run'}"], cwd=REPO, env=ENV, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == ("error: the config has unknown keys ['target_class'] (nothing would "
+                                                    "read them); did you mean target for target_class?")

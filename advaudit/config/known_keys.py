@@ -1,8 +1,9 @@
 """Unknown keys anywhere in a config are refused, each with the closest valid key.
 
 A key that nothing reads (``+target_class=3``, ``+trainer.max_epoch=5``, ``+audit.bugdet=8``) is a
-request that would be silently ignored. :func:`unknown_key_problems` walks the composed config and
-names every such key with the closest valid one. Which keys a mapping may hold:
+request that would be silently ignored. :func:`unknown_key_problems` and
+:func:`unknown_argument_problems` walk the composed config and name every such key with the closest
+valid one. Which keys a mapping may hold:
 
 * a mapping typed by a schema of :mod:`advaudit.config.schemas` (the root, ``audit``, ``examiner``,
   ``world``, ``search``, ``dataset``, ``model``, ``paths``, ...): the schema's fields (the root
@@ -45,18 +46,40 @@ _HINTS = {
 }
 
 
-def unknown_key_problems(cfg: DictConfig) -> list[str]:
-    """One line per mapping of ``cfg`` that holds keys nothing reads (empty when there are none)."""
+def unknown_key_problems(cfg: DictConfig, task: str) -> list[str]:
+    """One line per mapping of ``cfg`` (a ``task`` config) whose keys nothing reads, judged by the
+    schemas: cheap, nothing is imported. See :func:`unknown_argument_problems` for ``_target_`` blocks."""
     problems: list[str] = []
-    _check_node(cfg, "", problems)
+    _check_node(cfg, "", problems, _Walk(task, callables=False))
     return problems
 
 
-def _check_node(node: DictConfig, path: str, problems: list[str]) -> None:
+def unknown_argument_problems(cfg: DictConfig, task: str) -> list[str]:
+    """One line per ``_target_`` block of ``cfg`` holding keys its class or function does not take.
+
+    This imports each callable (``pytorch_lightning`` alone takes seconds), so :func:`validate` asks
+    only once every other check has passed, when the task is about to import them anyway. Logger
+    blocks are judged only where the task builds them (``train``; ``examine`` reads W&B settings).
+    """
+    problems: list[str] = []
+    _check_node(cfg, "", problems, _Walk(task, callables=True))
+    return problems
+
+
+@dataclasses.dataclass(frozen=True)
+class _Walk:
+    """What one walk judges: schema-typed mappings (``callables=False``) or ``_target_`` blocks
+    without a schema, by their callable's signature (``callables=True``)."""
+
+    task: str
+    callables: bool
+
+
+def _check_node(node: DictConfig, path: str, problems: list[str], walk: _Walk) -> None:
     """Refuse the unknown keys of ``node`` (at dotted ``path``), then check its checked children."""
-    valid = _valid_keys(node, root=not path)
+    valid, by_callable = _valid_keys(node, root=not path, callables=walk.callables)
     unknown = [str(key) for key in node.keys() if valid is not None and key not in valid]
-    if unknown:
+    if unknown and by_callable == walk.callables:
         message = unknown_keys_message(path, unknown, valid or ())
         hints = [_HINTS[f"{path}.{key}"] for key in unknown if f"{path}.{key}" in _HINTS]
         problems.append(message + "".join(f" ({hint})" for hint in hints))
@@ -69,32 +92,34 @@ def _check_node(node: DictConfig, path: str, problems: list[str]) -> None:
             continue
         child_path = f"{path}.{key}" if path else key
         if not path and key in PART_GROUPS:
-            _check_parts(child, child_path, problems)
+            _check_parts(child, child_path, problems, walk)
         elif _is_checked(child):
-            _check_node(child, child_path, problems)
+            _check_node(child, child_path, problems, walk)
 
 
-def _check_parts(node: DictConfig, path: str, problems: list[str]) -> None:
+def _check_parts(node: DictConfig, path: str, problems: list[str], walk: _Walk) -> None:
     """``logger`` / ``callbacks``: every entry is a ``_target_`` block (checked) or null."""
     for key in node.keys():
         child = _mapping(node, str(key))
         if child is not None and _target(child) is not None:
-            _check_node(child, f"{path}.{key}", problems)
-        elif child is not None or not _is_null(node, str(key)):
+            if not walk.callables or walk.task == "train":
+                _check_node(child, f"{path}.{key}", problems, walk)
+        elif (child is not None or not _is_null(node, str(key))) and not walk.callables:
             problems.append(f"{path}.{key} is not a part that can be built (no _target_), so nothing would "
                             f"read it; each entry of {path} is a block with _target_ (or null to turn one off)")
 
 
-def _valid_keys(node: DictConfig, root: bool = False) -> set[str] | None:
-    """The keys ``node`` may hold, or ``None`` when it is open (see the module docstring)."""
+def _valid_keys(node: DictConfig, root: bool, callables: bool) -> tuple[set[str] | None, bool]:
+    """The keys ``node`` may hold (``None``: open, see the module docstring), and whether they come
+    from a callable's signature (imported only when ``callables``)."""
     schema = OmegaConf.get_type(node)
     if not dataclasses.is_dataclass(schema):
         target = _target(node)
         schema = _schema_of_target(target) if target else None
         if schema is None:
-            return _callable_keys(target) if target else None
+            return (_callable_keys(target) if target and callables else None), True
     fields = {f.name for f in dataclasses.fields(schema)}
-    return fields | {"hydra"} if root else fields
+    return (fields | {"hydra"} if root else fields), False
 
 
 def _is_checked(node: DictConfig) -> bool:

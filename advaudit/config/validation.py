@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from advaudit.config.known_keys import unknown_key_problems
+from advaudit.config.known_keys import unknown_argument_problems, unknown_key_problems
 from advaudit.errors import AdvauditError, unknown_keys_message, warn
 from advaudit.files import describe_path
 
@@ -91,11 +91,13 @@ def validate(cfg: DictConfig, task: str) -> list[str]:
     """
     checks = Checks()
     checks.number(cfg, "threads", "threads", low=1, integer=True)
-    checks.problems += unknown_key_problems(cfg)
+    checks.problems += unknown_key_problems(cfg, task)
     if task == "train":
         _check_train(cfg, checks)
     elif task == "examine":
         _check_examine(cfg, checks)
+    if not checks.problems:  # imports the _target_ callables: only when the task is about to run
+        checks.problems += unknown_argument_problems(cfg, task)
     checks.raise_if_any()
     return checks.warnings
 

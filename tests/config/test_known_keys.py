@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from hydra.errors import ConfigCompositionException
 
 from advaudit.config import validate
-from advaudit.config.known_keys import unknown_key_problems
+from advaudit.config.known_keys import unknown_argument_problems, unknown_key_problems
 from advaudit.errors import AdvauditError, classify
 from tests.conftest import CONF_DIR, REPO, compose_config
 
@@ -21,6 +23,11 @@ GROUP_OPTIONS = [(task, group, p.stem) for task, groups in (("train", ("dataset"
                                                              ("examine", ("audit", "world", "examiner", "search",
                                                                           "logger", "paths")))
                  for group in groups for p in sorted((CONF_DIR / group).glob("*.yaml"))]
+
+
+def all_problems(cfg, task: str) -> list[str]:
+    """Unknown keys judged by the schemas and by the ``_target_`` callables' signatures."""
+    return unknown_key_problems(cfg, task) + unknown_argument_problems(cfg, task)
 
 
 def _task_of(experiment: str) -> str:
@@ -45,14 +52,14 @@ def test_every_experiment_composes_and_validates(experiment: str, files: dict[st
     task = _task_of(experiment)
     cfg = compose_config(task, [f"experiment={experiment}", *(_with_files(files) if task == "examine" else [])],
                          files["root"])
-    assert unknown_key_problems(cfg) == []
+    assert all_problems(cfg, task) == []
     validate(cfg, task)
 
 
 @pytest.mark.parametrize("task,group,option", GROUP_OPTIONS)
 def test_every_group_option_has_only_known_keys(task: str, group: str, option: str, tmp_path: Path) -> None:
     cfg = compose_config(task, [f"{group}={option}"], tmp_path)
-    assert unknown_key_problems(cfg) == []
+    assert all_problems(cfg, task) == []
 
 
 def readme_commands() -> list[tuple[str, list[str]]]:
@@ -108,7 +115,7 @@ def test_every_readme_command_composes_and_validates(index: int, files: dict[str
     if task == "examine" and not any(o.startswith(("target=", "audit=gallery")) for o in overrides):
         overrides.append(f"target={files['file']}")
     cfg = compose_config(task, overrides, files["root"])
-    assert unknown_key_problems(cfg) == [], overrides
+    assert all_problems(cfg, task) == [], overrides
     validate(cfg, task)
 
 
@@ -154,9 +161,31 @@ def test_an_unknown_key_is_refused_with_the_closest_valid_key(task: str, overrid
 
 
 def test_every_unknown_key_is_named_at_once(tmp_path: Path) -> None:
-    cfg = compose_config("train", ["+sed=3", "+trainer.max_epoch=3", "+paths.outdir=x"], tmp_path)
-    problems = unknown_key_problems(cfg)
-    assert len(problems) == 3 and all("did you mean" in p for p in problems)
+    cfg = compose_config("train", ["+sed=3", "+dataset.batchsize=3", "+paths.outdir=x"], tmp_path)
+    with pytest.raises(AdvauditError, match="^3 problems in the config: .*did you mean seed.*did you mean "
+                                            "dataset.batch_size.*did you mean paths.output_dir"):
+        validate(cfg, "train")
+
+
+def test_target_blocks_are_judged_once_everything_else_passes(tmp_path: Path) -> None:
+    """Their callables are imported (seconds for pytorch_lightning) only for a config about to run."""
+    cfg = compose_config("train", ["+trainer.max_epoch=3", "trainer.max_epochs=0"], tmp_path)
+    with pytest.raises(AdvauditError, match="^trainer.max_epochs=0 trains nothing"):
+        validate(cfg, "train")
+    with pytest.raises(AdvauditError, match="^trainer has unknown keys"):
+        validate(compose_config("train", ["+trainer.max_epoch=3"], tmp_path), "train")
+
+
+def test_refusing_an_examine_config_imports_no_lightning(tmp_path: Path) -> None:
+    """examine.py's logger blocks are not built, so judging its config needs no pytorch_lightning."""
+    code = ("import sys; from pathlib import Path; from tests.conftest import compose_config; "
+            "from advaudit.config import validate\n"
+            f"cfg = compose_config('examine', ['+target_class=3', 'target={tmp_path}'], Path({str(tmp_path)!r}))\n"
+            "try:\n    validate(cfg, 'examine')\nexcept ValueError as e:\n    print(e)\n"
+            "print('lightning imported:', 'pytorch_lightning' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert "did you mean target for target_class?" in done.stdout, done.stderr[-2000:]
+    assert "lightning imported: False" in done.stdout
 
 
 @pytest.mark.parametrize("task,overrides", [
@@ -172,7 +201,7 @@ def test_every_unknown_key_is_named_at_once(tmp_path: Path) -> None:
     ("examine", ["audit=evaluate", "+dataset@audit.dataset=fashion_mnist", "audit.dataset.limit={test:3}"]),
 ])
 def test_open_blocks_keep_their_own_keys(task: str, overrides: list[str], tmp_path: Path) -> None:
-    assert unknown_key_problems(compose_config(task, overrides, tmp_path)) == []
+    assert all_problems(compose_config(task, overrides, tmp_path), task) == []
 
 
 def test_a_misspelt_override_without_plus_names_the_closest_key(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The baseline audit: accuracy, calibration and per-class accuracy on the target's test split.
 
 ``python examine.py audit=evaluate target=<target.pt>``; the data comes from the checkpoint's own
-dataset config unless ``audit.dataset`` overrides it. Gives the leaderboard its clean columns.
+dataset config unless ``audit.dataset`` overrides it (``+dataset@audit.dataset=<conf/dataset option>``
+or a block with ``_target_``). Gives the leaderboard its clean columns.
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ def _check_parts(node: DictConfig, path: str, problems: list[str], walk: _Walk) 
     """``logger`` / ``callbacks``: every entry is a ``_target_`` block (checked) or null."""
     for key in node.keys():
         child = _mapping(node, str(key))
-        if child is not None and _target(child) is not None:
+        if child is not None and "_target_" in child:
             if not walk.callables or walk.task == "train":
                 _check_node(child, f"{path}.{key}", problems, walk)
         elif (child is not None or not _is_null(node, str(key))) and not walk.callables:

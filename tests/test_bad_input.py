@@ -143,8 +143,9 @@ def cases(f: dict[str, Path]) -> dict[str, tuple[str, list[str], str]]:
         # audit.dataset: a dataset config holding the target's classes
         "audit_dataset_a_name": ("examine.py", ["audit=evaluate", t, "audit.dataset=fashion_mnist"],
                                  "+dataset@audit.dataset=fashion_mnist"),
-        "audit_dataset_other_classes": ("examine.py", ["audit=error_search", t, "+dataset@audit.dataset=digits"],
-                                        "audit.dataset has classes ['0', '1'"),
+        "audit_dataset_other_classes": ("examine.py", ["audit=error_search", t, "+dataset@audit.dataset=digits",
+                                                       "audit.dataset.classes=[0,1,2]"],
+                                        "audit.dataset has 3 classes ['0', '1', '2'] but the target predicts 10"),
     }
 
 

@@ -8,7 +8,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from advaudit.data.base import ArrayDataModule
-from advaudit.errors import AdvauditError, require
+from advaudit.errors import AdvauditError, require, warn
 from advaudit.models import Target
 from advaudit.models.imported.spec import OTHER_CLASS
 from advaudit.models.imported.store import load_any_target
@@ -72,14 +72,22 @@ def _override_datamodule(override: Any) -> ArrayDataModule:
 
 
 def _require_target_classes(classes: list[str], target_classes: list[str]) -> None:
-    """The override's classes are the target's, in its order: labels index the target's outputs."""
-    if list(classes) == list(target_classes):
+    """Labels index the target's outputs: the override has the target's classes in its order.
+
+    Another number of classes, or the target's classes in another order, is refused; the same number
+    under other names (``ankle-boot`` for ``boot``) is compared by index, with a warning naming them.
+    """
+    classes, target_classes = [str(c) for c in classes], [str(c) for c in target_classes]
+    if classes == target_classes:
         return
-    shared = [name for name in target_classes if name in classes]
-    fix = (f"keep the target's classes with audit.dataset.classes=[{', '.join(target_classes)}]"
-           if len(shared) == len(target_classes) else "give a dataset with the target's classes")
-    raise AdvauditError(f"audit.dataset has classes {list(classes)} but the target predicts {list(target_classes)}; "
-                        f"{fix}")
+    if set(target_classes) <= set(classes):
+        raise AdvauditError(f"audit.dataset has classes {classes} but the target predicts {target_classes}; keep "
+                            f"the target's classes in its order with audit.dataset.classes=[{', '.join(target_classes)}]")
+    require(len(classes) == len(target_classes), f"audit.dataset has {len(classes)} classes {classes} but the "
+            f"target predicts {len(target_classes)} {target_classes}; give a dataset with the target's classes "
+            "(audit.dataset.classes=[...] keeps some and orders them)")
+    renamed = [f"{c} as {t}" for c, t in zip(classes, target_classes) if c != t]
+    warn(f"audit.dataset names its classes differently from the target; compared by index: {', '.join(renamed)}")
 
 
 def _shown(value: Any) -> str:

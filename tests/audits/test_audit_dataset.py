@@ -3,6 +3,7 @@ data, given as a dataset block or as a ``conf/dataset`` option (``+dataset@audit
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -48,21 +49,29 @@ def test_error_search_reads_the_override(make_cfg, tiny_fmnist_target: Path, for
     assert 0 <= result["search/random/sdr@5"] and (Path(cfg.paths.output_dir) / "report.md").is_file()
 
 
-def test_the_override_must_hold_the_targets_classes_in_its_order(tiny_fmnist_target: Path) -> None:
-    """Labels index the target's outputs: other classes, or the same in another order, are refused."""
+def test_the_override_must_hold_the_targets_classes_in_its_order(tiny_fmnist_target: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """Labels index the target's outputs: another number of classes, or the same in another order, is
+    refused; as many classes under other names are compared by index, with a warning naming them."""
     from omegaconf import OmegaConf
 
     target = load_target(tiny_fmnist_target)
     digits = OmegaConf.create({"_target_": "advaudit.data.sklearn_sets.DigitsDataModule"})
-    with pytest.raises(AdvauditError, match=r"audit.dataset has classes \['0', '1'.* but the target predicts "
+    with pytest.raises(AdvauditError, match=r"audit.dataset has 2 classes \['0', '1'\] but the target predicts 10 "
                                             r"\['t-shirt', .*give a dataset with the target's classes"):
-        target_datamodule(target, digits)
+        target_datamodule(target, OmegaConf.create({**digits, "classes": [0, 1]}))
     reordered = OmegaConf.create({"_target_": FMNIST, "classes": list(reversed(CLASS_NAMES)), "limit": {"test": 10}})
-    with pytest.raises(AdvauditError, match=rf"keep the target's classes with audit.dataset.classes="
+    with pytest.raises(AdvauditError, match=rf"keep the target's classes in its order with audit.dataset.classes="
                                             rf"\[{', '.join(CLASS_NAMES)}\]"):
         target_datamodule(target, reordered)
     same = target_datamodule(target, OmegaConf.create({"_target_": FMNIST, "limit": {"train": 50, "test": 10}}))
     assert len(same.split("test")) == 10 and same.class_names == target.class_names
+    with caplog.at_level(logging.WARNING, logger="advaudit"):
+        renamed = target_datamodule(target, OmegaConf.create({**digits, "limit": {"train": 50, "test": 10}}))
+    assert len(renamed.class_names) == 10 and caplog.messages == [
+        "warning: audit.dataset names its classes differently from the target; compared by index: 0 as t-shirt, "
+        "1 as trouser, 2 as pullover, 3 as dress, 4 as coat, 5 as sandal, 6 as shirt, 7 as sneaker, 8 as bag, "
+        "9 as ankle-boot"]
     with pytest.raises(AdvauditError, match="builds a Linear, not a dataset"):
         target_datamodule(target, OmegaConf.create({"_target_": "torch.nn.Linear", "in_features": 2,
                                                     "out_features": 2}))

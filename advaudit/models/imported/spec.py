@@ -30,7 +30,7 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from advaudit.errors import AdvauditError, require
+from advaudit.errors import AdvauditError, one_line, require
 
 #: file formats a ``target`` block can name in ``format`` (``auto``: identified from the file)
 FORMATS = ("auto", "advaudit", "state_dict", "safetensors", "lightning", "torchscript", "export", "onnx",
@@ -180,7 +180,11 @@ def named_dataset(name: str, seed: int) -> dict[str, Any]:
     node = OmegaConf.load(path)
     node.pop("defaults", None)
     root = OmegaConf.create({"seed": seed, "dataset": node})
-    return OmegaConf.to_container(root, resolve=True)["dataset"]
+    try:
+        return OmegaConf.to_container(root, resolve=True)["dataset"]
+    except Exception as error:  # noqa: BLE001 - an interpolation only a full run config can resolve
+        raise AdvauditError(f"target.dataset={name!r} refers to other settings ({one_line(error)[:160]}); give the "
+                            f"dataset as a block instead: target.dataset={{_target_: ..., ...}} (see conf/dataset/{name}.yaml)") from None
 
 
 def file_sha256(path: str | Path) -> str:

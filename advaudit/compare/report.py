@@ -181,9 +181,18 @@ def markdown(summary: dict[str, Any]) -> str:
                       + " | | |"]
         if group["per_factor"]:
             lines += ["", "### Where the worst cases lie (against uniform random conditions)", "",
-                      "| checkpoint | factor | mean | lowest fifth | highest fifth | KS | KS p |", "|---|---|---|---|---|---|---|"]
-            lines += [f"| {names[r['target']]} | {r['factor']} | {_fmt(r['mean'], 2)} | {_fmt(r['share_low'], 2)} | "
-                      f"{_fmt(r['share_high'], 2)} | {_fmt(r['ks'], 2)} | {_fmt(r['ks_p'], 3)} |" for r in group["per_factor"]]
+                      "One test per searched factor and checkpoint (Kolmogorov-Smirnov on an interval, Kuiper on a "
+                      "circle), Holm-corrected over each checkpoint's factors.", ""]
+            for target in dict.fromkeys(r["target"] for r in group["per_factor"]):
+                lines += [f"- **{names[target]}**: " + " ".join(r["verdict"] for r in group["per_factor"]
+                                                                  if r["target"] == target and r["p_holm"] < 0.05)
+                          or f"- **{names[target]}**: no factor shows a concentration of worst cases at 5% after correction."]
+            lines += ["", "| checkpoint | factor | mean | lowest fifth | highest fifth | densest fifth (centre: share) | "
+                      "test | statistic | p | p (Holm) |", "|---|---|---|---|---|---|---|---|---|---|"]
+            lines += [f"| {names[r['target']]} | {r['factor']}{' (circle)' if r['periodic'] else ''} | {_fmt(r['mean'], 2)} | "
+                      f"{_fmt(r['share_low'], 2)} | {_fmt(r['share_high'], 2)} | {r['peak']:.3g}: {_fmt(r['share_peak'], 2)} | "
+                      f"{r['test']} | {_fmt(r['statistic'], 2)} | {_fmt(r['p'], 3)} | {_fmt(r['p_holm'], 3)} |"
+                      for r in group["per_factor"]]
         if group["per_class"]:
             lines += ["", f"### Per class ({group['per_class'][0]['metric']})", "",
                       "| class | " + " | ".join(names.values()) + " |", "|---|" + "---|" * len(names)]

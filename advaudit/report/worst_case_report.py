@@ -200,8 +200,8 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
         plots["tsne"] = _tsne_plot(final_u, final_ok, random_free.reshape(-1, len(space.free)).numpy(), random_ok,
                                    out / "tsne.png", seed)
     final_s = history["s"][:, -k:].reshape(-1, history["s"].shape[-1])
-    result["final_factors"] = {f.name: {"mean": float(final_s[:, i].mean()), "std": float(final_s[:, i].std())}
-                               for i, f in enumerate(world.factors) if i in space.free}
+    result["final_factors"] = {f.name: factor_summary(final_s[:, i], f) for i, f in enumerate(world.factors)
+                               if i in space.free}
     share = audit.get("factor_share")
     if share:
         column = factor_names.index(share["factor"])
@@ -235,6 +235,17 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
         wb.log_table("examine/per_instance", [{**{k2: v for k2, v in w.items() if k2 != "worst_s"}, **(w["worst_s"] or {})}
                                               for w in result["per_instance"]])
     return result
+
+
+def factor_summary(values: np.ndarray, factor: Any) -> dict[str, Any]:
+    """Mean and spread of one factor's values; on a circle the circular mean and standard deviation
+    (350 and 10 deg average to 0 deg, not 180)."""
+    if getattr(factor, "periodic", False):
+        from scipy.stats import circmean, circstd
+
+        return {"mean": float(circmean(values, high=factor.high, low=factor.low)),
+                "std": float(circstd(values, high=factor.high, low=factor.low)), "circular": True}
+    return {"mean": float(values.mean()), "std": float(values.std())}
 
 
 def space_unit(space: Any, s: np.ndarray) -> np.ndarray:

@@ -139,3 +139,15 @@ def test_rl_bins_tile_the_circle() -> None:
     examiner = build_examiner({"name": "rl", "q": 4}, 2, 2, seed=0, periodic=[True, False])
     examiner.tell(torch.tensor([[[1.0, 1.0]] * 4] * 2), torch.zeros(2, 4))  # told without asking
     assert examiner.periodic.tolist() == [True, False]
+
+
+def test_report_averages_angles_on_the_circle() -> None:
+    import numpy as np
+
+    from advaudit.report.worst_case_report import factor_summary
+
+    roll = next(f for f in DEFAULT_FACTORS if f.name == "camera_roll")
+    summary = factor_summary(np.array([350.0, 10.0, 355.0, 5.0]), roll)
+    assert summary["circular"] and min(summary["mean"], 360 - summary["mean"]) < 1e-6 and summary["std"] < 10
+    elevation = next(f for f in DEFAULT_FACTORS if f.name == "camera_elevation")
+    assert factor_summary(np.array([-80.0, 80.0]), elevation)["mean"] == 0.0

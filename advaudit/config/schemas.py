@@ -32,6 +32,7 @@ class Mode(str, Enum):
 
 
 class Selection(str, Enum):
+    stratified = "stratified"
     best_per_class = "best_per_class"
     random = "random"
 
@@ -99,7 +100,7 @@ class WorstCaseAuditConf:
     budget_unit: BudgetUnit = BudgetUnit.queries
     report_budgets: List[int] = field(default_factory=lambda: [0, 100, 300, 500])
     mode: Mode = Mode.weakness
-    selection: Selection = Selection.best_per_class
+    selection: Selection = Selection.stratified
     selection_split: Split = Split.val
     selection_renders: int = 10
     n_instances: Optional[int] = None

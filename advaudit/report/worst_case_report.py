@@ -152,6 +152,10 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
     device = getattr(world, "device", "cpu")
     result = examination_metrics(history, labels, q, budgets, strength, seed)
     result["budget_unit"] = str(audit.get("budget_unit", "queries"))
+    from advaudit.audits.instance_selection import selection_design
+
+    method = audit.get("selection", "stratified")
+    result["instance_selection"] = selection_design(str(getattr(method, "value", method)))
     e_final = metrics.e_t(true_prob, q, queries)
     worst_final = metrics.worst(true_prob, history["valid"], queries, strength)
     failed = metrics.failed(history["predicted"], history["valid"], labels, queries)
@@ -289,6 +293,8 @@ def _markdown(cfg: DictConfig, result: dict[str, Any], plots: dict[str, Path]) -
 - **E_T = {_fmt(result, 'examine/E_T')}**: the paper's metric (Algorithm 1), mean true-class probability
   of the examiner's proposals at its last iteration; **worst = {_fmt(result, 'examine/worst')}**: mean
   lowest true-class probability over valid proposals (95% bootstrap intervals over instances)
+- instances: `{result['instance_selection']['selection']}` ({result['instance_selection']['design']} design:
+  {result['instance_selection']['description']})
 - a valid misclassified condition was found for {_fmt(result, 'examine/failure_rate', percent=True)} of instances
 - validity: {100 * result['examine/invalid_share']:.1f}% of proposals invalid ({checks});
   {100 * result['examine/random_invalid_share']:.1f}% of random conditions invalid

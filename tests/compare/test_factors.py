@@ -55,3 +55,18 @@ def test_per_factor_tests_are_corrected_over_factors_and_a_cluster_across_the_se
     assert rows["camera_elevation"]["verdict"].startswith("camera_elevation: no concentration detectable")
     text = (tmp_path / "out" / "comparison.md").read_text()
     assert "camera_roll: the worst cases concentrate" in text and "p (Holm)" in text
+
+
+def test_the_comparison_states_whether_its_design_is_paired(tmp_path: Path) -> None:
+    worst, fail = np.linspace(0.1, 0.9, 10), np.zeros(10, bool)
+    write_worst_case(tmp_path / "p" / "a", "A.pt", 0, worst, fail, selection="stratified")
+    write_worst_case(tmp_path / "p" / "b", "B.pt", 0, worst, fail, selection="stratified")
+    group = compare_runs([tmp_path / "p"], tmp_path / "out_p", replay=False)["groups"][0]
+    assert group["design"].startswith("paired") and "audit.selection=stratified" in group["design"]
+    assert "Design: paired" in (tmp_path / "out_p" / "comparison.md").read_text()
+    write_worst_case(tmp_path / "u" / "a", "A.pt", 0, worst, fail, selection="best_per_class")
+    write_worst_case(tmp_path / "u" / "b", "B.pt", 0, worst, fail, selection="best_per_class",
+                     instances=list(range(5, 15)))
+    group = compare_runs([tmp_path / "u"], tmp_path / "out_u", replay=False)["groups"][0]
+    assert group["design"].startswith("not fully paired")
+    assert any("audit.selection=stratified" in note for note in group["notes"])

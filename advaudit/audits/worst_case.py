@@ -76,7 +76,7 @@ class ConditionSpace:
 
 # audit keys that say how long to examine and what to report, not what is examined: a run dir
 # whose examination matches in everything else resumes, or is extended to a larger budget
-_LENGTH_KEYS = ("stop_after_steps", "budget", "budget_unit", "report_budgets")
+_LENGTH_KEYS = ("stop_after_steps", "budget", "budget_unit", "report_budgets", "judge")
 
 
 def _run_key(cfg: DictConfig) -> str:

@@ -24,7 +24,7 @@ from advaudit.compare.records import RunRecord
 BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device", "tags", "task_name",
                "optimized_metric", "callbacks", "trainer", "debug", "status", "sweep"}
 # audit keys that only steer how a run is executed or resumed
-AUDIT_BOOKKEEPING = {"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk"}
+AUDIT_BOOKKEEPING = {"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk", "judge"}
 
 
 # the config sections each audit reads (others: everything but BOOKKEEPING)

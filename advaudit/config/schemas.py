@@ -108,6 +108,7 @@ class WorstCaseAuditConf:
     calibrated: bool = False
     factor_share: Any = None  # null or a mapping (checked in validation)
     validity: ValidityConf = field(default_factory=ValidityConf)
+    judge: Optional[str] = None  # an independent target.pt that only measures the worst cases (never selects)
     checkpoint_every: int = 10
     stop_after_steps: Optional[int] = None
 

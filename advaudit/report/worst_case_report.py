@@ -212,6 +212,8 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
         threshold = float(share["abs_above"])
         result["examine/share_outside_final"] = float((np.abs(final_s[:, column]) > threshold).mean())
         result["examine/share_outside_random"] = float((random_s[..., column].abs() > threshold).float().mean())
+    result.update(label_kept(history, labels, q, worst_index, worst_s, random_s, audit.get("judge"), world, z,
+                             device, seed))
     random_valid_flat = random_valid.reshape(-1).numpy()
     result.update({
         "examine/random_accuracy": float(random_ok.mean()),
@@ -239,6 +241,41 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
         wb.log_table("examine/per_instance", [{**{k2: v for k2, v in w.items() if k2 != "worst_s"}, **(w["worst_s"] or {})}
                                               for w in result["per_instance"]])
     return result
+
+
+def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index: np.ndarray, worst_s: torch.Tensor,
+               random_s: torch.Tensor, judge_path: Any, world: Any, z: Any, device: Any, seed: int) -> dict[str, Any]:
+    """Validity where it matters: on the examiner's worst cases, not on random conditions.
+
+    - ``examine/worst_raw_valid``: share of instances whose lowest true-class probability over *all*
+      proposals (valid or not) was on a condition that passes the validity checks (1 - this share is
+      how often the examiner's best find was a view the checks throw out);
+    - ``examine/final_invalid_share``: share of the last iteration's proposals that fail a check
+      (where the examiner ended up), next to ``examine/random_invalid_share``;
+    - with ``audit.judge`` (an independent strong model, used for nothing else):
+      ``examine/judge_correct_worst`` (+ ``/lo``, ``/hi``), the share of the instances' worst valid
+      cases the judge still classifies correctly, and ``examine/judge_correct_random``, its accuracy
+      on random conditions of the same instances.
+    """
+    p, valid = history["true_prob"], history["valid"]
+    raw_worst = p.argmin(1)
+    last = p.shape[1] - (((p.shape[1] - 1) % q) + 1)
+    out: dict[str, Any] = {"examine/worst_raw_valid": float(valid[np.arange(len(p)), raw_worst].mean()),
+                           "examine/final_invalid_share": float(1 - valid[:, last:].mean())}
+    if not judge_path:
+        return out
+    from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRules
+
+    judge = ValidityJudge(world, ValidityRules(in_frame=False, min_height_px=0, min_content_kept=0.0,
+                                               reference=str(judge_path), reference_min_prob=0.0), device=device)
+    _, _, checks = judge.render(z, worst_s.unsqueeze(1).to(device))
+    has_worst = worst_index >= 0
+    correct = checks[REFERENCE_CHECK][:, 0].numpy()[has_worst].astype(float)
+    _, _, random_checks = judge.render(z, random_s.to(device))
+    out.update(_with_ci("examine/judge_correct_worst", correct, seed) if len(correct) else {})
+    out["examine/judge_correct_random"] = float(random_checks[REFERENCE_CHECK].float().mean())
+    out["judge"] = str(judge_path)
+    return out
 
 
 def factor_summary(values: np.ndarray, factor: Any) -> dict[str, Any]:
@@ -271,6 +308,15 @@ def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
     return f"{value:.4f} [{low:.4f}, {high:.4f}]"
 
 
+def _judge_line(result: dict[str, Any]) -> str:
+    if "examine/judge_correct_worst" not in result:
+        return ("no independent judge (`audit.judge`) was given, so whether the worst cases keep their label "
+                "is not measured")
+    return (f"the independent judge `{result['judge']}` still classifies "
+            f"{_fmt(result, 'examine/judge_correct_worst', percent=True)} of the worst valid cases correctly "
+            f"({100 * result['examine/judge_correct_random']:.0f}% of random conditions)")
+
+
 def _markdown(cfg: DictConfig, result: dict[str, Any], plots: dict[str, Path]) -> str:
     rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T@{queries}')} | "
                      f"{_fmt(result, f'examine/worst@{queries}')} |"
@@ -299,6 +345,9 @@ def _markdown(cfg: DictConfig, result: dict[str, Any], plots: dict[str, Path]) -
 - validity: {100 * result['examine/invalid_share']:.1f}% of proposals invalid ({checks});
   {100 * result['examine/random_invalid_share']:.1f}% of random conditions invalid
 - accuracy under random valid conditions: {'n/a' if accuracy is None else f'{100 * accuracy:.1f}%'}
+- validity where it matters: the lowest true-class probability of {100 * (1 - result['examine/worst_raw_valid']):.0f}%
+  of instances was on a condition the checks throw out; {100 * result['examine/final_invalid_share']:.1f}% of the
+  last iteration's proposals are invalid; {_judge_line(result)}
 
 | queries | iterations | E_T (proposals of that iteration) | worst (valid, so far) |
 |---|---|---|---|

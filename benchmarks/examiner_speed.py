@@ -8,6 +8,9 @@ Two objectives:
   smooth background plus a bump of height 0.5 on a planted interval of one factor
   (``u[k] in [0.7, 0.9]``, like the planted elevation weakness); quality = the best loss found and
   the share of the last 100 proposals inside the planted interval (random search: 0.2).
+  ``--planted-at wrap`` moves the interval to straddle the seam of factor 0 (``u[0] within 0.1 of
+  0 = 1`` around the circle: an angle's 324-36 deg), ``--periodic 0`` declares factor 0 a circle
+  (the examiners search it as one; without it they see a box with two far edges).
 
 ``--baseline REV`` also runs ``advaudit/examiners/bo.py`` as it was at git revision ``REV`` on the
 same problem in the same process (old vs new under the same machine load); ``--profile`` prints the
@@ -16,6 +19,7 @@ top cProfile entries of the BO examiner.
     .venv/bin/python benchmarks/examiner_speed.py --target <shapes target.pt> [--examiners random,rl,bo,tpe] \
         [--instances 55] [--budget 500] [--threads 1] [--baseline main] [--profile 100]
     .venv/bin/python benchmarks/examiner_speed.py --planted --examiners bo --baseline main
+    .venv/bin/python benchmarks/examiner_speed.py --planted --planted-at wrap --periodic 0 --examiners bo,tpe,cmaes,rl
 """
 
 from __future__ import annotations
@@ -36,12 +40,22 @@ PLANTED_FACTOR, PLANTED = 0, (0.7, 0.9)
 N_DIMS_PLANTED = 9
 
 
-def planted_loss(u: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
+def in_planted(x: torch.Tensor, at: str = "middle") -> torch.Tensor:
+    """Whether factor values ``x`` lie in the planted interval (``wrap``: within 0.1 of the seam)."""
+    if at == "wrap":
+        return torch.minimum(x, 1 - x) <= 0.1
+    return (x >= PLANTED[0]) & (x <= PLANTED[1])
+
+
+def planted_loss(u: torch.Tensor, phase: torch.Tensor, at: str = "middle") -> torch.Tensor:
     """``[N, q, C] -> [N, q]``: background ``0.2 + 0.1 sum_c sin(3 u_c + phase)/C`` plus a smooth
-    step of 0.5 on ``u[PLANTED_FACTOR] in PLANTED``."""
+    step of 0.5 on ``u[PLANTED_FACTOR] in PLANTED`` (``at=wrap``: within 0.1 of 0 = 1 around the circle)."""
     low, high = PLANTED
     x = u[..., PLANTED_FACTOR]
-    bump = torch.sigmoid((x - low) * 80) * torch.sigmoid((high - x) * 80)
+    if at == "wrap":
+        bump = torch.sigmoid((0.1 - torch.minimum(x, 1 - x)) * 80)
+    else:
+        bump = torch.sigmoid((x - low) * 80) * torch.sigmoid((high - x) * 80)
     background = 0.2 + 0.1 * torch.sin(3 * u + phase[:, None]).mean(-1)
     return background + 0.5 * bump
 
@@ -63,18 +77,19 @@ def loop(examiner, evaluate: Callable[[torch.Tensor], torch.Tensor], budget: int
             "examiner_s": t_examiner, "model_s": t_model}
 
 
-def make_examiner(name: str, n: int, dims: int, seed: int, baseline: type | None, options: dict[str, Any]):
+def make_examiner(name: str, n: int, dims: int, seed: int, baseline: type | None, options: dict[str, Any],
+                  periodic: list[bool] | None = None):
     if baseline is not None:
         return baseline(n, dims, seed=seed, **options)
-    return build_examiner({"name": name, **DEFAULTS[name], **options}, n, dims, seed=seed)
+    return build_examiner({"name": name, **DEFAULTS[name], **options}, n, dims, seed=seed, periodic=periodic)
 
 
-def run_planted(examiner, n: int, budget: int, seed: int) -> dict[str, float]:
+def run_planted(examiner, n: int, budget: int, seed: int, at: str = "middle") -> dict[str, float]:
     phase = torch.rand(n, N_DIMS_PLANTED, generator=torch.Generator().manual_seed(seed + 1)) * 6.28
-    result = loop(examiner, lambda u: planted_loss(u.double(), phase.double()), budget)
+    result = loop(examiner, lambda u: planted_loss(u.double(), phase.double(), at), budget)
     late = examiner.X[:, -100:, PLANTED_FACTOR]
     result["best"] = float(examiner.Y.max(1).values.mean())
-    result["late_in_planted"] = float(((late >= PLANTED[0]) & (late <= PLANTED[1])).double().mean())
+    result["late_in_planted"] = float(in_planted(late, at).double().mean())
     return result
 
 
@@ -166,6 +181,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--target")
     parser.add_argument("--planted", action="store_true", help="synthetic planted-interval objective, no model")
+    parser.add_argument("--planted-at", choices=("middle", "wrap"), default="middle")
+    parser.add_argument("--periodic", default="", help="comma-separated dims declared periodic (e.g. 0)")
     parser.add_argument("--examiners", default="random,rl,bo,tpe")
     parser.add_argument("--instances", type=int, default=55)
     parser.add_argument("--budget", type=int, default=500)
@@ -191,7 +208,7 @@ def main() -> None:
     n, budget = args.instances, args.budget
     if args.planted:
         dims = N_DIMS_PLANTED
-        task = lambda ex, b=budget: run_planted(ex, n, b, args.seed)  # noqa: E731
+        task = lambda ex, b=budget: run_planted(ex, n, b, args.seed, args.planted_at)  # noqa: E731
     else:
         from advaudit.audits.worst_case import ConditionSpace
         from advaudit.models import load_target
@@ -205,6 +222,7 @@ def main() -> None:
         space = ConditionSpace(list(world.factors), ["sun_rot_x", "sun_rot_y", "sun_rot_z"], n,
                                torch.Generator().manual_seed(args.seed))
         dims = len(space.free)
+        periodic_free = [space.factors[i].periodic for i in space.free]
         task = lambda ex, b=budget: run_target(ex, world, target, z, space, b)  # noqa: E731
     print(f"N={n}, budget={budget} queries/instance, {threads} torch threads, "
           f"{'planted objective' if args.planted else args.target}")
@@ -213,8 +231,10 @@ def main() -> None:
     runs = [(name, None, options if name == "bo" else {}) for name in args.examiners.split(",")]
     if args.baseline and "bo" in args.examiners.split(","):
         runs.insert(0, (f"bo@{args.baseline}", module_at_revision("advaudit/examiners/bo.py", args.baseline).BOExaminer, {}))
+    flagged = {int(d) for d in args.periodic.split(",") if d}
+    periodic = [d in flagged for d in range(dims)] if args.planted else periodic_free
     for name, baseline, opts in runs:
-        examiner = make_examiner(name.split("@")[0], n, dims, args.seed, baseline, opts)
+        examiner = make_examiner(name.split("@")[0], n, dims, args.seed, baseline, opts, periodic)
         r = task(examiner)
         quality = (f"late in planted {r['late_in_planted']:.2f}" if args.planted else f"E_T {r['E_T']:.4f}")
         extra = ""

@@ -164,8 +164,8 @@ def order_table(groups: dict[tuple[str, str], list[Path]], names: list[str], ran
 
     bounds = factor_bounds(config)
     fixed = set((config.get("audit") or {}).get("fixed_random") or [])
-    keep = [i for i, (n, lo, hi) in enumerate(bounds) if hi > lo and n not in fixed]
-    circular = np.array([bounds[i][2] - bounds[i][1] == 360.0 for i in keep])
+    keep = [i for i, (n, lo, hi, _) in enumerate(bounds) if hi > lo and n not in fixed]
+    circular = np.array([bounds[i][3] for i in keep])
     same, other, to_random = [], [], []
     for seed in seeds:
         a, b = (late_proposals(seeded[name][seed], keep, bounds, last) for name in names)

@@ -34,7 +34,7 @@ from advaudit.examiners import build_examiner
 from advaudit.report.progress import progress
 from advaudit.report.records import append_jsonl, read_jsonl
 from advaudit.worlds import build_world, check_target_fits
-from advaudit.worlds.protocol import Factor, unit_to_factor
+from advaudit.worlds.protocol import Factor, periodic_mask, unit_to_factor
 from advaudit.worlds.validity import ValidityJudge, ValidityRules
 
 BUDGET_UNITS = ("queries", "iterations")
@@ -76,7 +76,7 @@ class ConditionSpace:
 
 # audit keys that say how long to examine and what to report, not what is examined: a run dir
 # whose examination matches in everything else resumes, or is extended to a larger budget
-_LENGTH_KEYS = ("stop_after_steps", "budget", "budget_unit", "report_budgets")
+_LENGTH_KEYS = ("stop_after_steps", "budget", "budget_unit", "report_budgets", "judge")
 
 
 def _run_key(cfg: DictConfig) -> str:
@@ -160,7 +160,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                            torch.Generator().manual_seed(seed + 1))
     device = getattr(world, "device", torch.device("cpu"))
     judge = ValidityJudge(world, rules, device=target.device if hasattr(target, "device") else device)
-    examiner = build_examiner(cfg.examiner, len(z), len(space.free), seed=seed, device=device)
+    examiner = build_examiner(cfg.examiner, len(z), len(space.free), seed=seed, device=device,
+                              periodic=periodic_mask(space.free_factors))
     budget, report_budgets = budget_in_queries(audit, examiner.q)
     steps = math.ceil(budget / examiner.q)
     key = _run_key(cfg)

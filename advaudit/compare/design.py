@@ -24,7 +24,7 @@ from advaudit.compare.records import RunRecord
 BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device", "tags", "task_name",
                "optimized_metric", "callbacks", "trainer", "debug", "status", "sweep"}
 # audit keys that only steer how a run is executed or resumed
-AUDIT_BOOKKEEPING = {"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk"}
+AUDIT_BOOKKEEPING = {"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk", "judge"}
 
 
 # the config sections each audit reads (others: everything but BOOKKEEPING)
@@ -134,8 +134,8 @@ def pairing_notes(group: Group) -> list[str]:
                 instance_sets[target] = frame["instance"].tolist()
         if len(instance_sets) >= 2 and len({tuple(sorted(v)) for v in instance_sets.values()}) > 1:
             common = set.intersection(*(set(v) for v in instance_sets.values()))
-            hint = (" (audit.selection=best_per_class picks instances per checkpoint; use "
-                    "audit.selection=random audit.n_instances=N for a paired design)"
+            hint = (" (audit.selection=best_per_class picks instances per checkpoint; the default "
+                    "audit.selection=stratified, or audit.selection=random audit.n_instances=N, is a paired design)"
                     if (group.design.get("audit") or {}).get("selection") == "best_per_class" else "")
             notes.append(f"seed {seed}: checkpoints were examined on different instances{hint}; paired "
                          f"per-instance tests use the {len(common)} instances they share")

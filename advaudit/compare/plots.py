@@ -59,12 +59,13 @@ def factor_histograms(rows: list[dict[str, Any]], factors: list[Any], names: dic
     n_rows = (len(present) + columns - 1) // columns
     fig, axes = plt.subplots(n_rows, columns, figsize=(3.4 * columns, 2.6 * n_rows), squeeze=False)
     for ax, factor in zip(axes.flat, present):
-        bins = np.linspace(factor.low, factor.high, 11)
+        bins = np.linspace(factor.low, factor.high, 11)  # on a circle the first and last bins meet
         ax.axhline(1.0 / (factor.high - factor.low), color="black", linestyle="--", linewidth=1, label="random")
         for r in (r for r in rows if r["factor"] == factor.name):
             ax.hist(r["values"], bins=bins, density=True, histtype="step", linewidth=1.5,
-                    label=f"{names.get(r['target'], r['target'])} (KS p={r['ks_p']:.2g})")
-        ax.set_title(f"{factor.name} {factor.unit}".strip(), fontsize=8)
+                    label=f"{names.get(r['target'], r['target'])} ({r['test']} p={r['p']:.2g}, Holm {r['p_holm']:.2g})")
+        circle = " (circle)" if getattr(factor, "periodic", False) else ""
+        ax.set_title(f"{factor.name} {factor.unit}".strip() + circle, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=6)
     for ax in list(axes.flat)[len(present):]:

@@ -58,6 +58,7 @@ def compare_group(group: Group, out: Path, replay: bool) -> dict[str, Any]:
     result: dict[str, Any] = {"label": group.label, "slug": slug, "audit": group.audit, "method": group.method,
                               "targets": names, "seeds": seeds, "notes": list(group.notes),
                               "metrics": [m.key for m in metrics], "plots": {}}
+    result["design"] = design_of_group(group, seeds)
     result["checkpoints"] = [checkpoint_summary(group, t, m, seeds) for m in metrics for t in group.targets]
     pairs = compare_pairs(group, metrics, seeds) if len(group.targets) >= 2 else []
     by_key = {m.key: m for m in metrics}
@@ -91,6 +92,23 @@ def compare_group(group: Group, out: Path, replay: bool) -> dict[str, Any]:
             log.warning("replay of %s skipped: %s", group.label, error)
             result["notes"].append(f"replay skipped: {error}")
     return result
+
+
+def design_of_group(group: Group, seeds: list[int]) -> str:
+    """In words: are the checkpoints compared on the same instances (paired) at every common seed?"""
+    if len(group.targets) < 2:
+        return "one checkpoint"
+    selection = (group.design.get("audit") or {}).get("selection")
+    shared = []
+    for seed in seeds:
+        sets = [group.run(t, seed).per_instance() for t in group.targets]  # type: ignore[union-attr]
+        if any(s is None for s in sets):
+            return "paired over seeds only (no per-instance records)"
+        shared.append(len({tuple(sorted(s["instance"])) for s in sets}) == 1)
+    chosen = f" (audit.selection={selection})" if selection else ""
+    if shared and all(shared):
+        return f"paired: every checkpoint was examined on the same instances at each seed{chosen}"
+    return f"not fully paired: checkpoints were examined on different instances{chosen}; see the notes"
 
 
 def _world(group: Group) -> tuple[Any, list[Any]]:
@@ -151,7 +169,7 @@ def markdown(summary: dict[str, Any]) -> str:
         names = group["targets"]
         lines += ["", f"## {group['label']}", "",
                   f"Checkpoints: " + ", ".join(f"**{n}** (`{t}`)" for t, n in names.items()) + ".",
-                  f"Seeds compared: {group['seeds']}."]
+                  f"Seeds compared: {group['seeds']}.", f"Design: {group.get('design', 'n/a')}."]
         lines += [f"- note: {n}" for n in group["notes"]]
         if group["pairs"]:
             lines += ["", "### Verdicts", ""]
@@ -181,9 +199,18 @@ def markdown(summary: dict[str, Any]) -> str:
                       + " | | |"]
         if group["per_factor"]:
             lines += ["", "### Where the worst cases lie (against uniform random conditions)", "",
-                      "| checkpoint | factor | mean | lowest fifth | highest fifth | KS | KS p |", "|---|---|---|---|---|---|---|"]
-            lines += [f"| {names[r['target']]} | {r['factor']} | {_fmt(r['mean'], 2)} | {_fmt(r['share_low'], 2)} | "
-                      f"{_fmt(r['share_high'], 2)} | {_fmt(r['ks'], 2)} | {_fmt(r['ks_p'], 3)} |" for r in group["per_factor"]]
+                      "One test per searched factor and checkpoint (Kolmogorov-Smirnov on an interval, Kuiper on a "
+                      "circle), Holm-corrected over each checkpoint's factors.", ""]
+            for target in dict.fromkeys(r["target"] for r in group["per_factor"]):
+                lines += [f"- **{names[target]}**: " + " ".join(r["verdict"] for r in group["per_factor"]
+                                                                  if r["target"] == target and r["p_holm"] < 0.05)
+                          or f"- **{names[target]}**: no factor shows a concentration of worst cases at 5% after correction."]
+            lines += ["", "| checkpoint | factor | mean | lowest fifth | highest fifth | densest fifth (centre: share) | "
+                      "test | statistic | p | p (Holm) |", "|---|---|---|---|---|---|---|---|---|---|"]
+            lines += [f"| {names[r['target']]} | {r['factor']}{' (circle)' if r['periodic'] else ''} | {_fmt(r['mean'], 2)} | "
+                      f"{_fmt(r['share_low'], 2)} | {_fmt(r['share_high'], 2)} | {r['peak']:.3g}: {_fmt(r['share_peak'], 2)} | "
+                      f"{r['test']} | {_fmt(r['statistic'], 2)} | {_fmt(r['p'], 3)} | {_fmt(r['p_holm'], 3)} |"
+                      for r in group["per_factor"]]
         if group["per_class"]:
             lines += ["", f"### Per class ({group['per_class'][0]['metric']})", "",
                       "| class | " + " | ".join(names.values()) + " |", "|---|" + "---|" * len(names)]

@@ -32,6 +32,7 @@ class Mode(str, Enum):
 
 
 class Selection(str, Enum):
+    stratified = "stratified"
     best_per_class = "best_per_class"
     random = "random"
 
@@ -99,7 +100,7 @@ class WorstCaseAuditConf:
     budget_unit: BudgetUnit = BudgetUnit.queries
     report_budgets: List[int] = field(default_factory=lambda: [0, 100, 300, 500])
     mode: Mode = Mode.weakness
-    selection: Selection = Selection.best_per_class
+    selection: Selection = Selection.stratified
     selection_split: Split = Split.val
     selection_renders: int = 10
     n_instances: Optional[int] = None
@@ -107,6 +108,7 @@ class WorstCaseAuditConf:
     calibrated: bool = False
     factor_share: Any = None  # null or a mapping (checked in validation)
     validity: ValidityConf = field(default_factory=ValidityConf)
+    judge: Optional[str] = None  # an independent target.pt that only measures the worst cases (never selects)
     checkpoint_every: int = 10
     stop_after_steps: Optional[int] = None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -22,8 +22,10 @@ EXAMINERS = {
 
 
 def build_examiner(examiner_cfg: Any, n_instances: int, n_dims: int, seed: int = 0,
-                   device: str | torch.device = "cpu") -> Examiner:
-    """An examiner from ``cfg.examiner`` (``name`` plus its options) for N instances x C dims."""
+                   device: str | torch.device = "cpu", periodic: Sequence[bool] | None = None) -> Examiner:
+    """An examiner from ``cfg.examiner`` (``name`` plus its options) for N instances x C dims;
+    ``periodic`` flags the dims that are circles (the world's periodic factors; random search
+    ignores it, uniform on an interval is uniform on the circle)."""
     import importlib
 
     options = dict(plain(examiner_cfg, {}))
@@ -35,4 +37,5 @@ def build_examiner(examiner_cfg: Any, n_instances: int, n_dims: int, seed: int =
     if name in ("tpe", "cmaes"):
         options["sampler"] = name
     return getattr(importlib.import_module(module), cls)(
-        n_instances=n_instances, n_dims=n_dims, seed=seed, device=device, **options)
+        n_instances=n_instances, n_dims=n_dims, seed=seed, device=device,
+        periodic=None if periodic is None else [bool(p) for p in periodic], **options)

@@ -32,6 +32,18 @@ half the time of a step.
 
 ``beta = kappa^2``: bayes_opt's default kappa = 2.576 gives beta = 6.64.
 
+Periodic dims (the world's circles: ``periodic``) are searched as circles. The kernel measures
+them around the circle: each periodic coordinate ``u`` enters as its point on a circle of
+circumference 1, ``(cos 2 pi u, sin 2 pi u) / (2 pi)``, under the factor's one lengthscale, so
+
+    k(a, b) = exp(-1/2 [ sum_linear ((a_j - b_j) / l_j)^2 + sum_periodic (sin(pi (a_j - b_j)) / (pi l_j))^2 ])
+
+(MacKay's periodic kernel with period 1; equal to the RBF for small differences, and 0.99 and
+0.01 are as close as 0.01 and 0.03). The hyperparameters keep BoTorch's priors (one lengthscale
+per factor). Every perturbation of a start (the screen's, the local rounds', Adam's steps) wraps
+around periodic dims instead of stopping at the box's edge. Without periodic dims the GP is
+BoTorch's default ``SingleTaskGP`` exactly.
+
 Everything after the fit runs on ``device`` (history, factor, candidates). The factor is grown in
 float64 (near-duplicate points make ``K`` ill-conditioned); the acquisition reads a copy of
 ``L^-1``, ``X`` and ``alpha`` in ``acquisition_dtype`` (default float32), grown alongside.
@@ -42,6 +54,7 @@ float64 (near-duplicate points make ``K`` ill-conditioned); the acquisition read
 from __future__ import annotations
 
 import logging
+import math
 import time
 import warnings
 from typing import Any, Sequence
@@ -49,7 +62,7 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor
 
-from advaudit.examiners.protocol import HistoryMixin
+from advaudit.examiners.protocol import HistoryMixin, keep_in_space, periodic_dims
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +94,7 @@ class BOExaminer(HistoryMixin):
         acquisition_dtype: ``float32`` or ``float64`` for the acquisition's copy of ``L^-1``.
         seed: Sobol and initial-point seed.
         device: where the posterior and the acquisition run (``cuda`` batches the N GPs on a GPU).
+        periodic: one flag per dim: which dims are circles (see the module docstring).
 
     A refit that raises keeps the previous (warm-start) hyperparameters, logs a warning naming the
     instance count and the error, and is counted in ``failed_fits`` (saved in the state).
@@ -91,7 +105,8 @@ class BOExaminer(HistoryMixin):
                  fit_max_points: int = 128, raw_samples: int = 256, restarts: int = 4,
                  refine: str = "local", local_scales: Sequence[float] = (0.4, 0.15, 0.05, 0.02), local_samples: int = 24,
                  adam_steps: int = 15, adam_lr: float = 0.03, acquisition_dtype: str = "float32",
-                 seed: int = 0, device: str | torch.device = "cpu", **_: Any) -> None:
+                 seed: int = 0, device: str | torch.device = "cpu", periodic: Sequence[bool] | None = None,
+                 **_: Any) -> None:
         from advaudit.errors import require
 
         require(q == 1, f"BO proposes one point per step (q=1); got q={q}")
@@ -103,6 +118,7 @@ class BOExaminer(HistoryMixin):
                 f"local_samples={local_samples} must be >= 1 and local_scales={list(local_scales)} positive")
         self._init_history(n_instances, n_dims, 1)
         self.device = torch.device(device)
+        self.periodic = periodic_dims(periodic, n_dims)
         self.beta = torch.as_tensor(beta, dtype=torch.float64).expand(n_instances).reshape(n_instances, 1)
         self.n_init, self.refit_every, self.fit_maxiter = int(n_init), int(refit_every), int(fit_maxiter)
         self.refit_growth, self.fit_max_points = float(refit_growth), int(fit_max_points)
@@ -118,7 +134,7 @@ class BOExaminer(HistoryMixin):
         self.n_fits = self.failed_fits = 0
         self.seconds = {"fit": 0.0, "factor": 0.0, "screen": 0.0, "refine": 0.0}
         self.restart_wins = torch.zeros(self.restarts, dtype=torch.long)  # which restart was chosen
-        self._factor = _GrowingFactor(n_instances, self.device, self.acquisition_dtype)
+        self._factor = _GrowingFactor(n_instances, self.device, self.acquisition_dtype, self.periodic)
 
     @property
     def fit_seconds(self) -> float:
@@ -135,8 +151,10 @@ class BOExaminer(HistoryMixin):
         from botorch.models import SingleTaskGP
         from botorch.models.transforms.outcome import Standardize
 
-        model = SingleTaskGP(X.to(self.device), Y.to(self.device).unsqueeze(-1),
-                             outcome_transform=Standardize(m=1, batch_shape=torch.Size([self.n_instances])))
+        batch = torch.Size([self.n_instances])
+        covar = circular_rbf_module(self.n_dims, batch, self.periodic) if bool(self.periodic.any()) else None
+        model = SingleTaskGP(X.to(self.device), Y.to(self.device).unsqueeze(-1), covar_module=covar,
+                             outcome_transform=Standardize(m=1, batch_shape=batch))
         if self.hyperparameters is not None:
             model.load_state_dict(self.hyperparameters, strict=False)
         return model
@@ -216,7 +234,7 @@ class BOExaminer(HistoryMixin):
         raw = sobol.draw(self.raw_samples).to(self.device, dtype).expand(self.n_instances, -1, -1)
         best = f.X[rows, f.Y.argmax(1)].to(dtype)
         noise = torch.randn(self.n_instances, 16, self.n_dims, generator=self.generator, dtype=torch.float64)
-        local = (best[:, None] + 0.05 * noise.to(self.device, dtype)).clamp(0, 1)
+        local = keep_in_space(best[:, None] + 0.05 * noise.to(self.device, dtype), self.periodic)
         raw = torch.cat([raw, local], 1)
         values = self._ucb(raw, context)
         top = values.topk(self.restarts, dim=1)
@@ -230,7 +248,7 @@ class BOExaminer(HistoryMixin):
             noise = torch.randn(self.n_instances, self.restarts, self.local_samples, self.n_dims,
                                 generator=self.generator, dtype=torch.float64).to(self.device, x.dtype)
             step = (scale * lengthscale).clamp_max(_MAX_LOCAL_STD)
-            cand = (x[:, :, None] + step * noise).clamp(0, 1)                            # [N, R, S, d]
+            cand = keep_in_space(x[:, :, None] + step * noise, self.periodic)            # [N, R, S, d]
             values = self._ucb(cand, context)                                            # [N, R, S]
             best, index = values.max(2)
             better = best > value
@@ -249,7 +267,7 @@ class BOExaminer(HistoryMixin):
                 (-self._ucb(x, context).sum()).backward()
             optimizer.step()
             with torch.no_grad():
-                x.clamp_(0, 1)
+                x.copy_(keep_in_space(x, self.periodic))
         x = x.detach()
         return x, self._ucb(x, context)
 
@@ -290,7 +308,7 @@ class BOExaminer(HistoryMixin):
         self.n_fits, self.failed_fits = int(state.get("n_fits", 0)), int(state.get("failed_fits", 0))
         self.restart_wins = state.get("restart_wins", torch.zeros(self.restarts, dtype=torch.long)).clone()
         self.seconds.update(state.get("seconds", {}))
-        self._factor = _GrowingFactor(self.n_instances, self.device, self.acquisition_dtype)
+        self._factor = _GrowingFactor(self.n_instances, self.device, self.acquisition_dtype, self.periodic)
         if self.hyperparameters is not None:  # replay the factor exactly as it was grown
             self._factor.reset(*self._hyper_tensors(), self.X[:, : self.last_fit_size], self.Y[:, : self.last_fit_size])
 
@@ -304,15 +322,49 @@ def _capacity(n: int) -> int:
     return n + max(64, n // 4)
 
 
-def rbf_kernel(a: Tensor, b: Tensor, lengthscale: Tensor) -> Tensor:
+def scaled_features(x: Tensor, lengthscale: Tensor, periodic: Tensor | None = None) -> Tensor:
+    """``x`` ``[..., d]`` divided by ``lengthscale`` (broadcastable to it), each periodic dim replaced by
+    its point on a circle of circumference 1 divided by its lengthscale, ``(cos 2 pi u, sin 2 pi u) /
+    (2 pi l)``: ``[..., d + p]``. The squared Euclidean distance of two feature vectors is then
+    ``sum_linear ((a - b) / l)^2 + sum_periodic (sin(pi (a - b)) / (pi l))^2``."""
+    if periodic is None or not bool(periodic.any()):
+        return x / lengthscale
+    mask = periodic.to(x.device)
+    lengthscale = lengthscale.expand(*lengthscale.shape[:-1], x.shape[-1])
+    angle = (2 * math.pi) * x[..., mask]
+    radius = 1 / ((2 * math.pi) * lengthscale[..., mask])
+    return torch.cat([x[..., ~mask] / lengthscale[..., ~mask], radius * torch.cos(angle), radius * torch.sin(angle)], -1)
+
+
+def rbf_kernel(a: Tensor, b: Tensor, lengthscale: Tensor, periodic: Tensor | None = None) -> Tensor:
     """ARD RBF ``[N, n, m]`` between ``a`` ``[N, n, d]`` and ``b`` ``[N, m, d]`` (gpytorch's RBFKernel),
-    lengthscale ``[N, 1, d]``. Without autograd the ``[N, n, m]`` passes run in place (the screen's
-    elementwise work was a third of its time)."""
-    a, b = a / lengthscale, b / lengthscale
+    lengthscale ``[N, 1, d]``; periodic dims measured around the circle (:func:`scaled_features`,
+    the kernel of :func:`circular_rbf_module`). Without autograd the ``[N, n, m]`` passes run in place
+    (the screen's elementwise work was a third of its time)."""
+    a, b = scaled_features(a, lengthscale, periodic), scaled_features(b, lengthscale, periodic)
     squared = torch.baddbmm((a * a).sum(-1)[..., :, None], a, b.transpose(-1, -2), alpha=-2)
     if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
         return torch.exp(-0.5 * (squared + (b * b).sum(-1)[..., None, :]).clamp_min(0))  # no sqrt: finite gradients
     return squared.add_((b * b).sum(-1)[..., None, :]).clamp_min_(0).mul_(-0.5).exp_()
+
+
+def circular_rbf_module(n_dims: int, batch_shape: torch.Size, periodic: Tensor):
+    """BoTorch's default covariance module (ARD RBF with its dimension-scaled lengthscale prior, as
+    ``get_covar_module_with_dim_scaled_prior`` builds it) with periodic dims measured around the circle."""
+    from botorch.models.utils.gpytorch_modules import SQRT2, SQRT3
+    from gpytorch.constraints import GreaterThan
+    from gpytorch.kernels import RBFKernel
+    from gpytorch.kernels.rbf_kernel import postprocess_rbf
+    from gpytorch.priors import LogNormalPrior
+
+    class CircularRBFKernel(RBFKernel):
+        def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any) -> Tensor:
+            f1, f2 = scaled_features(x1, self.lengthscale, periodic), scaled_features(x2, self.lengthscale, periodic)
+            return postprocess_rbf(self.covar_dist(f1, f2, square_dist=True, diag=diag, **params))
+
+    prior = LogNormalPrior(loc=SQRT2 + math.log(n_dims) * 0.5, scale=SQRT3)
+    return CircularRBFKernel(ard_num_dims=n_dims, batch_shape=batch_shape, lengthscale_prior=prior,
+                             lengthscale_constraint=GreaterThan(2.5e-2, transform=None, initial_value=prior.mode))
 
 
 class _GrowingFactor:
@@ -325,8 +377,10 @@ class _GrowingFactor:
     points alone, so a resumed examiner rebuilds it bit for bit.
     """
 
-    def __init__(self, n_instances: int, device: torch.device, acquisition_dtype: torch.dtype = torch.float32) -> None:
+    def __init__(self, n_instances: int, device: torch.device, acquisition_dtype: torch.dtype = torch.float32,
+                 periodic: Tensor | None = None) -> None:
         self.n_instances, self.device, self.dtype = n_instances, device, acquisition_dtype
+        self.periodic = periodic.to(device) if periodic is not None and bool(periodic.any()) else None
         self.n = 0
 
     def reset(self, lengthscale: Tensor, noise: Tensor, mean: Tensor, X: Tensor, Y: Tensor) -> None:
@@ -374,7 +428,7 @@ class _GrowingFactor:
 
     def kernel(self, a: Tensor, b: Tensor) -> Tensor:
         """ARD RBF ``[N, n, m]`` between ``a`` ``[N, n, d]`` and ``b`` ``[N, m, d]`` in ``a``'s dtype."""
-        return rbf_kernel(a, b, self.lengthscale.to(a.dtype))
+        return rbf_kernel(a, b, self.lengthscale.to(a.dtype), self.periodic)
 
     def extend_to(self, X: Tensor, Y: Tensor) -> None:
         """Append the points of the history ``X`` ``[N, n', d]``, ``Y`` ``[N, n']`` (n' >= n) beyond the first ``n``."""

@@ -3,6 +3,13 @@
 Optuna studies are inherently per-problem, so this examiner loops over instances in Python (the
 documented exception to "no per-instance loops"); the renders and the forward pass stay batched.
 On resume the studies are rebuilt from the recorded history (same trials, fresh sampler RNG).
+
+Periodic dims (circles) are searched by wrapped sampling: the sampler sees such a dim over two
+turns, ``v in [0, 2)``, and the proposal is ``u = v mod 1``. Optuna's samplers model an interval
+(TPE's Parzen estimators and CMA-ES's Gaussian are cut at its ends), so on ``[0, 1]`` a region that
+straddles the seam (350-10 deg) would be two regions at opposite ends; over two turns every region
+of the circle, the straddling one included, has a copy in one piece (around ``v = 1``), and a
+uniform ``v`` is a uniform ``u``, so the samplers' random start-up is unchanged.
 """
 
 from __future__ import annotations
@@ -13,7 +20,9 @@ import optuna
 import torch
 from torch import Tensor
 
-from advaudit.examiners.protocol import HistoryMixin
+from advaudit.examiners.protocol import HistoryMixin, periodic_dims
+
+TURNS = 2  # a periodic dim is sampled over this many turns (module docstring)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -32,10 +41,12 @@ class OptunaExaminer(HistoryMixin):
     """ask/tell over ``N`` Optuna studies with sampler ``sampler`` (``tpe`` or ``cmaes``)."""
 
     def __init__(self, n_instances: int, n_dims: int, sampler: str = "tpe", q: int = 1, seed: int = 0,
-                 **_: Any) -> None:
+                 periodic: Any = None, **_: Any) -> None:
         self._init_history(n_instances, n_dims, q)
         self.sampler_name, self.seed = sampler, int(seed)
-        self.distributions = {f"x{i}": optuna.distributions.FloatDistribution(0.0, 1.0) for i in range(n_dims)}
+        self.periodic = periodic_dims(periodic, n_dims)
+        self.distributions = {f"x{i}": optuna.distributions.FloatDistribution(0.0, TURNS if wrap else 1.0)
+                              for i, wrap in enumerate(self.periodic.tolist())}
         self._new_studies()
         self.pending: list[list[optuna.trial.Trial]] = []
 
@@ -45,8 +56,9 @@ class OptunaExaminer(HistoryMixin):
 
     def ask(self) -> Tensor:
         self.pending = [[study.ask(self.distributions) for _ in range(self.q)] for study in self.studies]
-        return torch.tensor([[[t.params[f"x{i}"] for i in range(self.n_dims)] for t in trials]
-                             for trials in self.pending], dtype=torch.float32)
+        v = torch.tensor([[[t.params[f"x{i}"] for i in range(self.n_dims)] for t in trials]
+                          for trials in self.pending], dtype=torch.float64)
+        return torch.where(self.periodic, torch.remainder(v, 1.0), v).float()
 
     def tell(self, s: Tensor, loss: Tensor) -> None:
         self._record(s, loss)

@@ -1,7 +1,9 @@
 """The Examiner protocol: one independent black-box optimiser per instance, batched over all N.
 
 Examiners work in the unit cube ``[0, 1]^C`` and *maximise* the loss they are told (higher =
-worse for the model). Budgets are counted in queries (model evaluations): an examiner that asks
+worse for the model). Dimensions marked ``periodic`` (the world's circles, see
+:attr:`advaudit.worlds.protocol.Factor.periodic`) are searched as circles: 0 and 1 are one point,
+a step past 1 comes back in at 0 (:func:`keep_in_space`), and distances are taken around the circle. Budgets are counted in queries (model evaluations): an examiner that asks
 ``q`` candidates per step spends ``q`` queries per instance per step.
 """
 
@@ -34,6 +36,30 @@ class Examiner(Protocol):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         ...
+
+
+def periodic_dims(periodic: Any, n_dims: int) -> Tensor:
+    """``[n_dims]`` bool mask from ``periodic`` (None: no circles; else one flag per searched dim)."""
+    if periodic is None:
+        return torch.zeros(n_dims, dtype=torch.bool)
+    mask = torch.as_tensor([bool(p) for p in periodic], dtype=torch.bool)
+    require(mask.numel() == n_dims, f"periodic has {mask.numel()} flags for {n_dims} searched dims")
+    return mask
+
+
+def keep_in_space(u: Tensor, periodic: Tensor) -> Tensor:
+    """Bring points ``[..., C]`` back into the search space: periodic dims wrap into [0, 1) (1.1 -> 0.1,
+    -0.05 -> 0.95), the others are clipped into [0, 1]."""
+    if not bool(periodic.any()):
+        return u.clamp(0, 1)
+    mask = periodic.to(u.device)
+    return torch.where(mask, torch.remainder(u, 1.0), u.clamp(0, 1))
+
+
+def circular_difference(a: Tensor, b: Tensor, periodic: Tensor) -> Tensor:
+    """``|a - b|`` per dim ``[..., C]``, around the circle on periodic dims (at most 0.5)."""
+    diff = (a - b).abs()
+    return torch.where(periodic.to(diff.device), torch.minimum(diff, 1 - diff), diff)
 
 
 class HistoryMixin:

@@ -1,6 +1,13 @@
 """The paper's RL examiner: per instance, an LSTM policy that emits one factor per step (100 bins
 each), trained with REINFORCE; N independent policies run as one batched computation.
 
+Each factor's range is cut into ``bins`` equal bins and a proposal is a bin's centre,
+``u = (b + 1/2) / bins``. On a periodic factor (a circle) the same bins tile the circle evenly:
+bin ``bins - 1`` (359.1-360 deg at 100 bins) borders bin 0 (0-0.9 deg) as any two neighbours do,
+and a condition given back at the seam (``u = 1``, i.e. 360 deg) is the bin of 0 deg
+(:func:`unit_to_bin`). The policy's categorical distribution over bins has no notion of
+neighbourhood, so it treats both ends of a circle alike by construction.
+
 The LSTM cell is written by hand with per-instance weights (``[N, ...]`` parameters and ``bmm``),
 because ``torch.func.vmap`` does not support ``nn.LSTM``. Adam's update is elementwise, so one
 optimiser over the stacked parameters trains N independent policies exactly.
@@ -15,7 +22,20 @@ import torch
 from torch import Tensor, nn
 
 from advaudit.errors import require
-from advaudit.examiners.protocol import HistoryMixin
+from advaudit.examiners.protocol import HistoryMixin, periodic_dims
+
+
+def unit_to_bin(u: Tensor, bins: int, periodic: Tensor) -> Tensor:
+    """Bin index ``[..., C]`` of unit-cube points ``[..., C]``: ``floor(u * bins)``; on periodic dims
+    ``u`` is taken modulo 1 first (``u = 1`` is ``u = 0``), on the others ``u = 1`` is the last bin."""
+    u = torch.where(periodic.to(u.device), torch.remainder(u, 1.0), u)
+    return (u * bins).long().clamp(0, bins - 1)
+
+
+def circular_bin_distance(a: Tensor, b: Tensor, bins: int) -> Tensor:
+    """Steps between bins ``a`` and ``b`` around a circle of ``bins`` bins."""
+    diff = (a - b).abs() % bins
+    return torch.minimum(diff, bins - diff)
 
 
 class BatchedLSTMPolicy(pl.LightningModule):
@@ -106,13 +126,15 @@ class RLExaminer(HistoryMixin):
         baseline: ``ema`` | ``batch_mean`` | ``none`` (see above; the default in
             ``conf/examiner/rl.yaml`` is chosen by measurement, docs/RESULTS.md).
         baseline_decay: the ``ema`` baseline's decay per update.
+        periodic: one flag per dim: which dims are circles (module docstring).
     """
 
     def __init__(self, n_instances: int, n_dims: int, q: int = 32, bins: int = 100, embedding: int = 30,
                  hidden: int = 30, lr: float = 1e-3, baseline: str = "ema", baseline_decay: float = 0.9,
                  order: Sequence[int] | None = None, seed: int = 0, device: str | torch.device = "cpu",
-                 **_: Any) -> None:
+                 periodic: Sequence[bool] | None = None, **_: Any) -> None:
         self._init_history(n_instances, n_dims, q)
+        self.periodic = periodic_dims(periodic, n_dims)
         self.order = list(order) if order is not None else list(range(n_dims))
         require(sorted(self.order) == list(range(n_dims)), f"order {self.order} must be a permutation of 0..{n_dims - 1}")
         self.policy = BatchedLSTMPolicy(n_instances, n_dims, bins, embedding, hidden, lr, seed).to(device)
@@ -143,7 +165,7 @@ class RLExaminer(HistoryMixin):
             require(r <= self.pending.shape[1], f"tell got {r} candidates but only {self.pending.shape[1]} were asked")
             choices = self.pending[:, :r]
         else:
-            choices = (s * self.bins).long().clamp(0, self.bins - 1)
+            choices = unit_to_bin(s, self.bins, self.periodic)
         batch_mean = reward.mean(1)
         if self.baseline_kind == "ema" and not self.baseline_ready:
             self.baseline, self.baseline_ready = batch_mean, True

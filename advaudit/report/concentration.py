@@ -23,6 +23,11 @@ with a 95% bootstrap interval over instances. Across runs (the CLI): runs are gr
 examiner); the interval is over the groups' seeds (independent examinations), never over
 overlapping resamples of one run.
 
+On a periodic factor (a circle: camera roll, the light's azimuth, the sun's rotations) regions are
+arcs: ``low > high`` names the arc from ``low`` up through the seam to ``high`` (``--low 315 --high 45``
+is the quarter turn around 0/360 deg, one region), values and bounds are compared modulo the period
+(360 deg is 0 deg, ``[-45, 45]`` is the same arc), and its volume share is its length over the period.
+
 ``python -m advaudit.report.concentration <run dirs...> --factor camera_elevation --low -30
 --high 30 --outside [--last 64 --unit queries] [--control <substring of the control target>]``
 """
@@ -46,40 +51,80 @@ STEPS_FILE, RESULT_FILE = "steps.jsonl", "result.json"
 
 @dataclass(frozen=True)
 class Region:
-    """``low <= s[factor] <= high`` (or its complement within the factor's bounds, ``outside``)."""
+    """``low <= s[factor] <= high`` (or its complement within the factor's bounds, ``outside``); on a
+    periodic factor an arc, which crosses the seam when ``low > high`` (module docstring)."""
 
     factor: str
     low: float
     high: float
     outside: bool = False
 
-    def __post_init__(self) -> None:
-        require(self.low <= self.high, f"region low={self.low} is above high={self.high}; swap them")
+    @property
+    def wraps(self) -> bool:
+        return self.low > self.high
 
-    def contains(self, values: np.ndarray) -> np.ndarray:
-        """Boolean mask ``[...]`` for factor values ``[...]``."""
-        inside = (values >= self.low) & (values <= self.high)
+    def _check(self, periodic: bool) -> None:
+        require(periodic or not self.wraps, f"region low={self.low} is above high={self.high} on {self.factor!r}, "
+                "which is not periodic (only a full-turn angle wraps); swap them")
+
+    def _arc(self, period: float) -> float:
+        """Length of the arc ``low -> high`` (at most one period)."""
+        return min(period, self.high - self.low) if not self.wraps else (self.high - self.low) % period
+
+    def contains(self, values: np.ndarray, circle: tuple[float, float] | None = None) -> np.ndarray:
+        """Boolean mask ``[...]`` for factor values ``[...]``; ``circle=(bound_low, bound_high)`` when the
+        factor is periodic (values compared modulo the period)."""
+        self._check(circle is not None)
+        if circle is None:
+            inside = (values >= self.low) & (values <= self.high)
+        else:
+            period = circle[1] - circle[0]
+            inside = np.mod(values - self.low, period) <= self._arc(period) + 1e-9 * period
         return ~inside if self.outside else inside
 
-    def volume_share(self, bound_low: float, bound_high: float) -> float:
-        """Share of the factor's searched range ``[bound_low, bound_high]`` covered by the region."""
+    def volume_share(self, bound_low: float, bound_high: float, periodic: bool = False) -> float:
+        """Share of the factor's searched range ``[bound_low, bound_high]`` covered by the region (on a
+        circle: the arc's length over the period)."""
         require(bound_high > bound_low, f"factor {self.factor!r} is fixed at {bound_low}: it is not searched, "
                 "so a region on it measures nothing; pick a searched factor")
-        overlap = max(0.0, min(self.high, bound_high) - max(self.low, bound_low)) / (bound_high - bound_low)
+        self._check(periodic)
+        if periodic:
+            overlap = self._arc(bound_high - bound_low) / (bound_high - bound_low)
+        else:
+            overlap = max(0.0, min(self.high, bound_high) - max(self.low, bound_low)) / (bound_high - bound_low)
         return 1.0 - overlap if self.outside else overlap
 
+    def spans(self, bound_low: float, bound_high: float, periodic: bool = False) -> list[tuple[float, float]]:
+        """The region as intervals within ``[bound_low, bound_high]`` (for shading a plot)."""
+        if periodic:
+            period = bound_high - bound_low
+            start = bound_low + np.mod(self.low - bound_low, period)
+            stop = start + self._arc(period)
+            inside = [(start, min(stop, bound_high))] + ([(bound_low, stop - period)] if stop > bound_high else [])
+        else:
+            inside = [(max(bound_low, self.low), min(bound_high, self.high))]
+        if not self.outside:
+            return inside
+        out, cursor = [], bound_low
+        for a, b in sorted(inside):
+            if a > cursor:
+                out.append((cursor, a))
+            cursor = max(cursor, b)
+        return out + ([(cursor, bound_high)] if cursor < bound_high else [])
+
     def describe(self) -> str:
-        return f"{self.factor} {'outside' if self.outside else 'in'} [{self.low:g}, {self.high:g}]"
+        across = " across the seam" if self.wraps else ""
+        return f"{self.factor} {'outside' if self.outside else 'in'} [{self.low:g}, {self.high:g}]{across}"
 
 
-def factor_bounds(config: dict[str, Any]) -> list[tuple[str, float, float]]:
-    """``[(name, low, high)]`` of the run's world factors, in the order of ``s`` in steps.jsonl."""
+def factor_bounds(config: dict[str, Any]) -> list[tuple[str, float, float, bool]]:
+    """``[(name, low, high, periodic)]`` of the run's world factors, in the order of ``s`` in steps.jsonl."""
     from advaudit.worlds import build_world
 
     world_cfg = dict(config["world"])
     if "device" in world_cfg:
         world_cfg["device"] = "cpu"
-    return [(f.name, float(f.low), float(f.high)) for f in build_world(world_cfg).factors]
+    return [(f.name, float(f.low), float(f.high), f.periodic) for f in build_world(world_cfg).factors]
 
 
 def late_window(steps: Sequence[int], q: int, last: int, unit: str) -> int:
@@ -93,13 +138,14 @@ def late_window(steps: Sequence[int], q: int, last: int, unit: str) -> int:
 
 
 def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit: str = "queries",
-                      bounds: list[tuple[str, float, float]] | None = None) -> dict[str, Any]:
+                      bounds: list[tuple] | None = None) -> dict[str, Any]:
     """Concentration of one worst-case run (a directory with ``steps.jsonl`` and ``result.json``).
 
     Returns ``{"run_dir", "target", "examiner", "seed", "q", "volume_share", "pooled_share",
     "ratio", "share_mean", "share_lo", "share_hi" (over instances), "late_true_prob",
     "late_proposals", "late_values" (the factor's value at each late proposal, for the plot),
-    "factor_bounds" ``[low, high]``, "per_instance": [{"instance", "share", "n", "late_true_prob"}]}``.
+    "factor_bounds" ``[low, high]``, "periodic", "per_instance": [{"instance", "share", "n", "late_true_prob"}]}``.
+    ``bounds``: ``[(name, low, high[, periodic])]`` (default: rebuilt from the run's world).
     """
     run_dir = Path(run_dir)
     require((run_dir / STEPS_FILE).exists(), f"{run_dir} has no {STEPS_FILE}: not a worst-case run dir "
@@ -110,10 +156,12 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
     require(result.get("status", "ok") == "ok", f"{run_dir} is a failed run: {result.get('error')}")
     config = result.get("config") or {}
     bounds = bounds if bounds is not None else factor_bounds(config)
-    names = [name for name, _, _ in bounds]
+    names = [b[0] for b in bounds]
     require(region.factor in names, f"factor {region.factor!r} is not a factor of this world; use one of {names}")
     column = names.index(region.factor)
-    _, low, high = bounds[column]
+    _, low, high, *rest = bounds[column]
+    periodic = bool(rest and rest[0])
+    circle = (low, high) if periodic else None
     records = read_jsonl(run_dir / STEPS_FILE)
     require(records, f"{run_dir / STEPS_FILE} is empty")
     q = len(records[0]["true_prob"])
@@ -122,7 +170,7 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
     late_values: list[float] = []
     errors = {True: [], False: []}  # all (valid) proposals: misclassified?, by inside the region
     for r in records:
-        in_region = region.contains(np.asarray(r["s"], dtype=np.float64)[:, column])
+        in_region = region.contains(np.asarray(r["s"], dtype=np.float64)[:, column], circle)
         valid = r.get("valid") or [True] * len(in_region)
         for inside_one, predicted, ok in zip(in_region.tolist(), r["predicted"], valid):
             if ok:
@@ -136,7 +184,7 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
     rows = [{"instance": i, "share": float(np.mean(v["inside"])), "n": len(v["inside"]),
              "late_true_prob": float(np.mean(v["true_prob"]))} for i, v in sorted(per_instance.items())]
     inside = [x for v in per_instance.values() for x in v["inside"]]
-    volume = region.volume_share(low, high)
+    volume = region.volume_share(low, high, periodic)
     pooled = float(np.mean(inside))
     over_instances = mean_with_ci([row["share"] for row in rows])
     examiner = config.get("examiner") or {}
@@ -146,6 +194,7 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
             "share_mean": over_instances["mean"], "share_lo": over_instances["lo"], "share_hi": over_instances["hi"],
             "late_true_prob": float(np.mean([row["late_true_prob"] for row in rows])),
             "late_proposals": len(inside), "late_values": late_values, "factor_bounds": [low, high],
+            "periodic": periodic,
             "window_first_step": first,
             "error_rate_inside": float(np.mean(errors[True])) if errors[True] else float("nan"),
             "error_rate_outside": float(np.mean(errors[False])) if errors[False] else float("nan"),
@@ -222,8 +271,7 @@ def concentration_plot(rows: list[dict[str, Any]], runs: list[dict[str, Any]], r
     bars.legend(loc="lower right", fontsize=8)
     low, high = runs[0]["factor_bounds"]
     edges = np.linspace(low, high, 25)
-    spans = [(low, max(low, region.low)), (min(high, region.high), high)] if region.outside else \
-        [(max(low, region.low), min(high, region.high))]
+    spans = region.spans(low, high, bool(runs[0].get("periodic")))
     for k, target in enumerate(targets):
         hist = fig.add_subplot(grid[k, 1])
         for row in (r for r in rows if r["target"] == target):
@@ -257,6 +305,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--low", type=float, required=True)
     parser.add_argument("--high", type=float, required=True)
     parser.add_argument("--outside", action="store_true", help="the region is the complement of [low, high]")
+    # on a periodic factor --low above --high is the arc across the seam (e.g. --low 315 --high 45)
     parser.add_argument("--last", type=int, default=64, help="size of the late window (default 64)")
     parser.add_argument("--unit", choices=("queries", "iterations"), default="queries")
     parser.add_argument("--control", default=None, help="substring of the control target's path")

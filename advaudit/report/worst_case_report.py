@@ -152,6 +152,10 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
     device = getattr(world, "device", "cpu")
     result = examination_metrics(history, labels, q, budgets, strength, seed)
     result["budget_unit"] = str(audit.get("budget_unit", "queries"))
+    from advaudit.audits.instance_selection import selection_design
+
+    method = audit.get("selection", "stratified")
+    result["instance_selection"] = selection_design(str(getattr(method, "value", method)))
     e_final = metrics.e_t(true_prob, q, queries)
     worst_final = metrics.worst(true_prob, history["valid"], queries, strength)
     failed = metrics.failed(history["predicted"], history["valid"], labels, queries)
@@ -200,14 +204,16 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
         plots["tsne"] = _tsne_plot(final_u, final_ok, random_free.reshape(-1, len(space.free)).numpy(), random_ok,
                                    out / "tsne.png", seed)
     final_s = history["s"][:, -k:].reshape(-1, history["s"].shape[-1])
-    result["final_factors"] = {f.name: {"mean": float(final_s[:, i].mean()), "std": float(final_s[:, i].std())}
-                               for i, f in enumerate(world.factors) if i in space.free}
+    result["final_factors"] = {f.name: factor_summary(final_s[:, i], f) for i, f in enumerate(world.factors)
+                               if i in space.free}
     share = audit.get("factor_share")
     if share:
         column = factor_names.index(share["factor"])
         threshold = float(share["abs_above"])
         result["examine/share_outside_final"] = float((np.abs(final_s[:, column]) > threshold).mean())
         result["examine/share_outside_random"] = float((random_s[..., column].abs() > threshold).float().mean())
+    result.update(label_kept(history, labels, q, worst_index, worst_s, random_s, audit.get("judge"), world, z,
+                             device, seed))
     random_valid_flat = random_valid.reshape(-1).numpy()
     result.update({
         "examine/random_accuracy": float(random_ok.mean()),
@@ -237,6 +243,52 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
     return result
 
 
+def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index: np.ndarray, worst_s: torch.Tensor,
+               random_s: torch.Tensor, judge_path: Any, world: Any, z: Any, device: Any, seed: int) -> dict[str, Any]:
+    """Validity where it matters: on the examiner's worst cases, not on random conditions.
+
+    - ``examine/worst_raw_valid``: share of instances whose lowest true-class probability over *all*
+      proposals (valid or not) was on a condition that passes the validity checks (1 - this share is
+      how often the examiner's best find was a view the checks throw out);
+    - ``examine/final_invalid_share``: share of the last iteration's proposals that fail a check
+      (where the examiner ended up), next to ``examine/random_invalid_share``;
+    - with ``audit.judge`` (an independent strong model, used for nothing else):
+      ``examine/judge_correct_worst`` (+ ``/lo``, ``/hi``), the share of the instances' worst valid
+      cases the judge still classifies correctly, and ``examine/judge_correct_random``, its accuracy
+      on random conditions of the same instances.
+    """
+    p, valid = history["true_prob"], history["valid"]
+    raw_worst = p.argmin(1)
+    last = p.shape[1] - (((p.shape[1] - 1) % q) + 1)
+    out: dict[str, Any] = {"examine/worst_raw_valid": float(valid[np.arange(len(p)), raw_worst].mean()),
+                           "examine/final_invalid_share": float(1 - valid[:, last:].mean())}
+    if not judge_path:
+        return out
+    from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRules
+
+    judge = ValidityJudge(world, ValidityRules(in_frame=False, min_height_px=0, min_content_kept=0.0,
+                                               reference=str(judge_path), reference_min_prob=0.0), device=device)
+    _, _, checks = judge.render(z, worst_s.unsqueeze(1).to(device))
+    has_worst = worst_index >= 0
+    correct = checks[REFERENCE_CHECK][:, 0].numpy()[has_worst].astype(float)
+    _, _, random_checks = judge.render(z, random_s.to(device))
+    out.update(_with_ci("examine/judge_correct_worst", correct, seed) if len(correct) else {})
+    out["examine/judge_correct_random"] = float(random_checks[REFERENCE_CHECK].float().mean())
+    out["judge"] = str(judge_path)
+    return out
+
+
+def factor_summary(values: np.ndarray, factor: Any) -> dict[str, Any]:
+    """Mean and spread of one factor's values; on a circle the circular mean and standard deviation
+    (350 and 10 deg average to 0 deg, not 180)."""
+    if getattr(factor, "periodic", False):
+        from scipy.stats import circmean, circstd
+
+        return {"mean": float(circmean(values, high=factor.high, low=factor.low)),
+                "std": float(circstd(values, high=factor.high, low=factor.low)), "circular": True}
+    return {"mean": float(values.mean()), "std": float(values.std())}
+
+
 def space_unit(space: Any, s: np.ndarray) -> np.ndarray:
     """Searched factors of ``s`` ``[..., C]`` (factor units) mapped to the unit cube ``[..., C_free]``."""
     from advaudit.worlds.protocol import factor_to_unit
@@ -254,6 +306,15 @@ def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
     if percent:
         return f"{100 * value:.0f}% [{100 * low:.0f}%, {100 * high:.0f}%]"
     return f"{value:.4f} [{low:.4f}, {high:.4f}]"
+
+
+def _judge_line(result: dict[str, Any]) -> str:
+    if "examine/judge_correct_worst" not in result:
+        return ("no independent judge (`audit.judge`) was given, so whether the worst cases keep their label "
+                "is not measured")
+    return (f"the independent judge `{result['judge']}` still classifies "
+            f"{_fmt(result, 'examine/judge_correct_worst', percent=True)} of the worst valid cases correctly "
+            f"({100 * result['examine/judge_correct_random']:.0f}% of random conditions)")
 
 
 def _markdown(cfg: DictConfig, result: dict[str, Any], plots: dict[str, Path]) -> str:
@@ -278,10 +339,15 @@ def _markdown(cfg: DictConfig, result: dict[str, Any], plots: dict[str, Path]) -
 - **E_T = {_fmt(result, 'examine/E_T')}**: the paper's metric (Algorithm 1), mean true-class probability
   of the examiner's proposals at its last iteration; **worst = {_fmt(result, 'examine/worst')}**: mean
   lowest true-class probability over valid proposals (95% bootstrap intervals over instances)
+- instances: `{result['instance_selection']['selection']}` ({result['instance_selection']['design']} design:
+  {result['instance_selection']['description']})
 - a valid misclassified condition was found for {_fmt(result, 'examine/failure_rate', percent=True)} of instances
 - validity: {100 * result['examine/invalid_share']:.1f}% of proposals invalid ({checks});
   {100 * result['examine/random_invalid_share']:.1f}% of random conditions invalid
 - accuracy under random valid conditions: {'n/a' if accuracy is None else f'{100 * accuracy:.1f}%'}
+- validity where it matters: the lowest true-class probability of {100 * (1 - result['examine/worst_raw_valid']):.0f}%
+  of instances was on a condition the checks throw out; {100 * result['examine/final_invalid_share']:.1f}% of the
+  last iteration's proposals are invalid; {_judge_line(result)}
 
 | queries | iterations | E_T (proposals of that iteration) | worst (valid, so far) |
 |---|---|---|---|

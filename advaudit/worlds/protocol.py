@@ -4,10 +4,16 @@ This is the paper's ``x = g(z, s)``. Examiners search the unit cube; :func:`unit
 it onto the factors' bounds. Factor values outside their bounds are **refused** by
 :func:`check_in_bounds` (a silently clipped query would make an examiner believe it tested a
 condition it did not), while unit-cube values are clipped into [0, 1] by :func:`unit_to_factor`.
+
+Angles are circles: a factor declared with a ``period`` (360 for an angle in degrees, 1 for a hue
+in turns) whose configured bounds span exactly one period is **periodic**: its two ends are one
+condition, and examiners, distances and regions on it wrap (:func:`periodic_mask`). A narrowed
+range (``camera_roll: [0, 240]``) is an interval, not a circle.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -20,21 +26,39 @@ from advaudit.models.imported.spec import OTHER_CLASS
 
 @dataclass(frozen=True)
 class Factor:
-    """One axis of the condition space ``S``: ``name`` ranging over ``[low, high]`` in ``unit``."""
+    """One axis of the condition space ``S``: ``name`` ranging over ``[low, high]`` in ``unit``.
+
+    ``period``: the length of one full turn in ``unit`` for a factor that is an angle (360 for
+    degrees), or None. The factor is :attr:`periodic` only when its bounds span exactly one period.
+    """
 
     name: str
     low: float
     high: float
     unit: str = ""
+    period: float | None = None
 
     def __post_init__(self) -> None:
         if not self.low <= self.high:
             raise AdvauditError(f"factor {self.name!r} has low={self.low} > high={self.high}; "
                                 "swap the bounds")
+        if self.period is not None and not self.period > 0:
+            raise AdvauditError(f"factor {self.name!r} has period={self.period}; a period must be > 0")
 
     @property
     def fixed(self) -> bool:
         return self.low == self.high
+
+    @property
+    def periodic(self) -> bool:
+        """True when the bounds span one full period: ``low`` and ``high`` are the same condition."""
+        return self.period is not None and math.isclose(self.high - self.low, self.period, rel_tol=1e-9,
+                                                        abs_tol=1e-9)
+
+
+def periodic_mask(factors: Sequence[Factor]) -> list[bool]:
+    """Which of ``factors`` are circles (see :attr:`Factor.periodic`), in order."""
+    return [f.periodic for f in factors]
 
 
 @dataclass

@@ -21,13 +21,15 @@ from advaudit.errors import require
 from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors, unit_to_factor
 
 # Defaults chosen to stay label-preserving for small images (a person still names the class in
-# the gallery at every corner of the box); widen them per run with world.factors=...
-GEOMETRIC = [Factor("rotation", -30.0, 30.0, "deg"), Factor("translate_x", -0.1, 0.1, "width"),
+# the gallery at every corner of the box); widen them per run with world.factors=... . Rotation
+# (period 360 deg) and hue (period 1 turn) become circles when widened to a full turn, e.g.
+# world.factors={rotation:[-180,180],hue:[-0.5,0.5]}.
+GEOMETRIC = [Factor("rotation", -30.0, 30.0, "deg", 360.0), Factor("translate_x", -0.1, 0.1, "width"),
              Factor("translate_y", -0.1, 0.1, "height"), Factor("scale", 0.85, 1.15, "x"),
              Factor("shear", -15.0, 15.0, "deg"), Factor("blur", 0.0, 1.0, "px sigma"),
              Factor("brightness", -0.2, 0.2, "offset"), Factor("contrast", 0.7, 1.3, "x"),
              Factor("gamma", 0.7, 1.4, "exponent")]
-COLOUR = [Factor("hue", -0.1, 0.1, "turn"), Factor("saturation", 0.5, 1.5, "x")]
+COLOUR = [Factor("hue", -0.1, 0.1, "turn", 1.0), Factor("saturation", 0.5, 1.5, "x")]
 BLUR_RADIUS = 3
 
 

@@ -122,8 +122,8 @@ def test_worst_conditions_bunched_at_one_end_of_a_factor_are_found(tmp_path: Pat
     write_worst_case(tmp_path / "a", "A.pt", 0, np.full(n, 0.3), np.zeros(n, bool), worst_s=conditions)
     group = _group(compare_runs([tmp_path], tmp_path / "out", replay=False))
     by_factor = {r["factor"]: r for r in group["per_factor"]}
-    assert by_factor["camera_elevation"]["share_high"] == 1.0 and by_factor["camera_elevation"]["ks_p"] < 1e-6
-    assert by_factor["camera_roll"]["ks_p"] > 0.01
+    assert by_factor["camera_elevation"]["share_high"] == 1.0 and by_factor["camera_elevation"]["p"] < 1e-6
+    assert by_factor["camera_roll"]["p"] > 0.01 and by_factor["camera_roll"]["test"] == "Kuiper"
     assert (tmp_path / "out" / "factors_worst_case_random.png").exists()
 
 

@@ -103,3 +103,35 @@ def test_error_rates_inside_and_outside_count_valid_proposals_only(tmp_path: Pat
     out = run_concentration(run, Region("camera_elevation", -30, 30, outside=True), last=4)
     assert out["error_rate_inside"] == pytest.approx(3 / 3)
     assert out["error_rate_outside"] == pytest.approx(1 / 3)
+
+
+ROLL = 11  # camera_roll's column in s; bounds [0, 360], a circle
+
+
+def test_a_region_across_the_seam_of_a_circle_is_one_arc(tmp_path: Path) -> None:
+    across = Region("camera_roll", 315, 45)  # the quarter turn around 0/360 deg
+    circle = (0.0, 360.0)
+    values = np.array([350.0, 10.0, 0.0, 360.0, 45.0, 100.0, 300.0])
+    assert across.contains(values, circle).tolist() == [True, True, True, True, True, False, False]
+    assert across.volume_share(0, 360, periodic=True) == pytest.approx(0.25)
+    assert Region("camera_roll", -45, 45).contains(values, circle).tolist() == across.contains(values, circle).tolist()
+    assert Region("camera_roll", 315, 45, outside=True).volume_share(0, 360, periodic=True) == pytest.approx(0.75)
+    assert across.spans(0, 360, periodic=True) == [(315.0, 360.0), (0.0, 45.0)]
+    assert Region("camera_roll", 0, 240, outside=True).spans(0, 360, periodic=True) == [(240.0, 360.0)]
+    with pytest.raises(AdvauditError, match="not periodic"):
+        Region("camera_elevation", 30, -30).volume_share(-90, 90)
+    # a run whose late proposals sit at 350 and 10 deg: all inside the one arc; a box would split them
+    run = tmp_path / "roll"
+    run.mkdir()
+    records = []
+    for i, roll in enumerate([[350.0, 10.0, 5.0, 200.0], [355.0, 2.0, 359.0, 1.0]]):
+        s = np.zeros((4, 12))
+        s[:, 8], s[:, ROLL] = 2.0, roll
+        records.append({"step": 0, "instance": i, "label": i, "s": s.tolist(), "true_prob": [0.1] * 4,
+                        "predicted": [i] * 4})
+    append_jsonl(run / "steps.jsonl", records)
+    write_json(run / "result.json", {"status": "ok", "config": {"world": WORLD, "target": "t", "seed": 0,
+                                                                "examiner": {"name": "bo"}}})
+    out = run_concentration(run, across, last=4)
+    assert out["periodic"] and out["volume_share"] == pytest.approx(0.25)
+    assert [r["share"] for r in out["per_instance"]] == [0.75, 1.0] and out["ratio"] == pytest.approx(3.5)

@@ -15,14 +15,17 @@ from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS, build_primi
 from advaudit.worlds.shapes.renderer import render_scenes
 from advaudit.worlds.validity import mask_checks
 
-# Table 1 of the paper (angles in degrees; camera azimuth spans half a turn as in the paper).
+# Table 1 of the paper (angles in degrees; camera azimuth spans half a turn as in the paper). Rotations
+# and azimuths carry a period of 360 deg: the three sun rotations, the light's azimuth and the camera
+# roll span a full turn, so they are circles (0 and 360 deg are one condition); camera azimuth becomes
+# one only when widened to [0, 360]. Elevations run pole to pole and are intervals.
 TABLE1_FACTORS = [
-    Factor("sun_rot_x", 0.0, 360.0, "deg"), Factor("sun_rot_y", 0.0, 360.0, "deg"),
-    Factor("sun_rot_z", 0.0, 360.0, "deg"), Factor("sun_energy", 0.0, 5.0, "W/m2"),
+    Factor("sun_rot_x", 0.0, 360.0, "deg", 360.0), Factor("sun_rot_y", 0.0, 360.0, "deg", 360.0),
+    Factor("sun_rot_z", 0.0, 360.0, "deg", 360.0), Factor("sun_energy", 0.0, 5.0, "W/m2"),
     Factor("light_energy", 0.3, 1.0, "kW"), Factor("light_distance", 8.0, 20.0, "m"),
-    Factor("light_azimuth", 0.0, 360.0, "deg"), Factor("light_elevation", -90.0, 90.0, "deg"),
-    Factor("camera_distance", 1.0, 5.0, "m"), Factor("camera_azimuth", 0.0, 180.0, "deg"),
-    Factor("camera_elevation", -90.0, 90.0, "deg"), Factor("camera_roll", 0.0, 360.0, "deg"),
+    Factor("light_azimuth", 0.0, 360.0, "deg", 360.0), Factor("light_elevation", -90.0, 90.0, "deg"),
+    Factor("camera_distance", 1.0, 5.0, "m"), Factor("camera_azimuth", 0.0, 180.0, "deg", 360.0),
+    Factor("camera_elevation", -90.0, 90.0, "deg"), Factor("camera_roll", 0.0, 360.0, "deg", 360.0),
 ]
 # The default S: Table 1 with camera distance narrowed to [1.5, 4] m so that every condition keeps
 # the label visible (Sec. 2.1). Measured on 600 random renders per range of 100 val instances at

@@ -29,6 +29,7 @@ from advaudit.report.wandb_run import open_wandb
 
 
 GALLERY_PX = 96
+TSNE_POINTS = 1000
 
 
 def gallery_world(world: Any) -> Any:
@@ -132,6 +133,12 @@ def _tsne_plot(final_u: np.ndarray, final_ok: np.ndarray, random_u: np.ndarray, 
                path: Path, seed: int) -> Path:
     from sklearn.manifold import TSNE
 
+    # at most TSNE_POINTS of each kind: the picture needs no more and t-SNE's cost grows faster than n
+    rng = np.random.default_rng(seed)
+    keep_final = np.sort(rng.permutation(len(final_u))[:TSNE_POINTS])
+    keep_random = np.sort(rng.permutation(len(random_u))[:TSNE_POINTS])
+    final_u, final_ok, random_u, random_ok = (final_u[keep_final], final_ok[keep_final], random_u[keep_random],
+                                              random_ok[keep_random])
     points = np.concatenate([final_u, random_u])
     perplexity = float(max(2, min(30, (len(points) - 1) // 3)))
     embedded = TSNE(n_components=2, perplexity=perplexity, random_state=seed, init="pca").fit_transform(points)

@@ -1,0 +1,76 @@
+"""The demo's closing lines: what accuracy said, what the audit found, where the files are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advaudit.demo.findings import ALPHA, Findings, Verdict
+
+
+def _p(p: float) -> str:
+    return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def _pair(v: Verdict) -> str:
+    """``E_T 0.050 vs 0.093, paired difference -0.043 [-0.07, -0.02] over 30 instances, Wilcoxon p = 0.001``."""
+    other = next((n for n in v.means if n != v.lower), "?")
+    return (f"{v.words} {v.means.get(v.lower, float('nan')):.3f} ({v.lower}) vs {v.means.get(other, float('nan')):.3f} "
+            f"({other}), paired difference {v.diff:+.3f} [{v.lo:+.3f}, {v.hi:+.3f}] over {v.n_instances} instances, "
+            f"{v.test.replace(' signed-rank', '')} p = {_p(v.p_holm)}")
+
+
+def _range(region: tuple[float, float]) -> str:
+    return f"{region[0]:g}-{region[1]:g}"
+
+
+def severity_line(findings: Findings) -> str:
+    """Line 2: the worst-case search's verdicts, then where the worst cases lie."""
+    separating = [v for v in findings.severity if v.significant]
+    if separating:
+        named = {v.lower for v in separating}
+        head = ("Worst-case search: " + (f"{separating[0].lower} is weaker" if len(named) == 1 else "the examiners disagree")
+                + " (" + "; ".join(f"{v.examiner.upper()} {_pair(v)}" for v in findings.severity) + ")")
+    else:
+        head = ("Worst-case search: both checkpoints fail somewhere on every instance and severity does not separate "
+                "them (" + "; ".join(f"{v.examiner.upper()} {v.words} p = {_p(v.p_holm)}" for v in findings.severity) + ")")
+    where = findings.where
+    if where is None:
+        return head + "; no per-factor worst cases to compare."
+    if where.p >= ALPHA:
+        return head + f"; their worst cases lie alike in every factor (smallest two-sample KS p = {_p(where.p)})."
+    return (head + f"; but they lie in different places: in {where.factor} (two-sample KS p = {_p(where.p)}, "
+            f"{where.examiner.upper()}) {100 * where.share_suspect:.0f}% of {where.suspect}'s worst cases fall in "
+            f"{_range(where.region)}, {100 * where.share_other:.0f}% of the other's.")
+
+
+def check_line(findings: Findings) -> str | None:
+    """Line 3: the check on fresh conditions, and whether it is the planted weakness."""
+    where, check, planted = findings.where, findings.check, findings.planted
+    if where is None or where.p >= ALPHA:
+        return "So the audit names neither checkpoint as weaker on this run."
+    if check is None:
+        return "The check on fresh conditions did not run, so no checkpoint is named weaker."
+    region = f"{where.factor} {_range(where.region)}"
+    if not check.significant:
+        return (f"Checked on fresh random conditions with {region}: no difference detectable ({_pair(check)}), "
+                "so the audit names neither checkpoint as weaker on this run.")
+    line = f"Checked on fresh random conditions with {region}: {check.lower} is the weaker checkpoint there ({_pair(check)})"
+    if planted and planted.get("unseen"):
+        if findings.found_planted:
+            line += f"; {_range(planted['unseen'])} is the range {planted['checkpoint']} never saw in training"
+        else:
+            line += (f"; the planted weakness was {planted['checkpoint']}'s {planted['factor']} "
+                     f"{_range(planted['unseen'])}, so this run did not find it")
+    return line + "."
+
+
+def summary_lines(findings: Findings, root: Path, wandb_group: str) -> list[str]:
+    """Four plain lines (module docstring); every number comes from ``findings``."""
+    accuracy = ", ".join(f"{t.name} {t.test_acc:.3f}" for t in findings.trained)
+    gap = abs(findings.trained[0].test_acc - findings.trained[1].test_acc) if len(findings.trained) == 2 else float("nan")
+    lines = [f"Accuracy said: test accuracy {accuracy} on the same held-out renders ({100 * gap:.1f} points apart).",
+             severity_line(findings), check_line(findings)]
+    lines.append(f"Files: reports {root}/examine/comparison/comparison.md and {root}/check/comparison/comparison.md "
+                 f"(PNGs beside them; worst cases at 96 px in {root}/examine/*/worst_cases.png); offline W&B runs "
+                 f"under {root} (group {wandb_group}; `wandb sync` uploads them).")
+    return [line for line in lines if line]

@@ -31,8 +31,9 @@ def severity_line(findings: Findings) -> str:
         head = ("Worst-case search: " + (f"{separating[0].lower} is weaker" if len(named) == 1 else "the examiners disagree")
                 + " (" + "; ".join(f"{v.examiner.upper()} {_pair(v)}" for v in findings.severity) + ")")
     else:
-        head = ("Worst-case search: both checkpoints fail somewhere on every instance and severity does not separate "
-                "them (" + "; ".join(f"{v.examiner.upper()} {v.words} p = {_p(v.p_holm)}" for v in findings.severity) + ")")
+        head = ("Worst-case search: how low each checkpoint's true-class probability gets does not separate them ("
+                + "; ".join(f"{v.examiner.upper()} {v.words} {' vs '.join(f'{m:.3f}' for m in v.means.values())}, "
+                            f"p = {_p(v.p_holm)}" for v in findings.severity) + ")")
     where = findings.where
     if where is None:
         return head + "; no per-factor worst cases to compare."

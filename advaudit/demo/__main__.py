@@ -18,7 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="training and examination seed (default 0)")
     parser.add_argument("--out", default=None, help="output folder (default: outputs/demo/<time>)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds long, for tests: its numbers mean nothing")
-    parser.add_argument("--launcher", default="parallel", help="Hydra launcher of both multiruns (default: parallel)")
+    parser.add_argument("--launcher", default="parallel", help="Hydra launcher of the multiruns (default: parallel)")
+    parser.add_argument("--summary-of", default=None, metavar="DIR",
+                        help="print the summary of a finished demo folder again (computed from its files), run nothing")
     args = parser.parse_args(argv)
     for key, value in (("OMP_NUM_THREADS", "1"), ("MKL_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"),
                        ("WANDB_MODE", "offline"), ("WANDB_SILENT", "true")):
@@ -28,6 +30,16 @@ def main(argv: list[str] | None = None) -> int:
     from advaudit.demo.steps import examination_status, run_step, shell_line, training_status
     from advaudit.demo.summary import summary_lines
 
+    if args.summary_of:
+        done = DemoPlan(Path(args.summary_of).resolve())
+        if not (done.examine_dir / "comparison" / "comparison.json").exists():
+            print(f"error: {done.root} holds no finished demo (no examine/comparison/comparison.json)", file=sys.stderr)
+            return 2
+        findings = analyse_examination(done.train_dir, done.examine_dir)
+        if (done.confirm_dir / "comparison" / "comparison.json").exists():
+            add_check(findings, done.confirm_dir)
+        print("\n".join(f"  {line}" for line in summary_lines(findings, done.root, done.wandb_group)))
+        return 0
     root = Path(args.out) if args.out else ROOT / "outputs" / "demo" / time.strftime("%Y-%m-%d_%H-%M-%S")
     if root.exists() and any(root.iterdir()):
         print(f"error: {root} is not empty; pass --out with a new folder", file=sys.stderr)

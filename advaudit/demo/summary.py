@@ -71,7 +71,8 @@ def summary_lines(findings: Findings, root: Path, wandb_group: str) -> list[str]
     gap = abs(findings.trained[0].test_acc - findings.trained[1].test_acc) if len(findings.trained) == 2 else float("nan")
     lines = [f"Accuracy said: test accuracy {accuracy} on the same held-out renders ({100 * gap:.1f} points apart).",
              severity_line(findings), check_line(findings)]
-    lines.append(f"Files: reports {root}/examine/comparison/comparison.md and {root}/check/comparison/comparison.md "
-                 f"(PNGs beside them; worst cases at 96 px in {root}/examine/*/worst_cases.png); offline W&B runs "
-                 f"under {root} (group {wandb_group}; `wandb sync` uploads them).")
+    reports = f"{root}/examine/comparison/comparison.md" + (
+        f" and {root}/check/comparison/comparison.md" if findings.check is not None else "")
+    lines.append(f"Files: reports {reports} (PNGs beside them; worst cases at 96 px in {root}/examine/*/worst_cases.png); "
+                 f"offline W&B runs under {root} (group {wandb_group}; `wandb sync` uploads them).")
     return [line for line in lines if line]

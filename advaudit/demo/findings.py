@@ -7,12 +7,13 @@ and two comparisons of :mod:`advaudit.compare` (``comparison.json``):
   of its runs; a true-class probability, so lower = weaker) between the two checkpoints.
 - **Where** (step 2): per examiner and searched factor, a two-sample Kolmogorov-Smirnov test of the
   two checkpoints' worst conditions (Holm-corrected over all examiner x factor tests); the factor
-  with the smallest p, if below 0.05. Its range is cut in fifths (as the comparison's table does);
-  the fifth where one checkpoint's worst cases outnumber the other's most is the *suspected region*
-  and that checkpoint the *suspect*.
-- **Check** (step 3): fresh random conditions with that factor inside the suspected region, the
-  same instances for both checkpoints; the comparison's paired test of mean true-class probability
-  names the weaker checkpoint there (Holm-corrected p < 0.05), or names none.
+  with the smallest p. Its range is cut in fifths (as the comparison's table does); the fifth where
+  one checkpoint's worst cases outnumber the other's most is the *suspected region* and that
+  checkpoint the *suspect*. This only chooses where to look; it decides nothing.
+- **Check** (step 3): random conditions with that factor inside the suspected region, on held-out
+  test instances (step 2 examined validation instances), the same for both checkpoints; the
+  comparison's paired test of mean true-class probability names the weaker checkpoint there
+  (p < 0.05), or names none. New instances and conditions: the choice of region needs no correction.
 - **Planted**: the checkpoint whose training narrowed one factor, and the part of the range it
   never saw; ``found_planted`` says whether the check named that checkpoint in that factor.
 """

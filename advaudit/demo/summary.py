@@ -37,25 +37,25 @@ def severity_line(findings: Findings) -> str:
     where = findings.where
     if where is None:
         return head + "; no per-factor worst cases to compare."
-    if where.p >= ALPHA:
-        return head + f"; their worst cases lie alike in every factor (smallest two-sample KS p = {_p(where.p)})."
-    return (head + f"; but they lie in different places: in {where.factor} (two-sample KS p = {_p(where.p)}, "
-            f"{where.examiner.upper()}) {100 * where.share_suspect:.0f}% of {where.suspect}'s worst cases fall in "
-            f"{_range(where.region)}, {100 * where.share_other:.0f}% of the other's.")
+    differ = "they lie in different places" if where.p < ALPHA else "no factor separates where they lie on its own"
+    return (head + f"; {differ}: most in {where.factor} (two-sample KS p = {_p(where.p)}, Holm, "
+            f"{where.examiner.upper()}), where {100 * where.share_suspect:.0f}% of {where.suspect}'s worst cases fall in "
+            f"{_range(where.region)} against {100 * where.share_other:.0f}% of the other's.")
 
 
 def check_line(findings: Findings) -> str | None:
     """Line 3: the check on fresh conditions, and whether it is the planted weakness."""
     where, check, planted = findings.where, findings.check, findings.planted
-    if where is None or where.p >= ALPHA:
+    if where is None:
         return "So the audit names neither checkpoint as weaker on this run."
     if check is None:
-        return "The check on fresh conditions did not run, so no checkpoint is named weaker."
+        return "The check on new conditions did not run, so no checkpoint is named weaker."
     region = f"{where.factor} {_range(where.region)}"
     if not check.significant:
-        return (f"Checked on fresh random conditions with {region}: no difference detectable ({_pair(check)}), "
-                "so the audit names neither checkpoint as weaker on this run.")
-    line = f"Checked on fresh random conditions with {region}: {check.lower} is the weaker checkpoint there ({_pair(check)})"
+        return (f"Checked on held-out instances under new random conditions with {region}: no difference detectable "
+                f"({_pair(check)}), so the audit names neither checkpoint as weaker on this run.")
+    line = (f"Checked on held-out instances under new random conditions with {region}: {check.lower} is the weaker "
+            f"checkpoint there ({_pair(check)})")
     if planted and planted.get("unseen"):
         if findings.found_planted:
             line += f"; {_range(planted['unseen'])} is the range {planted['checkpoint']} never saw in training"

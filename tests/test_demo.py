@@ -69,8 +69,8 @@ def test_the_check_names_the_weaker_checkpoint_and_the_summary_says_it_is_the_pl
     assert findings.weaker == "roll_narrowed" and findings.found_planted
     lines = summary_lines(findings, Path("/x"), "demo-x")
     assert len(lines) == 4 and "1.0 points apart" in lines[0]
-    assert "does not separate them" in lines[1] and "they lie in different places: most in camera_roll" in lines[1]
-    assert "100% of roll_narrowed's worst cases fall in 288-360" in lines[1]
+    assert "does not separate them" in lines[1] and "worst cases lie in different places, most in camera_roll" in lines[1]
+    assert "100% of roll_narrowed's fall in 288-360" in lines[1]
     assert lines[2].startswith("Checked on held-out instances under new random conditions with camera_roll 288-360: "
                                "roll_narrowed is the weaker")
     assert "p = 1.0e-05" in lines[2] and "never saw in training" in lines[2]

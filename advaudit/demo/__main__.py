@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{100 * where.share_suspect:.0f}% of {where.suspect}'s in {where.region[0]:g}-{where.region[1]:g}, "
               f"{100 * where.share_other:.0f}% of the other's")
     if where is not None:  # checked whatever step 2's p: the check tests on new instances and conditions
-        code = run_step(f"3. check it on fresh random conditions with {where.factor} in {where.region[0]:g}-"
-                        f"{where.region[1]:g}, both checkpoints on the same instances",
+        code = run_step(f"3. check it: both checkpoints on held-out test instances under new random conditions "
+                        f"with {where.factor} in {where.region[0]:g}-{where.region[1]:g}",
                         plan.confirm_args(where.factor, *where.region), plan.root / "check.log", ROOT,
                         lambda: examination_status(plan.confirm_dir, len(TRAIN_EXPERIMENTS)))
         if code != 0:

@@ -152,6 +152,8 @@ def verdicts(comparison: dict[str, Any], metrics: dict[str, str]) -> list[Verdic
         lower, sign = (a, 1.0) if row["diff"] <= 0 else (b, -1.0)   # row: a - b
         lo, hi = sorted((sign * row["lo"], sign * row["hi"]))
         words = {"examine/E_T": "E_T", "examine/worst": "worst case"}.get(row["metric"], row["metric"])
+        if method == "random" and row["metric"] == "examine/E_T":   # random search's E_T: a plain average
+            words = "mean true-class probability"
         out.append(Verdict(str(method), row["metric"], words, means, lower, sign * row["diff"], lo, hi, row["test"],
                            float(row.get("p_holm", float("nan"))), int(row["n_instances"])))
     return out

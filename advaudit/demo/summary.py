@@ -12,11 +12,19 @@ def _p(p: float) -> str:
 
 
 def _pair(v: Verdict) -> str:
-    """``E_T 0.050 vs 0.093, paired difference -0.043 [-0.07, -0.02] over 30 instances, Wilcoxon p = 0.001``."""
+    """``E_T b 0.050 vs a 0.093, paired difference -0.043 [-0.070, -0.020] over 30 instances, Wilcoxon p = 0.001``."""
     other = next((n for n in v.means if n != v.lower), "?")
-    return (f"{v.words} {v.means.get(v.lower, float('nan')):.3f} ({v.lower}) vs {v.means.get(other, float('nan')):.3f} "
-            f"({other}), paired difference {v.diff:+.3f} [{v.lo:+.3f}, {v.hi:+.3f}] over {v.n_instances} instances, "
-            f"{v.test.replace(' signed-rank', '')} p = {_p(v.p_holm)}")
+    return (f"{v.words} {v.lower} {v.means.get(v.lower, float('nan')):.3f} vs {other} "
+            f"{v.means.get(other, float('nan')):.3f}, paired difference {v.diff:+.3f} [{v.lo:+.3f}, {v.hi:+.3f}] "
+            f"over {v.n_instances} instances, {v.test.replace(' signed-rank', '')} p = {_p(v.p_holm)}")
+
+
+def _short(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _range(region: tuple[float, float]) -> str:
@@ -32,15 +40,17 @@ def severity_line(findings: Findings) -> str:
                 + " (" + "; ".join(f"{v.examiner.upper()} {_pair(v)}" for v in findings.severity) + ")")
     else:
         head = ("Worst-case search: how low each checkpoint's true-class probability gets does not separate them ("
-                + "; ".join(f"{v.examiner.upper()} {v.words} {' vs '.join(f'{m:.3f}' for m in v.means.values())}, "
+                + "; ".join(f"{v.examiner.upper()} {v.words} {' vs '.join(f'{n} {m:.3f}' for n, m in v.means.items())}, "
                             f"p = {_p(v.p_holm)}" for v in findings.severity) + ")")
     where = findings.where
     if where is None:
         return head + "; no per-factor worst cases to compare."
-    differ = "they lie in different places" if where.p < ALPHA else "no factor separates where they lie on its own"
-    return (head + f"; {differ}: most in {where.factor} (two-sample KS p = {_p(where.p)}, Holm, "
-            f"{where.examiner.upper()}), where {100 * where.share_suspect:.0f}% of {where.suspect}'s worst cases fall in "
-            f"{_range(where.region)} against {100 * where.share_other:.0f}% of the other's.")
+    other = next((t.name for t in findings.trained if t.name != where.suspect), "the other")
+    differ = ("their worst cases lie in different places" if where.p < ALPHA
+              else "no factor separates where their worst cases lie on its own")
+    return (head + f"; {differ}, most in {where.factor} (two-sample KS p = {_p(where.p)}, Holm, "
+            f"{where.examiner.upper()}): {100 * where.share_suspect:.0f}% of {where.suspect}'s fall in "
+            f"{_range(where.region)}, {100 * where.share_other:.0f}% of {other}'s.")
 
 
 def check_line(findings: Findings) -> str | None:
@@ -71,8 +81,9 @@ def summary_lines(findings: Findings, root: Path, wandb_group: str) -> list[str]
     gap = abs(findings.trained[0].test_acc - findings.trained[1].test_acc) if len(findings.trained) == 2 else float("nan")
     lines = [f"Accuracy said: test accuracy {accuracy} on the same held-out renders ({100 * gap:.1f} points apart).",
              severity_line(findings), check_line(findings)]
-    reports = f"{root}/examine/comparison/comparison.md" + (
-        f" and {root}/check/comparison/comparison.md" if findings.check is not None else "")
-    lines.append(f"Files: reports {reports} (PNGs beside them; worst cases at 96 px in {root}/examine/*/worst_cases.png); "
-                 f"offline W&B runs under {root} (group {wandb_group}; `wandb sync` uploads them).")
+    here = _short(root)
+    reports = f"{here}/examine/comparison/comparison.md" + (
+        f" and {here}/check/comparison/comparison.md" if findings.check is not None else "")
+    lines.append(f"Files: reports {reports} (PNGs beside them; worst cases at 96 px in {here}/examine/*/worst_cases.png); "
+                 f"offline W&B runs under {here} (group {wandb_group}; `wandb sync` uploads them).")
     return [line for line in lines if line]

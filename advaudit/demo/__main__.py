@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     from advaudit.demo.findings import add_check, analyse_examination
     from advaudit.demo.plan import TRAIN_EXPERIMENTS, DemoPlan
     from advaudit.demo.steps import examination_status, run_step, shell_line, training_status
-    from advaudit.demo.summary import summary_lines
+    from advaudit.demo.summary import summary_lines, wrapped
 
     if args.summary_of:
         done = DemoPlan(Path(args.summary_of).resolve())
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         findings = analyse_examination(done.train_dir, done.examine_dir)
         if (done.confirm_dir / "comparison" / "comparison.json").exists():
             add_check(findings, done.confirm_dir)
-        print("\n".join(f"  {line}" for line in summary_lines(findings, done.root, done.wandb_group)))
+        print(wrapped(summary_lines(findings, done.root, done.wandb_group)))
         return 0
     root = Path(args.out) if args.out else ROOT / "outputs" / "demo" / time.strftime("%Y-%m-%d_%H-%M-%S")
     if root.exists() and any(root.iterdir()):
@@ -82,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = summary_lines(findings, plan.root, plan.wandb_group)
     minutes = (time.perf_counter() - start) / 60
     print(f"\n== Summary (seed {plan.seed}, {minutes:.1f} min)")
-    for line in lines:
-        print(f"  {line}")
+    print(wrapped(lines))
     (plan.root / "summary.txt").write_text("\n".join(lines) + "\n")
     (plan.root / "demo.json").write_text(json.dumps(
         {"seed": plan.seed, "minutes": minutes, "quick": plan.quick, "weaker": findings.weaker,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from advaudit.demo.findings import ALPHA, Findings, Verdict
+
+WIDTH = 100
 
 
 def _p(p: float) -> str:
@@ -87,3 +90,9 @@ def summary_lines(findings: Findings, root: Path, wandb_group: str) -> list[str]
     lines.append(f"Files: reports {reports} (PNGs beside them; worst cases at 96 px in {here}/examine/*/worst_cases.png); "
                  f"offline W&B runs under {here} (group {wandb_group}; `wandb sync` uploads them).")
     return [line for line in lines if line]
+
+
+def wrapped(lines: list[str], width: int = WIDTH) -> str:
+    """The summary for a terminal: each line a paragraph, wrapped with a hanging indent."""
+    return "\n".join(textwrap.fill(line, width, initial_indent="  ", subsequent_indent="      ",
+                                    break_on_hyphens=False, break_long_words=False) for line in lines)

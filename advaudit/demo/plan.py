@@ -1,9 +1,8 @@
-"""The demo's command lines: two multiruns (train, examine), all under one output folder."""
+"""The demo's command lines: three multiruns (train, examine, check), all under one output folder."""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 # the two checkpoints (conf/experiment/demo/train_*.yaml set their run folders' names)
@@ -11,8 +10,9 @@ TRAIN_EXPERIMENTS = ("demo/train_control", "demo/train_roll_narrowed")
 EXAMINE_EXPERIMENTS = ("demo/rl", "demo/bo")
 # a seconds-long run for tests: tiny data and budgets; its numbers mean nothing (dataset and model are
 # named because a multirun checks overrides against the config before the swept experiment applies)
-QUICK_TRAIN = ["dataset=shapes", "model=resnet18", "dataset.image_size=16", "dataset.instances_per_class={train:6,val:2,test:2}", "dataset.m=2",
-               "dataset.m_eval=2", "trainer.max_epochs=1", "model.arch_params.width=8"]
+QUICK_TRAIN = ["dataset=shapes", "model=resnet18", "dataset.image_size=16",
+               "dataset.instances_per_class={train:6,val:2,test:2}", "dataset.m=2", "dataset.m_eval=2",
+               "trainer.max_epochs=1", "model.arch_params.width=8"]
 QUICK_EXAMINE = ["world.image_size=16", "world.instances_per_class={train:6,val:2,test:2}", "audit.n_instances=6",
                  "audit.budget=3", "audit.report_budgets=[0,3]"]
 
@@ -22,17 +22,17 @@ class DemoPlan:
     """Where the demo writes and what it runs.
 
     Attributes:
-        root: the demo's folder (``outputs/demo/<time>``): ``train/`` and ``examine/`` multiruns.
+        root: the demo's folder (``outputs/demo/<time>``): the ``train/``, ``examine/`` and ``check/``
+            multiruns, their logs, ``summary.txt`` and ``demo.json``.
         seed: training and examination seed.
         quick: tiny sizes (tests); the findings of a quick run are not meaningful.
-        launcher: Hydra launcher of both multiruns (``parallel``: two jobs at once, one core each).
+        launcher: Hydra launcher of the multiruns (``parallel``: two jobs at once, one core each).
     """
 
     root: Path
     seed: int = 0
     quick: bool = False
     launcher: str = "parallel"
-    stamp: str = field(default_factory=lambda: time.strftime("%Y-%m-%d_%H-%M-%S"))
 
     @property
     def train_dir(self) -> Path:

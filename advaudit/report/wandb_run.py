@@ -11,9 +11,10 @@ table:
   sweep's jobs sit together; ``job_type`` = the audit (``worst_case``, ``evaluate``, ...);
 - ``tags`` from the config (``tags``, the audit, the examiner or search method, the seed);
 - the RESOLVED config (no ``${seed}``-style strings), and the headline numbers in the summary;
-- lineage: a training run logs its checkpoint as an output; the checkpoint under audit (and the generator, for fault tests) is declared an input
-  as a W&B model Artifact carrying its metadata (architecture, classes, input shape, dataset,
-  training metrics), so W&B links every audit of a checkpoint to it.
+- lineage: a training run logs its checkpoint as an output and every audit declares the checkpoint
+  under audit (and the generator, for fault tests) an input, as a W&B model Artifact carrying its
+  metadata (architecture, classes, input shape, dataset, training metrics), so W&B links every
+  audit of a checkpoint to the run that trained it.
 
 Offline runs keep all of this in ``<run dir>/wandb/offline-run-*`` and ``wandb sync`` uploads it
 later; :mod:`advaudit.report.wandb_offline` reads those files back.
@@ -263,7 +264,8 @@ def log_comparison(summary: dict[str, Any], out: Path, config: DictConfig | Mapp
     task = str(OmegaConf.select(cfg, "task_name", default="examine") or "examine")
     # the sweep's group: the one its jobs were given (logger.wandb.group, e.g. one group for a
     # whole demo), else <task>-<sweep id> as the jobs' default resolver gives it inside Hydra
-    group = settings["group"] if settings["group"] not in (task, run_group(task)) or not sweep_id else f"{task}-{sweep_id}"
+    default = settings["group"] in (task, run_group(task))
+    group = f"{task}-{sweep_id}" if sweep_id and default else settings["group"]
     run = wandb.init(project=settings["project"], mode=settings["mode"], group=group, job_type="compare",
                      name=f"compare-{sweep_id}" if sweep_id else "compare", dir=str(out), tags=settings["tags"],
                      config={"runs": summary["runs"], "failed": len(summary["failed"])}, reinit="finish_previous")

@@ -41,15 +41,16 @@ def table(out: Path, seeds: list[int]) -> str:
         demo = json.loads(path.read_text())
         f = demo["findings"]
         acc = {t["name"]: t["test_acc"] for t in f["trained"]}
-        severity = {v["examiner"]: v["p_holm"] for v in f["severity"]}
+        severity = {v["examiner"]: f"{v['p_holm']:.2g} ({v['lower']} lower)" for v in f["severity"]}
         where, check = f.get("where"), f.get("check")
         where_cell = (f"{where['factor']} {where['region'][0]:g}-{where['region'][1]:g}, {where['share_suspect']:.2f} "
                       f"({where['suspect']}) / {where['share_other']:.2f}, {where['p']:.2g}") if where else "none"
-        check_cell = (f"{' vs '.join(f'{v:.3f}' for v in check['means'].values())}, {check['diff']:+.3f} "
-                      f"[{check['lo']:+.3f}, {check['hi']:+.3f}], {check['p_holm']:.2g}") if check else "not run"
+        check_cell = (f"{check['means'].get('roll_narrowed', float('nan')):.3f} vs "
+                      f"{check['means'].get('control', float('nan')):.3f}, {check['diff']:+.3f} [{check['lo']:+.3f}, "
+                      f"{check['hi']:+.3f}] (lower: {check['lower']}), {check['p_holm']:.2g}") if check else "not run"
         rows.append(f"| {seed} | {demo['minutes']:.1f} | {acc.get('control', float('nan')):.3f} / "
-                    f"{acc.get('roll_narrowed', float('nan')):.3f} | {severity.get('rl', float('nan')):.2g}, "
-                    f"{severity.get('bo', float('nan')):.2g} | {where_cell} | {check_cell} | {demo.get('weaker')} | "
+                    f"{acc.get('roll_narrowed', float('nan')):.3f} | {severity.get('rl', '-')}, "
+                    f"{severity.get('bo', '-')} | {where_cell} | {check_cell} | {demo.get('weaker')} | "
                     f"{'yes' if demo['found_planted'] else 'no'} |")
     return "\n".join(rows)
 

@@ -97,7 +97,7 @@ def test_without_a_separating_check_the_summary_names_neither() -> None:
 def test_a_shortened_demo_runs_end_to_end_and_tracks_every_run_in_one_wandb_group(tmp_path: Path) -> None:
     """Tiny sizes (``--quick``), so its numbers mean nothing; what is checked is the plumbing: the
     three multiruns, the paired comparisons, the summary, the galleries and the offline W&B records.
-    About 90 s of CPU (ten W&B runs, three Hydra multiruns), hence slow."""
+    About a minute on an idle 2-core machine (ten W&B runs, three Hydra multiruns), hence slow."""
     from advaudit.report.wandb_offline import offline_runs
 
     root = tmp_path / "demo"
@@ -121,7 +121,7 @@ def test_a_shortened_demo_runs_end_to_end_and_tracks_every_run_in_one_wandb_grou
     assert {g["method"] for g in comparison["groups"]} == {"rl", "bo"}
     for group in comparison["groups"]:   # the same instances for both checkpoints: fully paired
         assert not any("different instances" in note for note in group["notes"])
-        assert {r["n_instances"] for r in group["pairs"]} == {6}
+        assert {r["n_instances"] for r in group["pairs"] if r["metric"] in ("examine/worst", "examine/E_T")} == {6}
     assert len(list((root / "examine").glob("*/worst_cases.png"))) == 4
     runs = offline_runs(root)
     assert {r["group"] for r in runs} == {"demo-demo"}

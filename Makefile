@@ -1,5 +1,5 @@
 # Two entry points do all set-up on a fresh machine:
-#   make demo   train the default target and audit it on the built-in data
+#   make demo   train two ShapeWorld checkpoints (one with a planted weakness), audit and compare them
 #   make test   run the test suite (slow tests excluded; `make test-slow` runs them)
 SHELL := /bin/bash
 VENV ?= .venv

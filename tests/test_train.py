@@ -69,3 +69,37 @@ def test_multirun_2x2_writes_four_results(tmp_path: Path) -> None:
     combos = {(json.loads(p.read_text())["config"]["model"]["arch"], json.loads(p.read_text())["config"]["seed"])
               for p in results}
     assert combos == {("cnn", 1), ("cnn", 2), ("mlp", 1), ("mlp", 2)}
+
+
+def test_a_training_run_is_tracked_in_wandb_like_an_audit(make_cfg, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The offline W&B record of a training job in a sweep: the sweep's group, the resolved config
+    (what makes this checkpoint differ), the tags, the final metrics and the checkpoint as output."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    from advaudit.report.wandb_offline import offline_runs
+    from tests.conftest import TINY_SHAPES
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    overrides = [o for o in TINY_SHAPES if not o.startswith("logger=")]
+    cfg = make_cfg("train", ["model=cnn", *overrides, "seed=7", "tags=[demo,train]",
+                             "dataset.factors={camera_roll:[0,300]}"])
+    HydraConfig.instance().cfg = OmegaConf.create(  # what Hydra sets in every job of a sweep
+        {"hydra": {"mode": RunMode.MULTIRUN, "sweep": {"dir": str(tmp_path / "2026-01-02_03-04-05")}}})
+    try:
+        result = train(cfg)
+    finally:
+        HydraConfig.instance().cfg = None
+    [run] = offline_runs(tmp_path / "run")
+    assert run["finished"] and run["group"] == "train-2026-01-02_03-04-05" and run["job_type"] == "train"
+    assert run["config"]["dataset"]["factors"] == {"camera_roll": [0, 300]}
+    assert run["config"]["model"]["arch"] == "cnn" and run["config"]["seed"] == 7
+    assert run["config"]["paths"]["output_dir"] == str(tmp_path / "run")   # resolved, not ${...}
+    assert {"demo", "train", "cnn", "seed=7"} <= set(run["tags"])
+    assert run["summary"]["test/acc"] == pytest.approx(result["test/acc"])
+    assert run["summary"]["val/ece_after"] == pytest.approx(result["val/ece_after"])
+    [artifact] = [a for a in run["artifacts"] if a["type"] == "model"]
+    assert artifact["input"] is False and artifact["files"] == ["target.pt"]
+    assert artifact["metadata"]["final_metrics"]["test/acc"] == pytest.approx(result["test/acc"])

@@ -49,6 +49,19 @@ def instantiate_loggers(cfg: DictConfig) -> list[Any]:
     return loggers
 
 
+def wandb_experiments(loggers: list[Any], cfg: DictConfig) -> list[Any]:
+    """The W&B runs behind ``loggers`` (Lightning's ``WandbLogger``), each given the resolved config
+    and the run tags before training starts (:func:`advaudit.report.wandb_run.track_training_run`)."""
+    from pytorch_lightning.loggers import WandbLogger
+
+    from advaudit.report.wandb_run import track_training_run  # W&B's layer, imported only when logging
+
+    runs = [logger.experiment for logger in loggers if isinstance(logger, WandbLogger)]
+    for run in runs:
+        track_training_run(run, cfg)
+    return runs
+
+
 def instantiate_callbacks(cfg: DictConfig) -> list[pl.Callback]:
     group = cfg.get("callbacks") or {}
     return [instantiate(c) for c in group.values() if c is not None and "_target_" in c]
@@ -89,6 +102,7 @@ def train_classifier(cfg: DictConfig) -> dict[str, Any]:
                               adversarial=plain(cfg.model.get("adversarial")),
                               max_epochs=int(cfg.trainer.max_epochs))
     loggers = instantiate_loggers(cfg)
+    wandb_runs = wandb_experiments(loggers, cfg)
     resume = resume_checkpoint(Path(cfg.paths.output_dir))
     trainer: pl.Trainer = instantiate(cfg.trainer, logger=loggers or False,
                                       callbacks=[*instantiate_callbacks(cfg), EpochCheckpoint(resume)])
@@ -121,6 +135,11 @@ def train_classifier(cfg: DictConfig) -> dict[str, Any]:
         logger.log_metrics({k: v for k, v in metrics.items() if "/" in k or k == "temperature"})
     checkpoint = Path(cfg.paths.output_dir) / "checkpoints" / "target.pt"
     save_target(target, checkpoint, extra={"metrics": metrics})
+    if wandb_runs:
+        from advaudit.report.wandb_run import finish_training_run
+
+        for run in wandb_runs:
+            finish_training_run(run, metrics, checkpoint)
     log.info("test/acc %.4f  temperature %.3f  ECE %.4f -> %.4f  checkpoint %s",
              metrics["test/acc"], temperature, ece_before, ece_after, checkpoint)
     return {**metrics, "checkpoint": str(checkpoint)}

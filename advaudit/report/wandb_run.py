@@ -3,15 +3,18 @@
 Mode comes from ``cfg.logger.wandb.mode`` (which defaults to ``${oc.env:WANDB_MODE,offline}``) so
 one job of a multirun never leaks its mode into the next (unlike ``WandbLogger(offline=True)``).
 
-Every run is set up so a team can compare runs in W&B's run table:
+Every run, training runs (Lightning's ``WandbLogger``, completed by :func:`track_training_run` and
+:func:`finish_training_run`) as well as audits, is set up so a team can compare runs in W&B's run
+table:
 
 - ``group`` = the multirun's id (``<task>-<sweep folder>``; the task name for a single run), so a
   sweep's jobs sit together; ``job_type`` = the audit (``worst_case``, ``evaluate``, ...);
 - ``tags`` from the config (``tags``, the audit, the examiner or search method, the seed);
 - the RESOLVED config (no ``${seed}``-style strings), and the headline numbers in the summary;
-- lineage: the checkpoint under audit (and the generator, for fault tests) is declared an input
-  as a W&B model Artifact carrying its metadata (architecture, classes, input shape, dataset,
-  training metrics), so W&B links every audit of a checkpoint to it.
+- lineage: a training run logs its checkpoint as an output and every audit declares the checkpoint
+  under audit (and the generator, for fault tests) an input, as a W&B model Artifact carrying its
+  metadata (architecture, classes, input shape, dataset, training metrics), so W&B links every
+  audit of a checkpoint to the run that trained it.
 
 Offline runs keep all of this in ``<run dir>/wandb/offline-run-*`` and ``wandb sync`` uploads it
 later; :mod:`advaudit.report.wandb_offline` reads those files back.
@@ -251,6 +254,24 @@ def log_checkpoint_output(run: Any, path: Path, aliases: list[str], metadata: Ma
     return artifact
 
 
+def track_training_run(run: Any, cfg: DictConfig | Mapping[str, Any]) -> None:
+    """Give a training run (Lightning's ``WandbLogger`` run) what an audit's run has from the start:
+    the resolved config and the run tags (the config's tags plus the model and the seed); its group
+    comes from ``logger.wandb.group`` (the sweep's id inside a multirun)."""
+    run.config.update(resolved_config(cfg), allow_val_change=True)
+    cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
+    run.tags = tuple(run_tags(cfg, [str(t) for t in (run.tags or ())]))
+
+
+def finish_training_run(run: Any, metrics: Mapping[str, Any], checkpoint: Path) -> None:
+    """The final metrics in a training run's summary, its checkpoint as the run's output artifact
+    (the same name the audits of that checkpoint declare as their input: lineage); then the run
+    is finished."""
+    _Run(run).set_summary(metrics)
+    log_checkpoint_output(run, Path(checkpoint), ["latest"], {"final_metrics": dict(metrics)})
+    run.finish(exit_code=0)  # finished here as a success: the task wrapper closes a run left open as failed
+
+
 def log_comparison(summary: dict[str, Any], out: Path, config: DictConfig | Mapping[str, Any] | None = None,
                    sweep_id: str | None = None) -> None:
     """Log a comparison (``advaudit.compare``) as W&B Tables and images, in its sweep's group."""
@@ -261,8 +282,11 @@ def log_comparison(summary: dict[str, Any], out: Path, config: DictConfig | Mapp
     import wandb
 
     task = str(OmegaConf.select(cfg, "task_name", default="examine") or "examine")
-    run = wandb.init(project=settings["project"], mode=settings["mode"],
-                     group=f"{task}-{sweep_id}" if sweep_id else settings["group"], job_type="compare",
+    # the sweep's group: the one its jobs were given (logger.wandb.group, e.g. one group for a
+    # whole demo), else <task>-<sweep id> as the jobs' default resolver gives it inside Hydra
+    default = settings["group"] in (task, run_group(task))
+    group = f"{task}-{sweep_id}" if sweep_id and default else settings["group"]
+    run = wandb.init(project=settings["project"], mode=settings["mode"], group=group, job_type="compare",
                      name=f"compare-{sweep_id}" if sweep_id else "compare", dir=str(out), tags=settings["tags"],
                      config={"runs": summary["runs"], "failed": len(summary["failed"])}, reinit="finish_previous")
     failed = True

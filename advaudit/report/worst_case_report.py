@@ -6,7 +6,7 @@ on valid proposals, per class and per instance (see :mod:`advaudit.audits.examin
 Plots (PNG in the run dir and W&B): E_T per iteration and the worst case so far against queries and
 iterations with per-instance spread (paper Fig. 1), per-class bars (Fig. 2), t-SNE of final
 examples against random ones with correct/incorrect marked (Figs. 3, 4, 6), and the worst valid
-case of every instance.
+case of every instance (``worst_cases.png``, rendered at >= 96 px).
 """
 
 from __future__ import annotations
@@ -26,6 +26,18 @@ from advaudit.report.intervals import mean_with_ci
 from advaudit.report.plots import image_grid, plt, save_figure
 from advaudit.report.records import read_jsonl
 from advaudit.report.wandb_run import open_wandb
+
+
+GALLERY_PX = 96
+TSNE_POINTS = 1000
+
+
+def gallery_world(world: Any) -> Any:
+    """``world`` rendering at least :data:`GALLERY_PX` pixels a side, where it can change its size."""
+    size = getattr(world, "image_size", None)
+    if hasattr(world, "with_image_size") and isinstance(size, int) and size < GALLERY_PX:
+        return world.with_image_size(GALLERY_PX)
+    return world
 
 
 def load_history(out: Path, n: int) -> dict[str, Any]:
@@ -121,6 +133,12 @@ def _tsne_plot(final_u: np.ndarray, final_ok: np.ndarray, random_u: np.ndarray, 
                path: Path, seed: int) -> Path:
     from sklearn.manifold import TSNE
 
+    # at most TSNE_POINTS of each kind: the picture needs no more and t-SNE's cost grows faster than n
+    rng = np.random.default_rng(seed)
+    keep_final = np.sort(rng.permutation(len(final_u))[:TSNE_POINTS])
+    keep_random = np.sort(rng.permutation(len(random_u))[:TSNE_POINTS])
+    final_u, final_ok, random_u, random_ok = (final_u[keep_final], final_ok[keep_final], random_u[keep_random],
+                                              random_ok[keep_random])
     points = np.concatenate([final_u, random_u])
     perplexity = float(max(2, min(30, (len(points) - 1) // 3)))
     embedded = TSNE(n_components=2, perplexity=perplexity, random_state=seed, init="pca").fit_transform(points)
@@ -179,8 +197,9 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
          "worst_s": dict(zip(factor_names, worst_s[i].tolist())) if worst_index[i] >= 0 else None}
         for i in range(len(labels))]
 
-    # worst-case gallery (each instance's worst valid proposal)
-    images = world.render(z, worst_s.unsqueeze(1).to(device)).cpu()
+    # worst-case gallery (each instance's worst valid proposal), re-rendered at >= GALLERY_PX so a
+    # person can tell the object (the model saw the scene at the world's own size)
+    images = gallery_world(world).render(z, worst_s.unsqueeze(1).to(device)).cpu()
     titles = [f"{names[labels[i]]}: p={true_prob[i, safe_index[i]]:.2f}\npred {names[worst_pred[i]]}"
               + ("" if worst_index[i] >= 0 else " (no valid)") for i in range(len(labels))]
     plots = {

@@ -99,3 +99,19 @@ def test_wandb_group_is_the_sweep_id_inside_a_multirun(tmp_path: Path) -> None:
         assert OmegaConf.create({"g": "${wandb_group:train}"}).g == "train-2026-01-02_03-04-05"
     finally:
         HydraConfig.instance().cfg = None
+
+
+def test_a_sweeps_comparison_joins_the_group_its_jobs_were_given(tmp_path: Path) -> None:
+    from advaudit.report.wandb_offline import offline_runs
+    from advaudit.report.wandb_run import log_comparison
+
+    summary = {"runs": 2, "failed": [], "groups": []}
+    default = {"logger": {"wandb": {"mode": "offline", "project": "advaudit-test", "group": "${wandb_group:${task_name}}"}},
+               "task_name": "examine"}
+    log_comparison(summary, tmp_path / "default", OmegaConf.create(default), sweep_id="2026-01-02_03-04-05")
+    named = {**default, "logger": {"wandb": {**default["logger"]["wandb"], "group": "demo-2026"}}}
+    log_comparison(summary, tmp_path / "named", OmegaConf.create(named), sweep_id="2026-01-02_03-04-05")
+    [by_default] = offline_runs(tmp_path / "default")
+    [by_name] = offline_runs(tmp_path / "named")
+    assert by_default["group"] == "examine-2026-01-02_03-04-05" and by_default["job_type"] == "compare"
+    assert by_name["group"] == "demo-2026"

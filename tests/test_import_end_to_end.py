@@ -229,3 +229,21 @@ def test_a_block_in_the_users_config_folder_and_its_wandb_lineage(tmp_path: Path
     assert artifact["input"] is True and artifact["files"] == ["wine.skops"]
     assert artifact["metadata"]["sha256"] == file_sha256(tmp_path / "wine.skops")
     assert artifact["metadata"]["target_block"]["name"] == "wine-logreg"
+
+
+def test_a_dataset_a_target_file_names_is_built_only_from_advaudits_own_code(tiny_fmnist_target: Path,
+                                                                              tmp_path: Path) -> None:
+    """A target file cannot make an audit import code: a stored dataset ``_target_`` outside advaudit.data is
+    refused (the user names such a dataset in their config instead)."""
+    from advaudit.audits.common import target_datamodule
+    from advaudit.errors import AdvauditError
+    from advaudit.models import load_target
+
+    payload = torch.load(tiny_fmnist_target, weights_only=True)
+    payload["meta"]["config"]["dataset"]["_target_"] = "os.system"
+    crafted = tmp_path / "crafted.pt"
+    torch.save(payload, crafted)
+    target = load_target(crafted)
+    with pytest.raises(AdvauditError, match="a file never makes advaudit import code"):
+        target_datamodule(target)
+    assert len(target_datamodule(load_target(tiny_fmnist_target)).split("test")) == 300

@@ -15,6 +15,10 @@ from advaudit.models.imported.store import load_any_target
 from advaudit.runtime import resolve_device
 
 
+#: the only code a target file's stored dataset config may name (anything else comes from the user's config)
+SAFE_STORED_DATASETS = ("advaudit.data.",)
+
+
 def load_audit_target(cfg: DictConfig) -> Target:
     """Load ``cfg.target`` onto ``cfg.device``: a target file (advaudit's own or imported) or a target block
     (:mod:`advaudit.models.imported`), with a clear error if unset."""
@@ -43,6 +47,10 @@ def target_datamodule(target: Target, override: Any = None) -> ArrayDataModule:
         stored: Any = target.meta.get("config", {}).get("dataset")
         require(stored is not None, "this checkpoint does not record its dataset; pass audit.dataset=<config> "
                 "(e.g. +dataset@audit.dataset=fashion_mnist)")
+        named = str(stored.get("_target_", "")) if isinstance(stored, Mapping) else ""
+        require(named.startswith(SAFE_STORED_DATASETS), f"the target file names its dataset as {named or stored!r}; a "
+                "file never makes advaudit import code, so only advaudit's own datasets are built from it: pass the "
+                "dataset in your config, audit.dataset={_target_: ...} (or +dataset@audit.dataset=<name>)")
         datamodule = instantiate(OmegaConf.create(stored))
         datamodule.setup()
         return datamodule

@@ -25,6 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from advaudit.confutil import override_value  # noqa: E402
 from advaudit.models import TorchTarget, load_target, save_target  # noqa: E402
 from advaudit.models.imported.store import import_target, load_block_target  # noqa: E402
 from advaudit.models.nets import build_net  # noqa: E402
@@ -89,8 +90,7 @@ def examination_rate(value: object, root: Path, name: str, budget: int) -> float
     """Queries per second of a worst-case examination (10 instances, random search, ShapeWorld 32 px)."""
     from advaudit.tasks import examine
 
-    target = value if not isinstance(value, dict) else "{" + ",".join(
-        f"{k}:{_hydra(v)}" for k, v in value.items()) + "}"
+    target = value if not isinstance(value, dict) else override_value(value)
     cfg = compose_config("examine", [f"target={target}", "audit=worst_case", "world=shapes", "examiner=random",
                                      f"audit.budget={budget}", f"audit.report_budgets=[0,{budget}]", "logger=none",
                                      "audit.selection=random", "audit.n_instances=10",
@@ -98,14 +98,6 @@ def examination_rate(value: object, root: Path, name: str, budget: int) -> float
     start = time.perf_counter()
     examine(cfg)
     return 10 * budget / (time.perf_counter() - start)
-
-
-def _hydra(value: object) -> str:
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{_hydra(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ",".join(_hydra(v) for v in value) + "]"
-    return repr(value) if isinstance(value, (int, float)) else f"'{value}'"
 
 
 def main() -> None:

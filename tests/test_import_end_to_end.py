@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from advaudit.compare import compare_runs
+from advaudit.confutil import override_value
 from advaudit.models.imported.store import import_target
 from advaudit.tasks import examine
 from tests.conftest import compose_config
@@ -28,21 +29,8 @@ TRANSFORMS_EXAMINATION = ["audit=worst_case", "world=transforms", "examiner=rand
                           "audit.report_budgets=[0,4,12]", "audit.checkpoint_every=1"]
 
 
-def hydra_value(value: Any) -> str:
-    """``value`` in Hydra's override grammar (strings quoted, so paths and names survive)."""
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(hydra_value(v) for v in value) + "]"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return "'" + str(value).replace("'", "\\'") + "'"
-
-
 def run_examine(tmp_path: Path, name: str, target: Any, *overrides: str) -> dict[str, Any]:
-    value = target if isinstance(target, (str, Path)) else hydra_value(target)
+    value = target if isinstance(target, (str, Path)) else override_value(target)
     cfg = compose_config("examine", [f"target={value}", "logger=none", *overrides], tmp_path / name)
     return examine(cfg)
 
@@ -79,7 +67,7 @@ def test_imported_resnet_is_evaluated_examined_and_compared_with_an_advaudit_che
     assert 0.0 <= examined["examine/E_T"] <= 1.0 and examined["queries_per_instance"] == 12
     # one multirun over the imported file and an advaudit-trained checkpoint, then the paired comparison
     sweep = tmp_path / "sweep"
-    data = "+audit.dataset=" + hydra_value({**SMALL_FMNIST, "limit": {"train": 100, "val": 60, "test": 300}})
+    data = "+audit.dataset=" + override_value({**SMALL_FMNIST, "limit": {"train": 100, "val": 60, "test": 300}})
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
     done = subprocess.run([sys.executable, "examine.py", "-m", "audit=evaluate", f"target={imported_resnet},{tiny_fmnist_target}",
                            data, f"hydra.sweep.dir={sweep}", f"paths.root_dir={tmp_path}"], cwd=REPO, env=env,

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from advaudit.errors import AdvauditError, require
+from advaudit.models.imported.spec import channels_of
 
 
 class InputAdapter(nn.Module):
@@ -34,7 +35,7 @@ class InputAdapter(nn.Module):
         super().__init__()
         self.model_shape = tuple(int(d) for d in model_shape)
         self.resize_from = tuple(int(d) for d in resize_from) if resize_from is not None else None
-        channels = self.model_shape[0] if len(self.model_shape) == 3 else self.model_shape[-1]
+        channels = channels_of(self.model_shape)
         view = (1, -1, 1, 1) if len(self.model_shape) == 3 else (1, -1)
         norm = normalization if isinstance(normalization, dict) else {"mean": 0.0, "std": 1.0}
         mean, std = (torch.as_tensor(norm[k], dtype=torch.float32).flatten() for k in ("mean", "std"))
@@ -76,6 +77,17 @@ def as_log_scores(scores: Tensor, outputs: str) -> Tensor:
     if outputs == "probabilities":
         return scores.clamp_min(1e-30).log()
     return scores
+
+
+def audit_scores(scores: Tensor, outputs: str, class_map: "ClassMap | None") -> Tensor:
+    """The model's ``[B, M]`` scores -> ``[B, K]`` audit-class scores whose softmax is the target's probabilities.
+
+    Without a class map: :func:`as_log_scores` (logits stay logits); with one, the model's
+    log-probabilities summed into the audit classes by :class:`ClassMap`.
+    """
+    if class_map is None:
+        return as_log_scores(scores, outputs)
+    return class_map(torch.log_softmax(scores, 1) if outputs == "logits" else as_log_scores(scores, outputs))
 
 
 class ClassMap(nn.Module):

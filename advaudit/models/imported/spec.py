@@ -28,8 +28,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import OmegaConf
 
+from advaudit.confutil import plain
 from advaudit.errors import AdvauditError, one_line, require
 
 #: file formats a ``target`` block can name in ``format`` (``auto``: identified from the file)
@@ -96,7 +97,7 @@ class TargetSpec:
 
     def record(self) -> dict[str, Any]:
         """The spec as plain data for reports and checkpoints (the code it names stays a name)."""
-        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+        out = {f.name: plain(getattr(self, f.name)) for f in fields(self)}
         if self.path and Path(self.path).is_file():
             out["sha256"] = file_sha256(self.path)
         return {k: v for k, v in out.items() if v not in (None, [], {})}
@@ -108,7 +109,7 @@ def parse_target_spec(node: Any, seed: int = 0) -> TargetSpec:
     Raises:
         AdvauditError: naming the key and the fix (one line).
     """
-    data = _plain(node)
+    data = plain(node)
     require(isinstance(data, dict), f"target must be a path or a mapping, not {type(data).__name__}")
     known = [f.name for f in fields(TargetSpec)]
     for key in data:
@@ -157,7 +158,7 @@ def _check_spec(spec: TargetSpec) -> None:
             "target.normalization is required: {mean: [...], std: [...]} per channel (applied after any resize), "
             "or 'model' when the model normalises its raw [0, 1] inputs itself")
     if isinstance(norm, dict):
-        channels = spec.input_shape[0] if len(spec.input_shape) == 3 else spec.input_shape[-1]
+        channels = channels_of(spec.input_shape)
         for key in ("mean", "std"):
             values = norm[key] if isinstance(norm[key], list) else [norm[key]]
             require(len(values) in (1, channels), f"target.normalization.{key} has {len(values)} values; the model "
@@ -200,7 +201,7 @@ def target_label(value: Any) -> str | None:
     """How a run's ``target`` is named in tables: the path, or the block's label."""
     if value is None or isinstance(value, str):
         return value
-    data = _plain(value)
+    data = plain(value)
     if not isinstance(data, dict):
         return str(data)
     if data.get("name"):
@@ -211,11 +212,10 @@ def target_label(value: Any) -> str | None:
     return f"function:{function if isinstance(function, str) else _get_target(function)}"
 
 
+def channels_of(shape: list[int] | tuple[int, ...]) -> int:
+    """Channels of an image shape ``[C, H, W]``, features of a table shape ``[F]``."""
+    return int(shape[0]) if len(shape) == 3 else int(shape[-1])
+
+
 def _get_target(node: Any) -> str | None:
     return node.get("_target_") if isinstance(node, Mapping) else None
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(value, resolve=True)
-    return value

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from advaudit.confutil import plain
 from advaudit.errors import AdvauditError, require
 from advaudit.models.calibration import fit_temperature
 from advaudit.models.checkpoint import save_checkpoint
@@ -36,10 +37,7 @@ _ADAPTER_KEYS = ("class_names", "class_map", "output_names", "input_shape", "res
 
 def load_any_target(value: Any, device: str = "cpu", seed: int = 0) -> Any:
     """The target ``value`` names: a path (advaudit's own or an imported file) or a ``target`` block."""
-    from omegaconf import DictConfig, OmegaConf
-
-    if isinstance(value, DictConfig):
-        value = OmegaConf.to_container(value, resolve=True)
+    value = plain(value)
     if isinstance(value, dict):
         return load_block_target(value, device=device, seed=seed)
     from advaudit.models.io import load_target
@@ -49,10 +47,7 @@ def load_any_target(value: Any, device: str = "cpu", seed: int = 0) -> Any:
 
 def trust_record(value: Any) -> str:
     """What loading the target ran, for the report: data only, code the config names, or a trusted pickle."""
-    from omegaconf import DictConfig, OmegaConf
-
-    if isinstance(value, DictConfig):
-        value = OmegaConf.to_container(value, resolve=True)
+    value = plain(value)
     if not isinstance(value, dict):
         return "data only (advaudit target file, loaded with weights_only=True)"
     named = [f"{key}: {value[key] if isinstance(value[key], str) else value[key].get('_target_')}"

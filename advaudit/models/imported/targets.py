@@ -16,7 +16,8 @@ import torch
 from torch import Tensor, nn
 
 from advaudit.errors import check_finite
-from advaudit.models.imported.adapters import ClassMap, InputAdapter, as_log_scores, as_scores
+from advaudit.models.imported.adapters import ClassMap, InputAdapter, as_scores, audit_scores
+from advaudit.models.imported.spec import channels_of
 from advaudit.models.target import TorchTarget
 
 
@@ -28,10 +29,7 @@ class ModelPipeline(nn.Module):
         self.adapter, self.model, self.outputs, self.class_map = adapter, model, outputs, class_map
 
     def forward(self, x: Tensor) -> Tensor:
-        scores = as_scores(self.model(self.adapter(x)))
-        if self.class_map is None:
-            return as_log_scores(scores, self.outputs)
-        return self.class_map(torch.log_softmax(scores, 1) if self.outputs == "logits" else as_log_scores(scores, self.outputs))
+        return audit_scores(as_scores(self.model(self.adapter(x))), self.outputs, self.class_map)
 
     def train(self, mode: bool = True) -> "ModelPipeline":
         """Set the mode of every part that supports it (an exported program's module keeps its own)."""
@@ -56,7 +54,8 @@ class ImportedTorchTarget(TorchTarget):
     """
 
     def __init__(self, pipeline: ModelPipeline, meta: dict[str, Any], temperature: float = 1.0) -> None:
-        identity = {"mean": [0.0] * _channels(meta["input_shape"]), "std": [1.0] * _channels(meta["input_shape"])}
+        channels = channels_of(meta["input_shape"])
+        identity = {"mean": [0.0] * channels, "std": [1.0] * channels}
         super().__init__(pipeline, {**meta, "normalization": identity}, temperature)
         self.meta = dict(meta)
 
@@ -106,11 +105,7 @@ class BlackBoxTarget:
                 model_input = self.adapter(x[start:start + self.batch_size]).contiguous()
                 raw = self.predict(model_input.numpy() if self.array == "numpy" else model_input)
                 scores = torch.as_tensor(np.asarray(raw) if not isinstance(raw, Tensor) else raw).float().cpu()
-                if self.class_map is None:
-                    outs.append(as_log_scores(scores, self.outputs))
-                else:
-                    log_p = torch.log_softmax(scores, 1) if self.outputs == "logits" else as_log_scores(scores, self.outputs)
-                    outs.append(self.class_map(log_p))
+                outs.append(audit_scores(scores, self.outputs, self.class_map))
         return torch.cat(outs) if outs else torch.empty(0, self.num_classes)
 
     __call__ = logits
@@ -128,7 +123,3 @@ class BlackBoxTarget:
 
     def to(self, *args: Any, **kwargs: Any) -> "BlackBoxTarget":
         return self
-
-
-def _channels(shape: list[int]) -> int:
-    return int(shape[0]) if len(shape) == 3 else int(shape[-1])

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from advaudit.core.intervals import format_interval
+
 
 def run_seed(out: Path, seed: int) -> None:
     folder = out / f"seed{seed}"
@@ -46,8 +48,9 @@ def table(out: Path, seeds: list[int]) -> str:
         where_cell = (f"{where['factor']} {where['region'][0]:g}-{where['region'][1]:g}, {where['share_suspect']:.2f} "
                       f"({where['suspect']}) / {where['share_other']:.2f}, {where['p']:.2g}") if where else "none"
         check_cell = (f"{check['means'].get('roll_narrowed', float('nan')):.3f} vs "
-                      f"{check['means'].get('control', float('nan')):.3f}, {check['diff']:+.3f} [{check['lo']:+.3f}, "
-                      f"{check['hi']:+.3f}] (lower: {check['lower']}), {check['p_holm']:.2g}") if check else "not run"
+                      f"{check['means'].get('control', float('nan')):.3f}, "
+                      f"{format_interval(check['diff'], check['lo'], check['hi'], 3, sign=True)} "
+                      f"(lower: {check['lower']}), {check['p_holm']:.2g}") if check else "not run"
         rows.append(f"| {seed} | {demo['minutes']:.1f} | {acc.get('control', float('nan')):.3f} / "
                     f"{acc.get('roll_narrowed', float('nan')):.3f} | {severity.get('rl', '-')}, "
                     f"{severity.get('bo', '-')} | {where_cell} | {check_cell} | {demo.get('weaker')} | "

@@ -9,7 +9,7 @@ T proposals for BO with q = 1), i.e. at query budget b = T * q:
 - ``worst``: mean over instances of the lowest true-class probability among the first b proposals
   (valid ones only where steps.jsonl records ``valid``).
 
-Each cell: mean over seeds [95% bootstrap interval over seeds] (advaudit.report.intervals).
+Each cell: mean over seeds [95% bootstrap interval over seeds] (advaudit.core.intervals).
 
     .venv/bin/python benchmarks/examiner_tables.py outputs/repro
     .venv/bin/python benchmarks/examiner_tables.py outputs/pw --names examine_control --iterations 0 50 100
@@ -25,7 +25,7 @@ import numpy as np
 
 from advaudit.audits import examiner_metrics as metrics
 from advaudit.report.concentration import Region, run_concentration
-from advaudit.report.intervals import mean_with_ci
+from advaudit.core.intervals import format_summary, mean_with_ci
 from advaudit.report.records import read_json, read_jsonl
 
 RUN = re.compile(r"^(?P<name>.+)_(?P<examiner>rl|bo|random|tpe|cmaes)_s(?P<seed>\d+)$")
@@ -80,7 +80,7 @@ def cell(values: list[float], digits: int = 3) -> str:
         return "—"
     if stats["n"] == 1:
         return f"{stats['mean']:.{digits}f} (1 seed)"
-    return f"{stats['mean']:.{digits}f} [{stats['lo']:.{digits}f}, {stats['hi']:.{digits}f}]"
+    return format_summary(stats, digits)
 
 
 def metric_table(groups: dict[tuple[str, str], list[Path]], names: list[str], iterations: list[int],

@@ -31,14 +31,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from error_search_replications import run  # noqa: E402
 
-from advaudit.report.intervals import mean_with_ci  # noqa: E402
+from advaudit.core.intervals import format_interval, format_summary, mean_with_ci  # noqa: E402
+from advaudit.faults.statistics import KINDS, detection_over_control  # noqa: E402
 from advaudit.report.records import read_json, write_json  # noqa: E402
 
 FAULTS = {"brightness": "faults/train_fmnist_brightness", "size": "faults/train_fmnist_size",
@@ -49,7 +48,6 @@ THRESHOLDS = {"brightness": 0.40, "size": 0.59}  # the configs' splits (2-class 
 FEATURES = ("brightness", "size")
 # forward direction pullover -> coat: the fault's way is darker and smaller (reverse: brighter, larger)
 DIRECTIONS = {"pullover_to_coat": "", "coat_to_pullover": "reverse/"}
-KINDS = ("generator", "pixel_l2", "pixel_linf")
 
 
 def main() -> None:
@@ -96,7 +94,7 @@ def main() -> None:
                                    *args.audit], run_dir, log)
             per_seed[name] = read_json(run_dir / "fault_tests.json")
         table = aggregate(per_seed, args.train_seeds)
-        detection = detection_over_control(per_seed, args.train_seeds)
+        detection = detection_over_control(per_seed, args.train_seeds, THRESHOLDS, DIRECTIONS)
         write_json(out / "table.json", {"verification": verification, "per_seed": per_seed, "table": table,
                                         "detection_over_control": detection})
         (out / "table.md").write_text(table_markdown(verification, table) + detection_markdown(detection),
@@ -159,74 +157,21 @@ def aggregate(per_seed: dict[str, dict[str, Any]], seeds: list[int]) -> dict[str
     return table
 
 
-def detection_over_control(per_seed: dict[str, dict[str, Any]], seeds: list[int]) -> dict[str, Any]:
-    """Per fault, direction and kind of test: how much more often the failing tests moved the fault's own
-    feature the fault's way against the fault target than against the control target (no fault).
-
-    Each share is pooled over the failing tests of all training seeds (``sum moved / sum failing``: a
-    control target with 2 failing tests weighs less than one with 60), and its 95% interval resamples
-    the training seeds, i.e. the independent replications (a cluster bootstrap: each resample takes a
-    seed's fault and control targets together). A statistic that moves as much under the control
-    detects nothing: only a difference whose interval lies above 0 is a detection. ``paired`` keeps
-    the mean of the per-seed differences for seeds where both targets have failing tests."""
-    detection: dict[str, Any] = {}
-    for fault in THRESHOLDS:
-        for direction, prefix in DIRECTIONS.items():
-            for kind in KINDS:
-                key = f"faults/{prefix}{kind}/feature/{fault}/moved_share"
-                runs = [(per_seed[f"{fault}_seed{s}"], per_seed[f"clean_seed{s}"]) for s in seeds
-                        if f"{fault}_seed{s}" in per_seed and f"clean_seed{s}" in per_seed]
-                if not runs:
-                    continue
-                # per seed: [moved, failing] for the fault target, then for the control
-                counts = np.array([[r.get(key) or 0.0, r.get(f"{key}/n") or 0] for pair in runs for r in pair],
-                                  dtype=float).reshape(len(runs), 2, 2)
-                counts[:, :, 0] *= counts[:, :, 1]  # share x failing tests = tests that moved
-                differences = [a.get(key) - b.get(key) for a, b in runs if a.get(key) is not None
-                               and b.get(key) is not None]
-                detection[f"{fault}/{direction}/{kind}"] = {**pooled_shares(counts), "seeds": len(runs),
-                                                            "paired": mean_with_ci(differences)}
-    return detection
-
-
-def pooled_shares(counts: np.ndarray, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """``counts`` ``[seeds, 2 (fault, control), 2 (moved, failing)]`` -> the pooled shares of the fault
-    and the control target and their difference, each with a 95% percentile interval over bootstrap
-    resamples of the seeds (None where no failing test exists)."""
-
-    def shares(c: np.ndarray) -> np.ndarray:  # [..., seeds, 2, 2] -> [..., 3]: fault, control, difference
-        moved, failing = c[..., 0].sum(-2), c[..., 1].sum(-2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = moved / failing
-        return np.concatenate([share, share[..., :1] - share[..., 1:]], -1)
-
-    point = shares(counts)
-    draws = shares(counts[np.random.default_rng(seed).integers(0, len(counts), (resamples, len(counts)))])
-    result: dict[str, Any] = {}
-    for i, name in enumerate(("fault", "control", "difference")):
-        finite = draws[:, i][np.isfinite(draws[:, i])]
-        low, high = np.quantile(finite, [0.025, 0.975]) if finite.size else (np.nan, np.nan)
-        result[name] = None if not np.isfinite(point[i]) else {"share": float(point[i]), "lo": float(low),
-                                                               "hi": float(high)}
-    result["failing"] = {"fault": int(counts[:, 0, 1].sum()), "control": int(counts[:, 1, 1].sum())}
-    return result
-
-
 def detection_markdown(detection: dict[str, Any]) -> str:
-    """The fault-minus-control table (see :func:`detection_over_control`)."""
+    """The fault-minus-control table (see :func:`advaudit.faults.statistics.detection_over_control`)."""
     lines = ["", "Share of failing tests that moved the fault's feature the fault's way, pooled over the tests of "
              "all seeds [95% interval resampling the training seeds]:", "",
              "| fault | direction | tests | fault target (failing tests) | control target (failing tests) | "
              "difference | mean of per-seed differences |", "|---|---|---|---|---|---|---|"]
 
     def cell(stats: dict[str, float] | None) -> str:
-        return "-" if stats is None else f"{stats['share']:.2f} [{stats['lo']:.2f}, {stats['hi']:.2f}]"
+        return format_summary(stats, centre="share")
 
     for name, row in detection.items():
         paired = row["paired"]
         lines.append(f"| {' | '.join(name.split('/'))} | {cell(row['fault'])} ({row['failing']['fault']}) | "
                      f"{cell(row['control'])} ({row['failing']['control']}) | {cell(row['difference'])} | "
-                     f"{paired['mean']:.2f} [{paired['lo']:.2f}, {paired['hi']:.2f}] (n={paired['n']}) |")
+                     f"{format_interval(paired['mean'], paired['lo'], paired['hi'])} (n={paired['n']}) |")
     return "\n".join(lines) + "\n"
 
 
@@ -234,9 +179,7 @@ def table_markdown(verification: dict[str, Any], table: dict[str, Any]) -> str:
     """Held-out accuracies, then per fault / direction / kind the shares with intervals over seeds."""
 
     def cell(stats: dict[str, float] | None, digits: int = 2) -> str:
-        if not stats or stats["n"] == 0:
-            return "-"
-        return f"{stats['mean']:.{digits}f} [{stats['lo']:.{digits}f}, {stats['hi']:.{digits}f}]"
+        return format_summary(stats, digits)
 
     lines = [f"Generator gate: {verification['generator_gate']:.3f} of its samples get their class from the judge.", "",
              "| fault target | held-out A (biased like training) acc | held-out B (opposite) acc |", "|---|---|---|"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advaudit.report.intervals import mean_with_ci  # noqa: E402
+from advaudit.core.intervals import format_summary, mean_with_ci  # noqa: E402
 from advaudit.report.records import read_json  # noqa: E402
 
 KINDS = ("generator", "pixel_l2", "pixel_linf")
@@ -23,8 +23,7 @@ STATISTICS = ("success", "valid_share", "tests_per_second")
 
 
 def _cell(values: list[float]) -> str:
-    stats = mean_with_ci(values)
-    return f"{stats['mean']:.2f} [{stats['lo']:.2f}, {stats['hi']:.2f}]"
+    return format_summary(mean_with_ci(values), missing="nan [nan, nan]")
 
 
 def rows(name: str, runs: list[dict]) -> list[str]:

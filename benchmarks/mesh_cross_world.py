@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from advaudit.models.io import load_target
-from advaudit.report.intervals import mean_with_ci
+from advaudit.core.intervals import mean_with_ci
 from advaudit.runtime import configure_threads
 from advaudit.worlds.meshes import MeshWorld
 from advaudit.worlds.meshes.export_shapes import export_shapes

@@ -25,7 +25,7 @@ import time
 import torch
 
 from advaudit.examiners import build_examiner
-from advaudit.report.intervals import mean_with_ci
+from advaudit.core.intervals import format_summary, mean_with_ci
 from advaudit.runtime import configure_threads
 from examiner_speed import N_DIMS_PLANTED, PLANTED, PLANTED_FACTOR, in_planted
 
@@ -93,8 +93,8 @@ def main() -> None:
         control = [late_share(name, at, False, circle, s, args.instances, budget, args.last, args.step, args.noise)
                    for s in seeds]
         w, c = mean_with_ci(weak), mean_with_ci(control)
-        print(f"| {name} | {at} | {'circle' if circle else 'box'} | {w['mean']:.2f} [{w['lo']:.2f}, {w['hi']:.2f}] | "
-              f"{c['mean']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}] | {w['mean'] / 0.2:.1f} | "
+        print(f"| {name} | {at} | {'circle' if circle else 'box'} | {format_summary(w)} | {format_summary(c)} | "
+              f"{w['mean'] / 0.2:.1f} | "
               f"{w['mean'] / max(c['mean'], 1e-9):.1f} | {time.perf_counter() - start:.0f} |", flush=True)
 
 

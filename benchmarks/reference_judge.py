@@ -1,6 +1,6 @@
 """How often a reference judge is right under random conditions, and where in S it is not.
 
-The issue-11 acceptance figure for ShapeWorld's default bounds: a strong reference model
+The acceptance figure for ShapeWorld's default bounds: a strong reference model
 (``audit.validity.reference``) should be *confidently right* (true-class probability >=
 ``--min-prob`` and the arg-max) on at least 97% of uniformly random conditions of held-out (test)
 instances. This script renders ``--renders`` random conditions of the world's box for every test
@@ -12,8 +12,9 @@ instance, judges each with the reference exactly as the audit does
 - per factor, the same share in ``--bins`` equal-width bins of that factor's range (where in S the
   judge fails: a bin far below the rest is a candidate for narrowing the bounds, or a weakness of
   the judge itself when a human would still see the class);
-- a suggested box: outer bins dropped greedily (:func:`box_for_share`) until the reference is right
-  on ``--target-share`` of the renders left, and the share of the renders left inside that box.
+- a suggested box: outer bins dropped greedily (:func:`advaudit.worlds.judge_box.box_for_share`)
+  until the reference is right on ``--target-share`` of the renders left, and the share of the renders
+  left inside that box.
 
 Choosing bounds is two runs on different instances and conditions: suggest a box on the validation
 instances, then measure that box on the held-out test instances with another seed (the figure to
@@ -38,7 +39,8 @@ import torch
 import yaml
 
 from advaudit.models import load_target
-from advaudit.report.intervals import bootstrap_ci
+from advaudit.core.intervals import format_summary
+from advaudit.worlds.judge_box import box_for_share, right_by_bin, share_over_instances
 from advaudit.worlds.shapes import ShapeWorld
 from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRules
 
@@ -63,75 +65,6 @@ def judge_random_conditions(reference: str, renders: int, factors: dict | None, 
     flat = {name: torch.cat(parts, 1).reshape(-1) for name, parts in checks.items()}
     instance = torch.arange(len(z)).repeat_interleave(renders)
     return world, s.reshape(-1, s.shape[-1]), instance, flat
-
-
-def share(passed: torch.Tensor, instance: torch.Tensor) -> dict[str, float]:
-    """Share of True in ``passed`` ``[M]``, with a 95% bootstrap interval over the instances
-    (``instance`` ``[M]``: the renders of one object are not independent of each other)."""
-    present = torch.bincount(instance) > 0
-    per_instance = (torch.bincount(instance, weights=passed.double()) / torch.bincount(instance).clamp_min(1))[present]
-    lo, hi = bootstrap_ci(per_instance.numpy())
-    return {"share": round(float(passed.float().mean()), 4), "lo": round(float(lo), 4), "hi": round(float(hi), 4),
-            "n": int(passed.numel())}
-
-
-def by_factor(world: ShapeWorld, s: torch.Tensor, right: torch.Tensor, bins: int) -> dict[str, list[dict]]:
-    """Per factor, the reference's right share in ``bins`` equal-width bins of its range."""
-    table = {}
-    for column, factor in enumerate(world.factors):
-        edges = torch.linspace(factor.low, factor.high, bins + 1)
-        index = torch.bucketize(s[:, column].contiguous(), edges[1:-1], right=True)
-        table[factor.name] = [{"low": round(float(edges[b]), 3), "high": round(float(edges[b + 1]), 3),
-                               "share": round(float(right[index == b].float().mean()), 4),
-                               "n": int((index == b).sum())} for b in range(bins)]
-    return table
-
-
-def box_for_share(world: ShapeWorld, s: torch.Tensor, right: torch.Tensor, bins: int, target: float,
-                  min_kept: float = 0.3) -> tuple[dict[str, list[float]], torch.Tensor]:
-    """The box the reference is right in on at least ``target`` of the renders, found greedily.
-
-    Every factor's range is cut into ``bins`` equal bins; each step drops the one outer bin (the
-    lowest or highest one left of some factor, so the result stays a box) whose removal raises the
-    right share of the renders left the most, until that share reaches ``target`` or fewer than
-    ``min_kept`` of the renders would be left. Choose the box on one set of renders and measure it on
-    another (``--split val`` then ``--split test --factors <box>``): the share on the set it was chosen
-    on is biased upwards.
-
-    Args: ``s`` ``[M, C]`` conditions (factor units), ``right`` ``[M]`` bool.
-    Returns: the narrowed factors ``{name: [low, high]}`` and the renders inside the box ``[M]`` bool.
-    """
-    edges = [torch.linspace(f.low, f.high, bins + 1) for f in world.factors]
-    index = [torch.bucketize(s[:, c].contiguous(), edges[c][1:-1], right=True) for c in range(len(edges))]
-    span = [[0, bins - 1] for _ in edges]
-
-    def inside(spans: list[list[int]]) -> torch.Tensor:
-        keep = torch.ones_like(right)
-        for c, (first, last) in enumerate(spans):
-            keep &= (index[c] >= first) & (index[c] <= last)
-        return keep
-
-    keep = inside(span)
-    while float(right[keep].float().mean()) < target:
-        best = None
-        for c in range(len(span)):
-            if span[c][0] == span[c][1]:
-                continue
-            for end in (0, 1):
-                trial = [list(pair) for pair in span]
-                trial[c][end] += 1 if end == 0 else -1
-                trial_keep = inside(trial)
-                if trial_keep.float().mean() < min_kept:
-                    continue
-                score = float(right[trial_keep].float().mean())
-                if best is None or score > best[0]:
-                    best = (score, trial, trial_keep)
-        if best is None:
-            break
-        _, span, keep = best
-    bounds = {f.name: [round(float(edges[c][first]), 3), round(float(edges[c][last + 1]), 3)]
-              for c, (f, (first, last)) in enumerate(zip(world.factors, span)) if (first, last) != (0, bins - 1)}
-    return bounds, keep
 
 
 def plot(table: dict[str, list[dict]], overall: float, path: Path) -> None:
@@ -179,13 +112,14 @@ def main() -> None:
     for name, passed in checks.items():
         if name != REFERENCE_CHECK:
             geometric &= passed
-    table = by_factor(world, s, right, args.bins)
+    table = right_by_bin(world, s, right, args.bins)
     overall = float(right.float().mean())
     bounds, keep = box_for_share(world, s, right, args.bins, args.target_share)
-    trimmed = {**share(right[keep], instance[keep]), "kept": round(float(keep.float().mean()), 4)}
+    trimmed = {**share_over_instances(right[keep], instance[keep]), "kept": round(float(keep.float().mean()), 4)}
     result = {"reference": args.reference, "image_size": world.image_shape[-1], "min_prob": args.min_prob,
               "split": args.split, "seed": args.seed, "factors": factors,
-              "all": share(right, instance), "geometrically_valid": share(right[geometric], instance[geometric]),
+              "all": share_over_instances(right, instance),
+              "geometrically_valid": share_over_instances(right[geometric], instance[geometric]),
               "geometric_valid_share": round(float(geometric.float().mean()), 4),
               "by_factor": table, "suggested_bounds": bounds, "suggested_box": trimmed}
     out = Path(args.out)
@@ -196,7 +130,7 @@ def main() -> None:
     plot(table, result["all"]["share"], out / "reference_judge_by_factor.png")
     print(f"reference {args.reference} at {result['image_size']} px, {right.numel()} random conditions "
           f"({args.renders} per {args.split} instance), confidently right (p >= {args.min_prob}):")
-    print(f"- all: {result['all']['share']:.3f} [{result['all']['lo']:.3f}, {result['all']['hi']:.3f}]")
+    print(f"- all: {format_summary(result['all'], 3, centre='share')}")
     print(f"- geometrically valid ({result['geometric_valid_share']:.3f} of them): "
           f"{result['geometrically_valid']['share']:.3f}")
     print(f"- suggested box {bounds} keeps {trimmed['kept']:.3f} of the renders: right on {trimmed['share']:.3f}\n")

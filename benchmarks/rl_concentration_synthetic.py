@@ -22,7 +22,7 @@ import time
 import torch
 
 from advaudit.examiners import build_examiner
-from advaudit.report.intervals import mean_with_ci
+from advaudit.core.intervals import format_summary, mean_with_ci
 
 N_INSTANCES, DIMS, WEAK_DIM, REGION_HIGH = 10, 9, 7, 1 / 3
 
@@ -77,7 +77,7 @@ def main() -> None:
         for t in budgets:
             share = mean_with_ci([r[t][0] for r in runs])
             e_t = mean_with_ci([r[t][1] for r in runs])
-            cells.append(f"{share['mean']:.2f} [{share['lo']:.2f}, {share['hi']:.2f}] | {e_t['mean']:.3f}")
+            cells.append(f"{format_summary(share)} | {e_t['mean']:.3f}")
         print(f"| {baseline} | {lr:g} | " + " | ".join(cells) + " |", flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s")
 

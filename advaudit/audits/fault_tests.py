@@ -31,7 +31,7 @@ from advaudit.faults.search import FaultResult, generator_tests, pixel_distances
 from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_generator, load_target
 from advaudit.models.generator_training import require_gate_passed
-from advaudit.report.intervals import mean_with_ci
+from advaudit.core.intervals import mean_with_ci
 from advaudit.report.plots import image_grid, plt, save_figure
 from advaudit.report.records import write_json
 from advaudit.report.wandb_run import open_wandb

@@ -20,7 +20,7 @@ from statsmodels.stats.multitest import multipletests
 
 from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric
-from advaudit.report.intervals import mean_with_ci
+from advaudit.core.intervals import mean_with_ci
 
 
 def pooled_instances(group: Group, target: str, seeds: list[int]) -> pd.DataFrame | None:

@@ -23,6 +23,7 @@ from advaudit.compare.metrics import Metric, metrics_for
 from advaudit.compare.naming import short_names
 from advaudit.compare.records import RunRecord, discover_runs
 from advaudit.compare.stats import checkpoint_summary, compare_pairs, verdict
+from advaudit.core.intervals import format_interval
 from advaudit.report.records import write_json
 
 log = logging.getLogger(__name__)
@@ -218,6 +219,6 @@ def markdown(summary: dict[str, Any]) -> str:
             for cls in dict.fromkeys(r["class"] for r in group["per_class"]):
                 cells = [by.get((t, cls)) for t in names]
                 lines.append(f"| {cls} | " + " | ".join(
-                    f"{_fmt(c['mean'], 2)} [{_fmt(c['lo'], 2)}, {_fmt(c['hi'], 2)}]" if c else "–" for c in cells) + " |")
+                    format_interval(c["mean"], c["lo"], c["hi"], 2, undefined="–") if c else "–" for c in cells) + " |")
         lines += [""] + [f"![{k}]({Path(p).name})" for k, p in group["plots"].items()]
     return "\n".join(lines) + "\n"

@@ -1,6 +1,6 @@
 """Per-checkpoint intervals and paired differences between checkpoints.
 
-Intervals are percentile bootstraps (:mod:`advaudit.report.intervals`) over independent
+Intervals are percentile bootstraps (:mod:`advaudit.core.intervals`) over independent
 replications: over seeds when a checkpoint was examined with several seeds (each seed is a whole
 new examination), over instances when there is one seed. Paired tests work on the instances both
 checkpoints were examined on:
@@ -30,7 +30,7 @@ from statsmodels.stats.multitest import multipletests
 
 from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric, instance_values, run_value
-from advaudit.report.intervals import mean_with_ci
+from advaudit.core.intervals import format_interval, mean_with_ci
 
 ALPHA = 0.05
 
@@ -151,7 +151,7 @@ def compare_pairs(group: Group, metrics: list[Metric], seeds: list[int]) -> list
 def verdict(row: dict[str, Any], metric: Metric, names: dict[str, str], audit: str) -> str:
     """A plain-words sentence for one pair on one metric."""
     a, b = names.get(row["a"], row["a"]), names.get(row["b"], row["b"])
-    interval = (f"difference {row['diff']:+.3f} [{row['lo']:+.3f}, {row['hi']:+.3f}] over {row['interval_over']}"
+    interval = (f"difference {format_interval(row['diff'], row['lo'], row['hi'], 3, sign=True)} over {row['interval_over']}"
                 if math.isfinite(row.get("lo", float("nan"))) else f"difference {row['diff']:+.3f} (no interval)")
     test = (f"{row['test']} p = {_p(row['p'])}, Holm-corrected {_p(row['p_holm'])}"
             if math.isfinite(row.get("p", float("nan"))) else "no paired test possible")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from advaudit.core.intervals import format_interval
 from advaudit.demo.findings import ALPHA, Findings, Verdict
 
 WIDTH = 100
@@ -18,7 +19,7 @@ def _pair(v: Verdict) -> str:
     """``E_T b 0.050 vs a 0.093, paired difference -0.043 [-0.070, -0.020] over 30 instances, Wilcoxon p = 0.001``."""
     other = next((n for n in v.means if n != v.lower), "?")
     return (f"{v.words} {v.lower} {v.means.get(v.lower, float('nan')):.3f} vs {other} "
-            f"{v.means.get(other, float('nan')):.3f}, paired difference {v.diff:+.3f} [{v.lo:+.3f}, {v.hi:+.3f}] "
+            f"{v.means.get(other, float('nan')):.3f}, paired difference {format_interval(v.diff, v.lo, v.hi, 3, sign=True)} "
             f"over {v.n_instances} instances, {v.test.replace(' signed-rank', '')} p = {_p(v.p_holm)}")
 
 

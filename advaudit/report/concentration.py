@@ -43,7 +43,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from advaudit.errors import require
-from advaudit.report.intervals import mean_with_ci
+from advaudit.core.intervals import format_interval, mean_with_ci
 from advaudit.report.records import read_json, read_jsonl, write_json
 
 STEPS_FILE, RESULT_FILE = "steps.jsonl", "result.json"
@@ -239,9 +239,9 @@ def markdown_table(rows: list[dict[str, Any]], region: Region) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {Path(r['target']).parent.parent.name or r['target']} | {r['examiner']} | {r['seeds']} | "
-                     f"{r['share']:.3f} [{r['share_lo']:.3f}, {r['share_hi']:.3f}] | {r['ratio_to_volume']:.2f} | "
+                     f"{format_interval(r['share'], r['share_lo'], r['share_hi'], 3)} | {r['ratio_to_volume']:.2f} | "
                      f"{r['ratio_to_random']:.2f} | {r['ratio_to_control']:.2f} | "
-                     f"{r['late_true_prob']:.3f} [{r['late_true_prob_lo']:.3f}, {r['late_true_prob_hi']:.3f}] | "
+                     f"{format_interval(r['late_true_prob'], r['late_true_prob_lo'], r['late_true_prob_hi'], 3)} | "
                      f"{r['error_rate_inside']:.3f} / {r['error_rate_outside']:.3f} |")
     return "\n".join(lines)
 

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from advaudit.models.calibration import expected_calibration_error, reliability_table
-from advaudit.report.intervals import mean_with_ci
+from advaudit.core.intervals import format_interval, mean_with_ci
 from advaudit.report.plots import image_grid, plt, reliability_diagram, save_figure
 from advaudit.report.records import write_json
 from advaudit.search.lowess import lowess_fit
@@ -119,7 +119,7 @@ def _markdown(results: dict[str, dict[str, Any]], summary: dict[str, Any], prima
 
 def aggregate_replications(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     """Every ``search/<method>/<measure>`` of independent runs (one ``summary.json`` per seed, each
-    with a ``seed`` key) as ``{mean, lo, hi, n}`` over the runs (:func:`advaudit.report.intervals.mean_with_ci`),
+    with a ``seed`` key) as ``{mean, lo, hi, n}`` over the runs (:func:`advaudit.core.intervals.mean_with_ci`),
     plus each method's per-seed difference to random search (paired by seed) for every measure.
     """
     methods: dict[str, dict[str, list[float]]] = {}
@@ -176,9 +176,7 @@ def replications_markdown(task: str, table: dict[str, Any]) -> str:
     marks = [k for k in (5, 10, 20, 50) if budget and k <= budget]
 
     def cell(stats: dict[str, float] | None, digits: int = 2) -> str:
-        if not stats:
-            return "-"
-        return f"{stats['mean']:.{digits}f} [{stats['lo']:.{digits}f}, {stats['hi']:.{digits}f}]"
+        return "-" if not stats else format_interval(stats["mean"], stats["lo"], stats["hi"], digits)
 
     lines = [f"**{task}**: {table['n']} seeds {table['seeds']}; eligible items per seed {table['eligible']} "
              f"(errors {table['eligible_errors']}); pools of {sorted(set(table['pool_size']))} x "

@@ -22,7 +22,7 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.audits import examiner_metrics as metrics
-from advaudit.report.intervals import mean_with_ci
+from advaudit.core.intervals import format_interval, mean_with_ci
 from advaudit.report.plots import image_grid, plt, save_figure
 from advaudit.report.records import read_jsonl
 from advaudit.report.wandb_run import open_wandb
@@ -321,10 +321,7 @@ def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
     value = result.get(key)
     if value is None or value != value:
         return "n/a"
-    low, high = result[key + "/lo"], result[key + "/hi"]
-    if percent:
-        return f"{100 * value:.0f}% [{100 * low:.0f}%, {100 * high:.0f}%]"
-    return f"{value:.4f} [{low:.4f}, {high:.4f}]"
+    return format_interval(value, result[key + "/lo"], result[key + "/hi"], 0 if percent else 4, percent=percent)
 
 
 def _judge_line(result: dict[str, Any]) -> str:

@@ -1,20 +1,14 @@
-"""The injected-fault experiment's detection statistic (benchmarks/fault_injection_experiments.py):
-shares pooled over the failing tests of all training seeds, fault target minus control, with a
-bootstrap over seeds."""
+"""The injected-fault detection statistic (advaudit.faults.statistics): shares pooled over the failing
+tests of all training seeds, fault target minus control, with a bootstrap over seeds."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-_saved_path = list(sys.path)  # the driver adds benchmarks/ to sys.path; keep it out of other tests' imports
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from fault_injection_experiments import detection_over_control, pooled_shares  # noqa: E402
+from advaudit.faults.statistics import detection_over_control, pooled_shares
 
-sys.path[:] = _saved_path
+DIRECTIONS = {"pullover_to_coat": "", "coat_to_pullover": "reverse/"}
 
 
 def test_pooled_shares_weigh_seeds_by_their_failing_tests() -> None:
@@ -42,7 +36,8 @@ def test_detection_pairs_each_fault_target_with_the_control_of_its_seed() -> Non
     per_seed = {"brightness_seed1": {key: 1.0, f"{key}/n": 20}, "clean_seed1": {key: 0.5, f"{key}/n": 4},
                 "brightness_seed2": {key: 0.9, f"{key}/n": 10}, "clean_seed2": {key: None, f"{key}/n": None},
                 "brightness_seed3": {key: 1.0, f"{key}/n": 5}}  # seed 3 has no control: left out
-    row = detection_over_control(per_seed, [1, 2, 3])["brightness/pullover_to_coat/generator"]
+    detection = detection_over_control(per_seed, [1, 2, 3], ["brightness", "size"], DIRECTIONS)
+    row = detection["brightness/pullover_to_coat/generator"]
     assert row["seeds"] == 2
     assert row["fault"]["share"] == pytest.approx(29 / 30)
     assert row["control"]["share"] == pytest.approx(0.5)

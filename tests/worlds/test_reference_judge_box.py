@@ -1,21 +1,14 @@
-"""Choosing ShapeWorld's bounds from a reference judge (benchmarks/reference_judge.py): the greedy box
-drops the region where the judge fails and nothing else."""
+"""Choosing a world's bounds from a reference judge (advaudit.worlds.judge_box): the greedy box drops
+the region where the judge fails and nothing else."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import torch
 
-_saved_path = list(sys.path)  # keep benchmarks/ out of other tests' imports
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from reference_judge import box_for_share  # noqa: E402
-
-sys.path[:] = _saved_path
-
-from advaudit.worlds.protocol import Factor  # noqa: E402
+from advaudit.worlds.judge_box import box_for_share, right_by_bin, share_over_instances
+from advaudit.worlds.protocol import Factor
 
 
 def _world() -> SimpleNamespace:
@@ -43,3 +36,15 @@ def test_a_judge_that_fails_everywhere_alike_gets_no_box_below_the_kept_floor() 
     bounds, keep = box_for_share(_world(), s, right, bins=5, target=0.97, min_kept=0.3)
     assert keep.float().mean() >= 0.3  # it stops at the floor instead of shrinking to a lucky corner
     assert right[keep].float().mean() < 0.97
+
+
+def test_shares_per_bin_and_over_instances_have_known_values() -> None:
+    s = torch.tensor([[-80.0, 1.0], [-10.0, 1.0], [10.0, 4.0], [80.0, 4.0]])
+    right = torch.tensor([True, True, False, True])
+    table = right_by_bin(_world(), s, right, bins=2)
+    assert [(r["low"], r["high"], r["share"], r["n"]) for r in table["camera_elevation"]] == [
+        (-90.0, 0.0, 1.0, 2), (0.0, 90.0, 0.5, 2)]
+    assert [r["share"] for r in table["sun_energy"]] == [1.0, 0.5]
+    # instance 0 (two renders) always right, instance 1 never: 2,000 resamples of 2 instances span [0, 1]
+    summary = share_over_instances(torch.tensor([True, True, False, False]), torch.tensor([0, 0, 1, 1]))
+    assert summary == {"share": 0.5, "lo": 0.0, "hi": 1.0, "n": 4}

@@ -1,16 +1,17 @@
 """Fault-test throughput: the generator walk before and after batching and folding, in one run.
 
-``before`` is the walk as it was on main before issue 12's second session (kept verbatim below as
-:func:`legacy_generator_tests`): one direction per call, the plain generator (BatchNorm, nearest
-upsample then conv), the target's weights still collecting gradients. ``after`` is
-:func:`advaudit.faults.search.generator_tests`: both directions in one batch, the folded generator
-(:mod:`advaudit.models.generator_folding`), the target frozen. Both walk the same seeds with the same
-settings, so their quality must agree: the share of failing tests per direction, the confidence of
+``before`` is :func:`advaudit.faults.search.generator_tests` as it was at git revision ``--baseline``
+(default ea46cc3, before the walk was batched and folded), imported from that revision's package
+checked out of git (``benchmarks/revision.py``): one direction per call, the plain generator
+(BatchNorm, nearest upsample then conv), the target's weights still collecting gradients. ``after``
+is this checkout's :func:`advaudit.faults.search.generator_tests`: both directions in one batch, the
+folded generator (:mod:`advaudit.models.generator_folding`), the target frozen. Both walk the same
+seeds with the same settings, so their quality must agree: the share of failing tests per direction, the confidence of
 the failing tests (the target's softmax probability of the target class and the margin), and the
 seed-by-seed agreement of success. Throughput = failing tests per second of walk.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/fault_test_speed.py --generator G.pt --target T.pt \
-        [--seeds 200] [--profile 20] [--scaling 50 200 800] [--out outputs/fault_speed]
+        [--seeds 200] [--profile 20] [--scaling 50 200 800] [--baseline ea46cc3] [--out outputs/fault_speed]
 
 ``--profile N``: torch.profiler over N walk steps of 200 seeds, before and after (top operators).
 ``--caps-from DIR...``: success and seed-steps had ``max_steps`` been lower, read off finished audits.
@@ -26,63 +27,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from advaudit.data.base import class_index
-from advaudit.faults.search import (FaultResult, activation_scales, generator_tests, joint_norm, margin_loss)
+from advaudit.faults.search import FaultResult, generator_tests, margin_loss
 from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_generator, load_target
 from advaudit.report.plots import plt, save_figure
-
-
-def _legacy_project(parts: list[Tensor], eps: Tensor) -> list[Tensor]:
-    norm = joint_norm(parts).clamp_min(1e-12)
-    factor = (eps / norm).clamp(max=1.0)
-    return [p * factor.view(-1, *([1] * (p.dim() - 1))) for p in parts]
-
-
-def legacy_generator_tests(generator: torch.nn.Module, model: torch.nn.Module, z: Tensor, y0: Tensor,
-                           y1: Tensor | None, k: int, eps: float, kappa: float = 1.0, lr: float = 0.003,
-                           max_steps: int = 400, anneal: bool = False) -> FaultResult:
-    """The generator walk of advaudit main at commit ea46cc3 (before this change), verbatim but for the
-    progress bar: the reference for the speed comparison."""
-    start = time.perf_counter()
-    scales = activation_scales(generator, k)
-    with torch.no_grad():
-        shapes = [a.shape for a in generator.activations(z[:1], y0[:1], k)]
-    parts = [torch.zeros((len(z),) + tuple(s[1:]), requires_grad=True) for s in shapes]
-    optimizer = torch.optim.Adam(parts, lr=lr)
-    done = torch.zeros(len(z), dtype=torch.bool)
-    steps = torch.full((len(z),), max_steps, dtype=torch.long)
-    tests = torch.zeros((len(z),) + tuple(generator.image_shape))
-    norms = torch.zeros(len(z))
-    for step in range(max_steps + 1):
-        active = (~done).nonzero().squeeze(1)
-        x = generator(z[active], y0[active], [p[active] * s for p, s in zip(parts, scales)])
-        loss = margin_loss(model(x), y0[active], None if y1 is None else y1[active], kappa)
-        success = loss.detach() < 0
-        tests[active] = x.detach()
-        norms[active] = joint_norm([p.detach()[active] for p in parts])
-        steps[active[success]] = step
-        done[active[success]] = True
-        if bool(done.all()) or step == max_steps:
-            break
-        optimizer.zero_grad()
-        loss[~success].sum().backward()
-        optimizer.step()
-        with torch.no_grad():
-            budget = torch.full((len(z),), min(1.0 + 0.1 * step, eps) if anneal else eps)
-            for p, projected in zip(parts, _legacy_project([p.detach() for p in parts], budget)):
-                p.copy_(torch.where(done.view(-1, *([1] * (p.dim() - 1))), p, projected))
-    with torch.no_grad():
-        label = model(tests).argmax(1)
-    return FaultResult(tests, done, steps, label, time.perf_counter() - start, norms)
+from revision import package_module_at_revision  # benchmarks/ is on sys.path
 
 
 def quality(model: torch.nn.Module, result: FaultResult, y0: Tensor, y1: Tensor, kappa: float) -> dict[str, Any]:
@@ -109,12 +66,13 @@ def draw_seeds(generator: torch.nn.Module, model: torch.nn.Module, classes: tupl
 
 
 def compare(generator: torch.nn.Module, model: torch.nn.Module, z: Tensor, y0: Tensor, y1: Tensor,
-            settings: dict[str, Any]) -> dict[str, Any]:
-    """Before (one call per direction, as the audit made them) and after (one batched call), same seeds."""
+            settings: dict[str, Any], before_walk: Callable[..., Any]) -> dict[str, Any]:
+    """Before (``before_walk``, the old revision's walk: one call per direction, as the audit made them)
+    and after (one batched call), same seeds."""
     n = len(z) // 2
     halves = (slice(0, n), slice(n, 2 * n))
     model.requires_grad_(True)  # as the audit loaded it before this change
-    before = [legacy_generator_tests(generator, model, z[s], y0[s], y1[s], **settings) for s in halves]
+    before = [before_walk(generator, model, z[s], y0[s], y1[s], **settings) for s in halves]
     after = generator_tests(generator, model, z, y0, y1, **settings)
     row: dict[str, Any] = {"seeds_per_direction": n, "settings": settings}
     for name, parts in (("before", before), ("after", [after.subset(s) for s in halves])):
@@ -133,8 +91,9 @@ def compare(generator: torch.nn.Module, model: torch.nn.Module, z: Tensor, y0: T
 
 
 def profile(generator: torch.nn.Module, model: torch.nn.Module, z: Tensor, y0: Tensor, y1: Tensor,
-            steps: int, kappa: float) -> dict[str, list[dict[str, Any]]]:
-    """Top operators by self CPU time over ``steps`` walk steps (no seed finishes: eps is tiny)."""
+            steps: int, kappa: float, before_walk: Callable[..., Any]) -> dict[str, list[dict[str, Any]]]:
+    """Top operators by self CPU time over ``steps`` walk steps (no seed finishes: eps is tiny), of the
+    old revision's walk (``before_walk``) and this checkout's."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
@@ -144,7 +103,7 @@ def profile(generator: torch.nn.Module, model: torch.nn.Module, z: Tensor, y0: T
         model.requires_grad_(name == "before")
         with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
             if name == "before":
-                legacy_generator_tests(generator, model, z, y0, y1, **settings)
+                before_walk(generator, model, z, y0, y1, **settings)
             else:
                 generator_tests(generator, model, z, y0, y1, **settings)
         events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
@@ -248,6 +207,7 @@ def main() -> None:
     parser.add_argument("--caps-from", type=Path, nargs="*", default=[],
                         help="finished fault-test run dirs: success and cost had max_steps been lower")
     parser.add_argument("--caps", type=int, nargs="*", default=[10, 25, 50, 100, 200, 400])
+    parser.add_argument("--baseline", default="ea46cc3", help="git revision whose generator walk is 'before'")
     parser.add_argument("--out", type=Path, default=Path("outputs/fault_speed"))
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -267,13 +227,14 @@ def main() -> None:
     generator.requires_grad_(False)
     classes = (class_index(args.classes[0], model.class_names), class_index(args.classes[1], model.class_names))
     settings = {"k": 2, "eps": args.eps, "kappa": 1.0, "lr": 0.003, "max_steps": args.max_steps}
+    before_walk = package_module_at_revision("advaudit.faults.search", args.baseline).generator_tests
     if args.profile:
         z, y0, y1 = draw_seeds(generator, model, classes, 100, args.seed)
         log({"profile_steps": args.profile, "seeds": len(z),
-             **profile(generator, model, z, y0, y1, args.profile, settings["kappa"])})
+             **profile(generator, model, z, y0, y1, args.profile, settings["kappa"], before_walk)})
     if args.seeds:
         z, y0, y1 = draw_seeds(generator, model, classes, args.seeds, args.seed)
-        log(compare(generator, model, z, y0, y1, settings))
+        log(compare(generator, model, z, y0, y1, settings, before_walk))
     if args.scaling:
         capped = {**settings, "max_steps": args.scaling_max_steps or args.max_steps}
         scaling(generator, model, classes, args.scaling, capped, args.seed, args.out, log, args.scaling_chunk)

@@ -4,10 +4,11 @@ N independent Gaussian processes, one per instance, batched. Hyperparameters (AR
 lengthscales, noise, constant mean: BoTorch's ``SingleTaskGP`` defaults with their priors) are
 fitted by ``fit_gpytorch_mll`` on a ``batch_shape=[N]`` model, warm-started from the previous fit,
 every time the data has grown enough. Between refits the hyperparameters are fixed, so the
-Cholesky factor ``L`` of ``K + noise I`` (and its inverse ``L^-1``) only *grows*: each new point
-appends one row (``l = L^-1 k``, ``d = sqrt(k(x, x) + noise - |l|^2)``), O(n^2) per step instead of
-the O(n^3) refactorisation and per-step model construction that dominated the cost before
-(docs/RESULTS.md, "Performance (issue 15)").
+posterior comes from a Cholesky factor that only grows by one row per new point, O(n^2) per step
+instead of the O(n^3) refactorisation and per-step model construction that dominated the cost
+(:mod:`advaudit.examiners.gp_factor`: the factor, the kernel, and the check that the installed
+BoTorch's GP is the one the factor reproduces). This module keeps the examiner: its history and
+random state, when to refit, and the acquisition.
 
 Acquisition: UCB(x) = mu(x) + sqrt(beta) * sigma(x) in the standardised outcome space (the same
 argmax as in the raw space). With ``v = L^-1 k(X, x)`` and ``alpha = L^-1 (y - m)``, both terms come
@@ -23,7 +24,7 @@ instance; ``refine`` improves each start and the best restart is chosen *per ins
   candidates at once.
 - ``adam``: ``adam_steps`` Adam steps on UCB (BoTorch's ``gen_candidates_torch`` idea).
 
-Why ``local`` is the default (docs/RESULTS.md, "Performance (issue 15)"): on a CPU the product with
+Why ``local`` is the default (docs/RESULTS.md, BO's performance): on a CPU the product with
 ``L^-1`` ``[N, n, n]`` is memory-bound for a handful of candidates, so each Adam step (forward plus
 backward: two full reads of ``L^-1``) costs about as much as screening 64 candidates, and 15 steps
 were half of BO's time at n = 400. With 4 rounds x 24 the refinement gets as close to the UCB's
@@ -33,16 +34,11 @@ half the time of a step.
 ``beta = kappa^2``: bayes_opt's default kappa = 2.576 gives beta = 6.64.
 
 Periodic dims (the world's circles: ``periodic``) are searched as circles. The kernel measures
-them around the circle: each periodic coordinate ``u`` enters as its point on a circle of
-circumference 1, ``(cos 2 pi u, sin 2 pi u) / (2 pi)``, under the factor's one lengthscale, so
-
-    k(a, b) = exp(-1/2 [ sum_linear ((a_j - b_j) / l_j)^2 + sum_periodic (sin(pi (a_j - b_j)) / (pi l_j))^2 ])
-
-(MacKay's periodic kernel with period 1; equal to the RBF for small differences, and 0.99 and
-0.01 are as close as 0.01 and 0.03). The hyperparameters keep BoTorch's priors (one lengthscale
-per factor). Every perturbation of a start (the screen's, the local rounds', Adam's steps) wraps
-around periodic dims instead of stopping at the box's edge. Without periodic dims the GP is
-BoTorch's default ``SingleTaskGP`` exactly.
+them around the circle (:func:`advaudit.examiners.gp_factor.circular_rbf_module`: MacKay's periodic
+kernel with period 1, so 0.99 and 0.01 are as close as 0.01 and 0.03). The hyperparameters keep
+BoTorch's priors (one lengthscale per factor). Every perturbation of a start (the screen's, the
+local rounds', Adam's steps) wraps around periodic dims instead of stopping at the box's edge.
+Without periodic dims the GP is BoTorch's default ``SingleTaskGP`` exactly.
 
 Everything after the fit runs on ``device`` (history, factor, candidates). The factor is grown in
 float64 (near-duplicate points make ``K`` ill-conditioned); the acquisition reads a copy of
@@ -54,7 +50,6 @@ float64 (near-duplicate points make ``K`` ill-conditioned); the acquisition read
 from __future__ import annotations
 
 import logging
-import math
 import time
 import warnings
 from typing import Any, Sequence
@@ -62,12 +57,15 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor
 
+from advaudit.examiners.gp_factor import (GrowingFactor, circular_rbf_module, rbf_kernel, require_reproducible_gp,
+                                          scaled_features)
 from advaudit.examiners.protocol import HistoryMixin, keep_in_space, periodic_dims
+
+__all__ = ["BOExaminer", "circular_rbf_module", "rbf_kernel", "scaled_features"]
 
 log = logging.getLogger(__name__)
 
 _HYPER_PREFIXES = ("covar_module.", "likelihood.", "mean_module.")
-_JITTER = 1e-8
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _REFINE = ("local", "adam")
 _MAX_LOCAL_STD = 0.25  # unit-cube cap on a local perturbation's std
@@ -134,7 +132,8 @@ class BOExaminer(HistoryMixin):
         self.n_fits = self.failed_fits = 0
         self.seconds = {"fit": 0.0, "factor": 0.0, "screen": 0.0, "refine": 0.0}
         self.restart_wins = torch.zeros(self.restarts, dtype=torch.long)  # which restart was chosen
-        self._factor = _GrowingFactor(n_instances, self.device, self.acquisition_dtype, self.periodic)
+        self._factor = GrowingFactor(n_instances, self.device, self.acquisition_dtype, self.periodic)
+        self._gp_checked = False  # the installed BoTorch's GP is checked once, at the first GP built
 
     @property
     def fit_seconds(self) -> float:
@@ -147,7 +146,10 @@ class BOExaminer(HistoryMixin):
                                                          self.last_fit_size * self.refit_growth)
 
     def _gp(self, X: Tensor, Y: Tensor):
-        """A batched ``SingleTaskGP`` on ``X`` ``[N, n, d]``, ``Y`` ``[N, n]`` with the current hyperparameters."""
+        """A batched ``SingleTaskGP`` on ``X`` ``[N, n, d]``, ``Y`` ``[N, n]`` with the current hyperparameters.
+
+        Raises :class:`~advaudit.errors.AdvauditError` if the installed BoTorch builds a GP that the
+        grown factor does not reproduce (:func:`~advaudit.examiners.gp_factor.require_reproducible_gp`)."""
         from botorch.models import SingleTaskGP
         from botorch.models.transforms.outcome import Standardize
 
@@ -155,6 +157,9 @@ class BOExaminer(HistoryMixin):
         covar = circular_rbf_module(self.n_dims, batch, self.periodic) if bool(self.periodic.any()) else None
         model = SingleTaskGP(X.to(self.device), Y.to(self.device).unsqueeze(-1), covar_module=covar,
                              outcome_transform=Standardize(m=1, batch_shape=batch))
+        if not self._gp_checked:
+            require_reproducible_gp(model, self.n_dims)
+            self._gp_checked = True
         if self.hyperparameters is not None:
             model.load_state_dict(self.hyperparameters, strict=False)
         return model
@@ -214,7 +219,7 @@ class BOExaminer(HistoryMixin):
     # -- acquisition --------------------------------------------------------------------------------
     def _ucb(self, cand: Tensor, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
         """UCB ``[N, ...]`` at candidates ``[N, ..., d]`` (standardised outcome space), in the context's
-        dtype; ``context`` from :meth:`_GrowingFactor.context`. One product with ``L^-1``, O(n^2 R)."""
+        dtype; ``context`` from :meth:`GrowingFactor.context`. One product with ``L^-1``, O(n^2 R)."""
         X, inverse, alpha, mean = context
         shape = cand.shape[:-1]
         k = self._factor.kernel(X, cand.reshape(self.n_instances, -1, self.n_dims).to(X.dtype))  # [N, n, R]
@@ -308,157 +313,10 @@ class BOExaminer(HistoryMixin):
         self.n_fits, self.failed_fits = int(state.get("n_fits", 0)), int(state.get("failed_fits", 0))
         self.restart_wins = state.get("restart_wins", torch.zeros(self.restarts, dtype=torch.long)).clone()
         self.seconds.update(state.get("seconds", {}))
-        self._factor = _GrowingFactor(self.n_instances, self.device, self.acquisition_dtype, self.periodic)
+        self._factor = GrowingFactor(self.n_instances, self.device, self.acquisition_dtype, self.periodic)
         if self.hyperparameters is not None:  # replay the factor exactly as it was grown
             self._factor.reset(*self._hyper_tensors(), self.X[:, : self.last_fit_size], self.Y[:, : self.last_fit_size])
 
 
 def _hyper_state(model) -> dict[str, Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items() if k.startswith(_HYPER_PREFIXES)}
-
-
-def _capacity(n: int) -> int:
-    """Buffer size for ``n`` points: 25% headroom (memory is N x capacity^2 float64)."""
-    return n + max(64, n // 4)
-
-
-def scaled_features(x: Tensor, lengthscale: Tensor, periodic: Tensor | None = None) -> Tensor:
-    """``x`` ``[..., d]`` divided by ``lengthscale`` (broadcastable to it), each periodic dim replaced by
-    its point on a circle of circumference 1 divided by its lengthscale, ``(cos 2 pi u, sin 2 pi u) /
-    (2 pi l)``: ``[..., d + p]``. The squared Euclidean distance of two feature vectors is then
-    ``sum_linear ((a - b) / l)^2 + sum_periodic (sin(pi (a - b)) / (pi l))^2``."""
-    if periodic is None or not bool(periodic.any()):
-        return x / lengthscale
-    mask = periodic.to(x.device)
-    lengthscale = lengthscale.expand(*lengthscale.shape[:-1], x.shape[-1])
-    angle = (2 * math.pi) * x[..., mask]
-    radius = 1 / ((2 * math.pi) * lengthscale[..., mask])
-    return torch.cat([x[..., ~mask] / lengthscale[..., ~mask], radius * torch.cos(angle), radius * torch.sin(angle)], -1)
-
-
-def rbf_kernel(a: Tensor, b: Tensor, lengthscale: Tensor, periodic: Tensor | None = None) -> Tensor:
-    """ARD RBF ``[N, n, m]`` between ``a`` ``[N, n, d]`` and ``b`` ``[N, m, d]`` (gpytorch's RBFKernel),
-    lengthscale ``[N, 1, d]``; periodic dims measured around the circle (:func:`scaled_features`,
-    the kernel of :func:`circular_rbf_module`). Without autograd the ``[N, n, m]`` passes run in place
-    (the screen's elementwise work was a third of its time)."""
-    a, b = scaled_features(a, lengthscale, periodic), scaled_features(b, lengthscale, periodic)
-    squared = torch.baddbmm((a * a).sum(-1)[..., :, None], a, b.transpose(-1, -2), alpha=-2)
-    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
-        return torch.exp(-0.5 * (squared + (b * b).sum(-1)[..., None, :]).clamp_min(0))  # no sqrt: finite gradients
-    return squared.add_((b * b).sum(-1)[..., None, :]).clamp_min_(0).mul_(-0.5).exp_()
-
-
-def circular_rbf_module(n_dims: int, batch_shape: torch.Size, periodic: Tensor):
-    """BoTorch's default covariance module (ARD RBF with its dimension-scaled lengthscale prior, as
-    ``get_covar_module_with_dim_scaled_prior`` builds it) with periodic dims measured around the circle."""
-    from botorch.models.utils.gpytorch_modules import SQRT2, SQRT3
-    from gpytorch.constraints import GreaterThan
-    from gpytorch.kernels import RBFKernel
-    from gpytorch.kernels.rbf_kernel import postprocess_rbf
-    from gpytorch.priors import LogNormalPrior
-
-    class CircularRBFKernel(RBFKernel):
-        def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any) -> Tensor:
-            f1, f2 = scaled_features(x1, self.lengthscale, periodic), scaled_features(x2, self.lengthscale, periodic)
-            return postprocess_rbf(self.covar_dist(f1, f2, square_dist=True, diag=diag, **params))
-
-    prior = LogNormalPrior(loc=SQRT2 + math.log(n_dims) * 0.5, scale=SQRT3)
-    return CircularRBFKernel(ard_num_dims=n_dims, batch_shape=batch_shape, lengthscale_prior=prior,
-                             lengthscale_constraint=GreaterThan(2.5e-2, transform=None, initial_value=prior.mode))
-
-
-class _GrowingFactor:
-    """The inverse ``L^-1`` ``[N, n, n]`` of the Cholesky factor of ``K + noise I``, grown one point at a time.
-
-    A refit factorises from scratch; between refits, buffers grow with 25% headroom, so appending a
-    point costs amortised O(n^2) (one triangular product). Alongside, ``L^-1 y`` and ``L^-1 1``
-    ``[N, n]`` grow by one entry per point (O(n)), and a copy of ``L^-1`` and ``X`` in the
-    acquisition's dtype is grown row by row. The factor is a function of the history and the refit
-    points alone, so a resumed examiner rebuilds it bit for bit.
-    """
-
-    def __init__(self, n_instances: int, device: torch.device, acquisition_dtype: torch.dtype = torch.float32,
-                 periodic: Tensor | None = None) -> None:
-        self.n_instances, self.device, self.dtype = n_instances, device, acquisition_dtype
-        self.periodic = periodic.to(device) if periodic is not None and bool(periodic.any()) else None
-        self.n = 0
-
-    def reset(self, lengthscale: Tensor, noise: Tensor, mean: Tensor, X: Tensor, Y: Tensor) -> None:
-        """New hyperparameters: factorise the history ``X`` ``[N, n, d]``, ``Y`` ``[N, n]`` from scratch
-        (one batched Cholesky, O(n^3), once per refit)."""
-        self.lengthscale, self.noise, self.mean = (t.to(self.device) for t in (lengthscale, noise, mean))
-        n = X.shape[1]
-        self.n = 0
-        self._grow(_capacity(n), X.shape[-1])
-        X, Y = X.to(self.device, torch.float64), Y.to(self.device, torch.float64)
-        eye = torch.eye(n, dtype=torch.float64, device=self.device)
-        L = torch.linalg.cholesky(self.kernel(X, X) + (self.noise[:, None, None] + _JITTER) * eye)
-        inverse = torch.linalg.solve_triangular(L, eye.expand_as(L), upper=False)
-        self._Linv[:, :n, :n], self._X[:, :n], self._Y[:, :n] = inverse, X, Y
-        self._Linv_acq[:, :n, :n], self._X_acq[:, :n] = inverse.to(self.dtype), X.to(self.dtype)
-        self._LinvY[:, :n] = (inverse @ Y.unsqueeze(-1)).squeeze(-1)
-        self._Linv1[:, :n] = inverse.sum(-1)
-        self.n = n
-
-    def _grow(self, capacity: int, d: int) -> None:
-        """Reallocate every buffer for ``capacity`` points of ``d`` factors, keeping the first ``n``."""
-        n, N = self.n, self.n_instances
-        for name, dtype, square in (("_Linv", torch.float64, True), ("_Linv_acq", self.dtype, True),
-                                    ("_X", torch.float64, False), ("_X_acq", self.dtype, False),
-                                    ("_Y", torch.float64, False), ("_LinvY", torch.float64, False),
-                                    ("_Linv1", torch.float64, False)):
-            shape = (N, capacity, capacity) if square else (N, capacity, d) if name.startswith("_X") else (N, capacity)
-            old, new = getattr(self, name, None), torch.zeros(shape, dtype=dtype, device=self.device)
-            if n:
-                keep = (slice(None), slice(0, n), slice(0, n)) if square else (slice(None), slice(0, n))
-                new[keep] = old[keep]
-            setattr(self, name, new)
-
-    @property
-    def X(self) -> Tensor:
-        return self._X[:, : self.n]
-
-    @property
-    def Y(self) -> Tensor:
-        return self._Y[:, : self.n]
-
-    @property
-    def inverse(self) -> Tensor:
-        return self._Linv[:, : self.n, : self.n]
-
-    def kernel(self, a: Tensor, b: Tensor) -> Tensor:
-        """ARD RBF ``[N, n, m]`` between ``a`` ``[N, n, d]`` and ``b`` ``[N, m, d]`` in ``a``'s dtype."""
-        return rbf_kernel(a, b, self.lengthscale.to(a.dtype), self.periodic)
-
-    def extend_to(self, X: Tensor, Y: Tensor) -> None:
-        """Append the points of the history ``X`` ``[N, n', d]``, ``Y`` ``[N, n']`` (n' >= n) beyond the first ``n``."""
-        if self._X.shape[-1] != X.shape[-1]:
-            self._grow(self._Linv.shape[1], X.shape[-1])
-        for i in range(self.n, X.shape[1]):
-            if i == self._Linv.shape[1]:
-                self._grow(_capacity(i), X.shape[-1])
-            x = X[:, i: i + 1].to(self.device, torch.float64)    # [N, 1, d]
-            y = Y[:, i].to(self.device, torch.float64)           # [N]
-            k = self.kernel(self.X, x).squeeze(-1)               # [N, i]
-            l = (self.inverse @ k.unsqueeze(-1)).squeeze(-1)      # L^-1 k, [N, i]
-            d = (1 + self.noise + _JITTER - (l * l).sum(-1)).clamp_min(_JITTER).sqrt()  # [N]
-            row = -(l.unsqueeze(1) @ self.inverse).squeeze(1) / d[:, None]              # [N, i]
-            self._Linv[:, i, :i], self._Linv[:, i, i] = row, 1 / d
-            self._Linv_acq[:, i, :i], self._Linv_acq[:, i, i] = row.to(self.dtype), (1 / d).to(self.dtype)
-            self._LinvY[:, i] = (row * self.Y).sum(-1) + y / d
-            self._Linv1[:, i] = row.sum(-1) + 1 / d
-            self._X[:, i], self._X_acq[:, i] = x.squeeze(1), x.squeeze(1).to(self.dtype)
-            self._Y[:, i] = y
-            self.n = i + 1
-
-    def context(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """What UCB needs, in the acquisition dtype: ``X`` ``[N, n, d]``, ``L^-1`` ``[N, n, n]``,
-        ``alpha = L^-1 (y_std - m)`` ``[N, n]`` and the constant mean ``m`` ``[N]``, with ``y``
-        standardised per instance as BoTorch's ``Standardize`` does (``y_std = (y - c) / s``, so
-        ``alpha = (L^-1 y - (c + m s) L^-1 1) / s``: O(n))."""
-        Y, n = self.Y, self.n
-        centre = Y.mean(1, keepdim=True)
-        std = Y.std(1, keepdim=True) if n > 1 else torch.ones_like(Y[:, :1])
-        std = torch.where(std >= 1e-8, std, torch.ones_like(std))
-        alpha = (self._LinvY[:, :n] - (centre + self.mean[:, None] * std) * self._Linv1[:, :n]) / std
-        return (self._X_acq[:, :n], self._Linv_acq[:, :n, :n], alpha.to(self.dtype), self.mean.to(self.dtype))

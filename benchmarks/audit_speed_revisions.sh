@@ -6,14 +6,15 @@
 # Usage: bash benchmarks/audit_speed_revisions.sh TARGET.pt [REV] [REPEATS]
 #   REV: the revision to compare with (default e5a459b: main before issue 11 added E_T and
 #   label-preservation judging); REPEATS (default 2) alternating old/new runs each.
-# Env: EXAMINERS="rl random" BUDGET=640 (queries per instance; RL and random: 20 iterations of 32).
+# Env: EXAMINERS="rl random" BUDGET=640 (queries per instance; RL and random: 20 iterations of 32);
+# PY: the interpreter (default: this checkout's .venv/bin/python).
 # The examination: ShapeWorld 32 px, 10 instances (best per class), sun angles fixed, camera distance
 # [1.5, 4] m on both sides (today's default box; the old default was [1, 5]), one torch thread.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET=$(realpath "$1"); REV=${2:-e5a459b}; REPEATS=${3:-2}
 EXAMINERS=${EXAMINERS:-"rl random"} BUDGET=${BUDGET:-640}
-PY=$PWD/.venv/bin/python
+PY=${PY:-$PWD/.venv/bin/python}
 OLD=$(mktemp -d /tmp/advaudit_rev_XXXX); OUT=$(mktemp -d /tmp/audit_speed_XXXX)
 git worktree add --detach "$OLD" "$REV" >/dev/null
 trap 'git worktree remove --force "$OLD"' EXIT

@@ -1,4 +1,5 @@
-"""Bootstrap intervals: coverage of a known mean, degenerate inputs, determinism."""
+"""Bootstrap intervals: coverage of a known mean, degenerate inputs, determinism, the seeded resamples
+and the one interval cell."""
 
 from __future__ import annotations
 

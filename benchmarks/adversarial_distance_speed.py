@@ -37,7 +37,7 @@ from advaudit.search.attacks import (attack_box, batched_hop_skip_jump, label_fu
                                      nearest_differently_labelled)
 from advaudit.search.metrics import sdr_curve
 from advaudit.search.pools import draw_pools, eligible
-from revision import module_at_revision  # benchmarks/ is on sys.path
+from revision import package_module_at_revision  # benchmarks/ is on sys.path
 
 HSJ_KEYS = ("steps", "gradient_queries", "max_gradient_queries", "binary_steps", "probe_resolution")
 
@@ -162,7 +162,7 @@ def main() -> None:
     x = split.x[: args.items]
     box = attack_box(split.x)
     labels = label_function(target)
-    old_labels = module_at_revision("advaudit/search/attacks.py", args.baseline).label_function(nchw)
+    old_labels = package_module_at_revision("advaudit.search.attacks", args.baseline).label_function(nchw)
     print(f"target {args.target}; {len(split.x)} test items; {args.threads} torch thread(s)")
 
     if "ceiling" not in skip:

@@ -12,7 +12,7 @@ Two objectives:
   0 = 1`` around the circle: an angle's 324-36 deg), ``--periodic 0`` declares factor 0 a circle
   (the examiners search it as one; without it they see a box with two far edges).
 
-``--baseline REV`` also runs ``advaudit/examiners/bo.py`` as it was at git revision ``REV`` on the
+``--baseline REV`` also runs BO as it was at git revision ``REV`` (its package checked out of git) on the
 same problem in the same process (old vs new under the same machine load); ``--profile`` prints the
 top cProfile entries of the BO examiner.
 
@@ -33,7 +33,7 @@ import torch
 
 from advaudit.examiners import build_examiner
 from advaudit.runtime import configure_threads
-from revision import module_at_revision  # benchmarks/ is on sys.path
+from revision import package_module_at_revision  # benchmarks/ is on sys.path
 
 DEFAULTS = {"random": {"q": 32}, "rl": {"q": 32}, "bo": {"q": 1}, "tpe": {"q": 1}, "cmaes": {"q": 1}}
 PLANTED_FACTOR, PLANTED = 0, (0.7, 0.9)
@@ -230,7 +230,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     runs = [(name, None, options if name == "bo" else {}) for name in args.examiners.split(",")]
     if args.baseline and "bo" in args.examiners.split(","):
-        runs.insert(0, (f"bo@{args.baseline}", module_at_revision("advaudit/examiners/bo.py", args.baseline).BOExaminer, {}))
+        old_bo = package_module_at_revision("advaudit.examiners.bo", args.baseline).BOExaminer
+        runs.insert(0, (f"bo@{args.baseline}", old_bo, {}))
     flagged = {int(d) for d in args.periodic.split(",") if d}
     periodic = [d in flagged for d in range(dims)] if args.planted else periodic_free
     for name, baseline, opts in runs:

@@ -21,7 +21,7 @@ from advaudit.data.fashion_mnist import FashionMNISTDataModule
 from advaudit.runtime import configure_threads
 from advaudit.worlds.shapes import ShapeWorld
 from advaudit.worlds.transforms import TransformWorld
-from revision import module_at_revision  # benchmarks/ is on sys.path
+from revision import package_module_at_revision  # benchmarks/ is on sys.path
 
 
 def timed_render(world, batch: int, device: str) -> Callable[[], float]:
@@ -76,7 +76,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="32,64")
     args = parser.parse_args()
     threads = configure_threads(args.threads)
-    baseline = module_at_revision("advaudit/worlds/shapes/renderer.py", args.baseline).render_scenes if args.baseline else None
+    baseline = (package_module_at_revision("advaudit.worlds.shapes.renderer", args.baseline).render_scenes
+                if args.baseline else None)
     head = f"renders/s (batch {args.batch}, {threads} threads, {args.device})"
     print(f"| world | size | shadows | {head} |" + (f" {args.baseline} | speed-up |" if baseline else ""))
     print("|---|---|---|---|" + ("---|---|" if baseline else ""))

@@ -1,10 +1,11 @@
-"""Load advaudit code as it was at another git revision, to time old and new code in one run."""
+"""Load advaudit code as it was at another git revision, to time old and new code in one run.
+
+The old revision is checked out of git, never kept as a copy in this tree."""
 
 from __future__ import annotations
 
 import atexit
 import importlib
-import importlib.util
 import io
 import shutil
 import subprocess
@@ -16,21 +17,6 @@ from types import ModuleType
 
 _ROOT = Path(__file__).resolve().parents[1]
 _PACKAGE = "advaudit"
-
-
-def module_at_revision(path: str, rev: str) -> ModuleType:
-    """The file ``path`` (e.g. ``advaudit/examiners/bo.py``) at git revision ``rev``, imported as a
-    temporary module named ``<stem>_at_revision`` (its own imports resolve to the current package)."""
-    source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=_ROOT, check=True, capture_output=True,
-                            text=True).stdout
-    name = f"{Path(path).stem}_at_revision"
-    file = Path(tempfile.mkdtemp()) / f"{name}.py"
-    file.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, file)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def package_module_at_revision(module: str, rev: str) -> ModuleType:

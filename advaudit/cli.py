@@ -111,7 +111,7 @@ def _exit_interrupted(name: str) -> None:
 
 
 def _interrupt_name(error: BaseException) -> str | None:
-    from advaudit.run_records import interruption
+    from advaudit.core.run_records import interruption
 
     return interruption(error)
 

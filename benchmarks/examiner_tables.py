@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from advaudit.audits import examiner_metrics as metrics
+from advaudit.core.records import read_json, read_jsonl
 from advaudit.report.concentration import Region, run_concentration
 from advaudit.report.intervals import mean_with_ci
-from advaudit.report.records import read_json, read_jsonl
 
 RUN = re.compile(r"^(?P<name>.+)_(?P<examiner>rl|bo|random|tpe|cmaes)_s(?P<seed>\d+)$")
 

@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from error_search_replications import run  # noqa: E402
 
+from advaudit.core.records import read_json, write_json  # noqa: E402
 from advaudit.report.intervals import mean_with_ci  # noqa: E402
-from advaudit.report.records import read_json, write_json  # noqa: E402
 
 FAULTS = {"brightness": "faults/train_fmnist_brightness", "size": "faults/train_fmnist_size",
           "clean": "faults/train_fmnist_clean"}

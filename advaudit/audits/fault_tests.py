@@ -23,6 +23,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from advaudit.audits.common import load_audit_target
 from advaudit.confutil import plain
+from advaudit.core.plots import image_grid, plt, save_figure
+from advaudit.core.records import write_json
 from advaudit.data.base import class_index
 from advaudit.errors import require
 from advaudit.faults.features import feature_shift
@@ -32,8 +34,6 @@ from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_generator, load_target
 from advaudit.models.generator_training import require_gate_passed
 from advaudit.report.intervals import mean_with_ci
-from advaudit.report.plots import image_grid, plt, save_figure
-from advaudit.report.records import write_json
 from advaudit.report.wandb_run import open_wandb
 
 log = logging.getLogger(__name__)

@@ -29,10 +29,10 @@ from torch import Tensor
 from advaudit.audits.common import load_audit_target
 from advaudit.audits.instance_selection import select_instances
 from advaudit.confutil import plain
+from advaudit.core.progress import progress
+from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.errors import AdvauditError, require
 from advaudit.examiners import build_examiner
-from advaudit.report.progress import progress
-from advaudit.report.records import append_jsonl, read_jsonl
 from advaudit.worlds import build_world, check_target_fits
 from advaudit.worlds.protocol import Factor, periodic_mask, unit_to_factor
 from advaudit.worlds.validity import ValidityJudge, ValidityRules

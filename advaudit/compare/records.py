@@ -15,9 +15,9 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from advaudit.core.records import read_json, read_jsonl
 from advaudit.errors import require
 from advaudit.models.imported.spec import target_label
-from advaudit.report.records import read_json, read_jsonl
 
 PER_INSTANCE_CSV = "per_instance.csv"
 

@@ -23,7 +23,7 @@ from advaudit.compare.metrics import Metric, metrics_for
 from advaudit.compare.naming import short_names
 from advaudit.compare.records import RunRecord, discover_runs
 from advaudit.compare.stats import checkpoint_summary, compare_pairs, verdict
-from advaudit.report.records import write_json
+from advaudit.core.records import write_json
 
 log = logging.getLogger(__name__)
 

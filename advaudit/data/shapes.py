@@ -117,7 +117,7 @@ class ShapesDataModule(ArrayDataModule):
 
     def _render(self, split: str, m: int, factors: list, generator: torch.Generator,
                 quiet: bool = False) -> Split:
-        from advaudit.report.progress import progress
+        from advaudit.core.progress import progress
         from advaudit.worlds.protocol import unit_to_factor
 
         z = self.world.instances(split)

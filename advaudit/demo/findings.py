@@ -29,8 +29,8 @@ import numpy as np
 from scipy.stats import ks_2samp
 from statsmodels.stats.multitest import multipletests
 
+from advaudit.core.records import read_json
 from advaudit.errors import require
-from advaudit.report.records import read_json
 
 ALPHA = 0.05
 BINS = 5  # fifths of a factor's range, as the comparison's per-factor table

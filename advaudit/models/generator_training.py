@@ -28,13 +28,13 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
+from advaudit.core.plots import image_grid
 from advaudit.data.base import ArrayDataModule
 from advaudit.errors import AdvauditError, require
 from advaudit.models.classifier_training import EpochCheckpoint, resume_checkpoint, saved_epochs
 from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic, architecture
 from advaudit.models.io import load_target, save_generator
 from advaudit.models.rendered_generator import RenderedGeneratorModule, RenderedScenes, rendered_scenes_loader
-from advaudit.report.plots import image_grid
 
 log = logging.getLogger(__name__)
 

@@ -42,9 +42,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from advaudit.core.records import read_json, read_jsonl, write_json
 from advaudit.errors import require
 from advaudit.report.intervals import mean_with_ci
-from advaudit.report.records import read_json, read_jsonl, write_json
 
 STEPS_FILE, RESULT_FILE = "steps.jsonl", "result.json"
 
@@ -251,7 +251,7 @@ def concentration_plot(rows: list[dict[str, Any]], runs: list[dict[str, Any]], r
     """PNG: left, each (target, examiner) group's share of late proposals in the region with its
     interval over seeds against the volume share (dashed); right, one panel per target: where each
     examiner's late proposals fell on the factor (pooled over seeds; the region shaded)."""
-    from advaudit.report.plots import plt, save_figure
+    from advaudit.core.plots import plt, save_figure
 
     def name(target: str) -> str:
         return Path(target).parent.parent.name or target

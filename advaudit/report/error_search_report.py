@@ -11,10 +11,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from advaudit.core.plots import image_grid, plt, reliability_diagram, save_figure
+from advaudit.core.records import write_json
 from advaudit.models.calibration import expected_calibration_error, reliability_table
 from advaudit.report.intervals import mean_with_ci
-from advaudit.report.plots import image_grid, plt, reliability_diagram, save_figure
-from advaudit.report.records import write_json
 from advaudit.search.lowess import lowess_fit
 
 

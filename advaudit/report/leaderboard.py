@@ -15,8 +15,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from advaudit.core.records import read_json
 from advaudit.errors import require
-from advaudit.report.records import read_json
 
 ID_COLUMNS = ["target", "audit", "method", "seed", "run_dir"]
 
@@ -70,7 +70,7 @@ def write_leaderboard(frame: pd.DataFrame, out_dir: str | Path, metric: str | No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from advaudit.report.plots import save_figure
+    from advaudit.core.plots import save_figure
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -22,9 +22,9 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.audits import examiner_metrics as metrics
+from advaudit.core.plots import image_grid, plt, save_figure
+from advaudit.core.records import read_jsonl
 from advaudit.report.intervals import mean_with_ci
-from advaudit.report.plots import image_grid, plt, save_figure
-from advaudit.report.records import read_jsonl
 from advaudit.report.wandb_run import open_wandb
 
 

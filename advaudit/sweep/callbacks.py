@@ -71,7 +71,7 @@ class SweepEnd(Callback):
 
 def report_failures(failures: list[Any], sweep_dir: Path, total: int) -> Path:
     """Log one line per failed job and write ``<sweep dir>/failures.json``."""
-    from advaudit.report.records import write_json
+    from advaudit.core.records import write_json
 
     path = write_json(sweep_dir / "failures.json", [
         {"run_dir": str(r.run_dir), "target": r.target, "seed": r.seed, "error_kind": r.error_kind, "error": r.error}

@@ -9,7 +9,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from advaudit.report.records import append_jsonl, read_json, read_jsonl, write_json
+from advaudit.core.records import append_jsonl, read_json, read_jsonl, write_json
 from advaudit.report.wandb_run import finish_any_wandb_run, open_wandb, wandb_settings
 
 

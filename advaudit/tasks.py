@@ -14,10 +14,10 @@ from omegaconf import DictConfig, OmegaConf
 from advaudit.config import plain_config, validate
 from advaudit.core.records import write_json
 from advaudit.core.run_records import RunDirConflict, claim_run_dir, write_failure
+from advaudit.core.wandb_run import finish_any_wandb_run
 from advaudit.errors import AdvauditError, require
 from advaudit.models.imported.spec import target_label
 from advaudit.models.imported.store import trust_record
-from advaudit.report.wandb_run import finish_any_wandb_run
 from advaudit.runtime import configure_threads, seed_everything
 
 log = logging.getLogger(__name__)

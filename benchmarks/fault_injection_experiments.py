@@ -121,7 +121,8 @@ def verify(target: Path, fault: str) -> dict[str, Any]:
 def generator_gate(generator_path: Path, judge_path: Path) -> float:
     """The generator's quality gate: share of its samples the judge (trained on real data) assigns to
     the conditioning class."""
-    from advaudit.models import load_generator, load_target
+    from advaudit.models import load_target
+    from advaudit.models.generator import load_generator
     from advaudit.models.generator_training import class_agreement
 
     generator, _ = load_generator(str(generator_path))

@@ -35,10 +35,11 @@ import torch
 from torch import Tensor
 
 from advaudit.core.plots import plt, save_figure
-from advaudit.data.base import class_index
+from advaudit.data.split import class_index
 from advaudit.faults.search import (FaultResult, activation_scales, generator_tests, joint_norm, margin_loss)
 from advaudit.faults.seeds import sample_seeds
-from advaudit.models import load_generator, load_target
+from advaudit.models import load_target
+from advaudit.models.generator import load_generator
 
 
 def _legacy_project(parts: list[Tensor], eps: Tensor) -> list[Tensor]:

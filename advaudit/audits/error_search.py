@@ -24,12 +24,12 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
+from advaudit.audits.error_search_report import write_report
 from advaudit.confutil import plain
 from advaudit.core.records import append_jsonl, read_jsonl
-from advaudit.data.base import class_index
+from advaudit.data.split import class_index
 from advaudit.errors import require
-from advaudit.report.error_search_report import write_report
-from advaudit.report.wandb_run import open_wandb
+from advaudit.models.tracking import open_wandb
 from advaudit.search.adversarial_distance import LowessSettings, distance_values, pool_scores
 from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import build_policy

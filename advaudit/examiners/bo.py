@@ -61,7 +61,9 @@ from typing import Any, Sequence
 
 import torch
 from torch import Tensor
+from torch.quasirandom import SobolEngine
 
+from advaudit.errors import require
 from advaudit.examiners.protocol import HistoryMixin, keep_in_space, periodic_dims
 
 log = logging.getLogger(__name__)
@@ -107,8 +109,6 @@ class BOExaminer(HistoryMixin):
                  adam_steps: int = 15, adam_lr: float = 0.03, acquisition_dtype: str = "float32",
                  seed: int = 0, device: str | torch.device = "cpu", periodic: Sequence[bool] | None = None,
                  **_: Any) -> None:
-        from advaudit.errors import require
-
         require(q == 1, f"BO proposes one point per step (q=1); got q={q}")
         require(n_init >= 1, f"n_init={n_init} must be >= 1")
         require(restarts >= 1 and raw_samples >= 1, f"restarts={restarts} and raw_samples={raw_samples} must be >= 1")
@@ -148,7 +148,7 @@ class BOExaminer(HistoryMixin):
 
     def _gp(self, X: Tensor, Y: Tensor):
         """A batched ``SingleTaskGP`` on ``X`` ``[N, n, d]``, ``Y`` ``[N, n]`` with the current hyperparameters."""
-        from botorch.models import SingleTaskGP
+        from botorch.models import SingleTaskGP  # BoTorch: only the BO examiner needs it
         from botorch.models.transforms.outcome import Standardize
 
         batch = torch.Size([self.n_instances])
@@ -171,7 +171,7 @@ class BOExaminer(HistoryMixin):
 
     def _fit(self) -> None:
         """Refit the hyperparameters (warm start); a failure keeps the previous ones, loudly."""
-        from botorch.exceptions.warnings import OptimizationWarning
+        from botorch.exceptions.warnings import OptimizationWarning  # BoTorch: only the BO examiner needs it
         from botorch.fit import fit_gpytorch_mll
         from gpytorch.mlls import ExactMarginalLogLikelihood
 
@@ -226,8 +226,6 @@ class BOExaminer(HistoryMixin):
     def _screen(self, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         """``restarts`` starts ``[N, R, d]`` and their UCB ``[N, R]`` from Sobol points plus
         perturbations of each instance's best point."""
-        from torch.quasirandom import SobolEngine
-
         f, dtype = self._factor, context[0].dtype
         rows = torch.arange(self.n_instances, device=self.device)
         sobol = SobolEngine(self.n_dims, scramble=True, seed=int(torch.randint(0, 2**31, (1,), generator=self.generator)))
@@ -351,7 +349,7 @@ def rbf_kernel(a: Tensor, b: Tensor, lengthscale: Tensor, periodic: Tensor | Non
 def circular_rbf_module(n_dims: int, batch_shape: torch.Size, periodic: Tensor):
     """BoTorch's default covariance module (ARD RBF with its dimension-scaled lengthscale prior, as
     ``get_covar_module_with_dim_scaled_prior`` builds it) with periodic dims measured around the circle."""
-    from botorch.models.utils.gpytorch_modules import SQRT2, SQRT3
+    from botorch.models.utils.gpytorch_modules import SQRT2, SQRT3  # BoTorch: only the BO examiner needs it
     from gpytorch.constraints import GreaterThan
     from gpytorch.kernels import RBFKernel
     from gpytorch.kernels.rbf_kernel import postprocess_rbf

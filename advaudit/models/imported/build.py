@@ -16,7 +16,6 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
 
-import joblib
 import numpy as np
 import torch
 from hydra.utils import get_class, get_method, instantiate
@@ -126,6 +125,8 @@ def _unpickle_trusted(path: Path, kind: FileKind) -> Any:
     if kind.kind == "pickled_module":
         return torch.load(path, map_location="cpu", weights_only=False)
     if kind.kind == "joblib":
+        import joblib  # joblib brings its process pools along; only a trusted joblib file needs it
+
         return joblib.load(path)
     with open(path, "rb") as handle:
         return pickle.load(handle)

@@ -118,10 +118,12 @@ class ShapesDataModule(ArrayDataModule):
     def _render(self, split: str, m: int, factors: list, generator: torch.Generator,
                 quiet: bool = False) -> Split:
         from advaudit.report.progress import progress
-        from advaudit.worlds.protocol import unit_to_factor
+        from advaudit.worlds.protocol import unit_to_factor, wrap_periodic
 
         z = self.world.instances(split)
-        s = unit_to_factor(torch.rand(len(z), m, len(factors), generator=generator), factors)
+        # a training arc on a circle may cross the seam ([180, 450]: 180 deg through 0 to 90 deg)
+        s = wrap_periodic(unit_to_factor(torch.rand(len(z), m, len(factors), generator=generator), factors),
+                          self.world.factors)
         images = []
         per_chunk = max(1, RENDER_CHUNK // m)
         chunks = range(0, len(z), per_chunk)

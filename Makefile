@@ -1,6 +1,7 @@
 # Two entry points do all set-up on a fresh machine:
 #   make demo   train two ShapeWorld checkpoints (one with a planted weakness), audit and compare them
 #   make test   run the test suite (slow tests excluded; `make test-slow` runs them)
+#   make docs   build the documentation site into site/ (strict: any warning fails)
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -18,13 +19,13 @@ export OPENBLAS_NUM_THREADS ?= 1
 export WANDB_MODE ?= offline
 export WANDB_SILENT ?= true
 
-.PHONY: demo test test-slow venv data clean
+.PHONY: demo test test-slow docs venv data clean
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,launchers]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,launchers,docs]'
 	@touch $(STAMP)
 
 data:
@@ -46,5 +47,8 @@ test: venv data
 test-slow: venv data
 	$(PY) -m pytest -q -m slow
 
+docs: venv
+	$(PY) -m mkdocs build --strict
+
 clean:
-	rm -rf outputs multirun wandb lightning_logs .pytest_cache
+	rm -rf outputs multirun wandb lightning_logs .pytest_cache site

@@ -10,6 +10,8 @@ from __future__ import annotations
 import runpy
 import sys
 
+from advaudit.models.imported.command import main as import_main
+
 COMMANDS = {"import": "advaudit.models.imported.command", "compare": "advaudit.compare", "demo": "advaudit.demo"}
 
 
@@ -20,8 +22,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     command, rest = argv[0], argv[1:]
     if command == "import":
-        from advaudit.models.imported.command import main as import_main
-
         return import_main(rest)
     sys.argv = [f"advaudit {command}", *rest]
     runpy.run_module(COMMANDS[command], run_name="__main__")

@@ -25,9 +25,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Callable
 
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 import advaudit.config  # noqa: F401  (registers the structured-config schemas before Hydra composes)
+from advaudit.core.run_records import interruption
 from advaudit.errors import (EXIT_BUG, EXIT_INTERRUPTED, EXIT_USER_ERROR, RunInterrupted, classify)
 
 log = logging.getLogger("advaudit")
@@ -111,8 +114,6 @@ def _exit_interrupted(name: str) -> None:
 
 
 def _interrupt_name(error: BaseException) -> str | None:
-    from advaudit.run_records import interruption
-
     return interruption(error)
 
 
@@ -129,9 +130,6 @@ def _install_signal_handlers() -> None:
 
 def _is_multirun() -> bool:
     try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
-
         return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
     except Exception:
         return False

@@ -18,6 +18,9 @@ import re
 from typing import Any, Iterable, Literal
 
 import torch
+from hydra.errors import HydraException, InstantiationException
+from omegaconf import DictConfig
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 EXIT_OK, EXIT_BUG, EXIT_USER_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # the shell's convention for a run ended by SIGINT (128 + 2)
@@ -130,9 +133,6 @@ def classify(error: BaseException) -> tuple[ErrorKind, str]:
 
 def _classify(error: BaseException) -> tuple[ErrorKind, str]:
     """:func:`classify` before its message is cleaned."""
-    from hydra.errors import HydraException, InstantiationException
-    from omegaconf.errors import OmegaConfBaseException
-
     chain = _chain(error)
     for item in chain:
         if isinstance(item, AdvauditError):
@@ -162,9 +162,6 @@ def _unknown_key_override(cause: BaseException | None) -> str | None:
     """An override of a key the config does not have (``audit.bugdet=8``), as the unknown-key line
     with the closest valid key; ``None`` for other errors, and for keys of open mappings with no
     close valid key (where Hydra's "To append to your config use +key=value" is the fix)."""
-    from omegaconf import DictConfig
-    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
-
     if not isinstance(cause, (ConfigAttributeError, ConfigKeyError)):
         return None
     parent, key, full_key = getattr(cause, "parent_node", None), getattr(cause, "key", None), getattr(cause, "full_key", None)

@@ -26,7 +26,7 @@ def configure_threads(threads: int | None = None) -> int:
     for var in _BLAS_ENV:
         os.environ.setdefault(var, "1")
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import threadpool_limits  # optional: without it, the environment variables above
 
         threadpool_limits(1)
     except Exception:  # threadpoolctl is optional

@@ -12,12 +12,12 @@ from typing import Any, Callable
 from omegaconf import DictConfig, OmegaConf
 
 from advaudit.config import plain_config, validate
+from advaudit.core.records import write_json
+from advaudit.core.run_records import RunDirConflict, claim_run_dir, write_failure
+from advaudit.core.wandb_run import finish_any_wandb_run
 from advaudit.errors import AdvauditError, require
 from advaudit.models.imported.spec import target_label
 from advaudit.models.imported.store import trust_record
-from advaudit.report.records import write_json
-from advaudit.report.wandb_run import finish_any_wandb_run
-from advaudit.run_records import RunDirConflict, claim_run_dir, write_failure
 from advaudit.runtime import configure_threads, seed_everything
 
 log = logging.getLogger(__name__)
@@ -42,10 +42,10 @@ def task_wrapper(claims_dir: bool = False) -> Callable[[Task], Task]:
 
     Before any work: threads and seeds are set and :func:`advaudit.config.validate` checks the
     config (every problem at once); with ``claims_dir`` the run dir is claimed for this config
-    (:func:`advaudit.run_records.claim_run_dir`: a rerun with another config is refused; the audits
+    (:func:`advaudit.core.run_records.claim_run_dir`: a rerun with another config is refused; the audits
     key their own resumable records instead, so a rerun reuses exactly what still matches).
     ``result.json`` ends with ``"status": "ok"`` and the task's results, or the failure record of
-    :func:`advaudit.run_records.write_failure`; the exception is re-raised for the command-line
+    :func:`advaudit.core.run_records.write_failure`; the exception is re-raised for the command-line
     boundary (:mod:`advaudit.cli`) to turn into a message and an exit code. W&B is always closed,
     so one failing job of a multirun does not poison the next.
     """

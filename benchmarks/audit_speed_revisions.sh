@@ -4,7 +4,7 @@
 # run on the same target and the same examination, so both see the same machine load.
 #
 # Usage: bash benchmarks/audit_speed_revisions.sh TARGET.pt [REV] [REPEATS]
-#   REV: the revision to compare with (default e5a459b: main before issue 11 added E_T and
+#   REV: the revision to compare with (default e5a459b: the revision before E_T and
 #   label-preservation judging); REPEATS (default 2) alternating old/new runs each.
 # Env: EXAMINERS="rl random" BUDGET=640 (queries per instance; RL and random: 20 iterations of 32);
 # PY: the interpreter (default: this checkout's .venv/bin/python).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13, "done when": one multirun over three checkpoints (plus one bad path) x two examiners x
+# One multirun over three checkpoints (plus one bad path) x two examiners x
 # three seeds finishes every good job, lists the failures, exits non-zero, and leaves a comparison
 # (intervals, paired tests, replay matrix, plots) in <sweep>/comparison/. CPU-sized: 16-px
 # ShapeWorld, a small CNN whose three epochs are the three checkpoints (callbacks.model_checkpoint).

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advaudit.report.error_search_report import aggregate_replications, replications_markdown  # noqa: E402
-from advaudit.report.records import read_json, write_json  # noqa: E402
+from advaudit.audits.error_search_report import aggregate_replications, replications_markdown  # noqa: E402
+from advaudit.core.records import read_json, write_json  # noqa: E402
 
 TASKS: dict[str, tuple[list[str], list[str]]] = {
     # name: (train.py overrides, examine.py overrides)

@@ -27,8 +27,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advaudit.audits.common import target_datamodule  # noqa: E402
+from advaudit.core.records import read_json, read_jsonl, write_json  # noqa: E402
 from advaudit.models import load_target  # noqa: E402
-from advaudit.report.records import read_json, read_jsonl, write_json  # noqa: E402
 from advaudit.search.adversarial_distance import LowessSettings, adversarial_distance, distance_values  # noqa: E402
 from advaudit.search.metrics import error_auc, error_auc_within_confidence  # noqa: E402
 from advaudit.search.pools import eligible  # noqa: E402

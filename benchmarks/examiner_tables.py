@@ -1,4 +1,4 @@
-"""The examiner-reproduction tables of docs/RESULTS.md, computed from the run dirs of
+"""The examiner-reproduction tables of docs/results/worst-case.md, computed from the run dirs of
 benchmarks/examiner_reproductions.sh (``<OUT>/<name>_<examiner>_s<seed>``), from steps.jsonl only.
 
 Metrics, per run, at T iterations (T policy updates of q for RL and random search with q = 32;
@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from advaudit.audits import examiner_metrics as metrics
+from advaudit.core.records import read_json, read_jsonl
 from advaudit.report.concentration import Region, run_concentration
 from advaudit.core.intervals import format_summary, mean_with_ci
-from advaudit.report.records import read_json, read_jsonl
 
 RUN = re.compile(r"^(?P<name>.+)_(?P<examiner>rl|bo|random|tpe|cmaes)_s(?P<seed>\d+)$")
 

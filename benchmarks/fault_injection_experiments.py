@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from error_search_replications import run  # noqa: E402
 
+from advaudit.core.records import read_json, write_json  # noqa: E402
 from advaudit.core.intervals import format_interval, format_summary, mean_with_ci  # noqa: E402
 from advaudit.faults.statistics import KINDS, detection_over_control  # noqa: E402
-from advaudit.report.records import read_json, write_json  # noqa: E402
 
 FAULTS = {"brightness": "faults/train_fmnist_brightness", "size": "faults/train_fmnist_size",
           "clean": "faults/train_fmnist_clean"}
@@ -119,7 +119,8 @@ def verify(target: Path, fault: str) -> dict[str, Any]:
 def generator_gate(generator_path: Path, judge_path: Path) -> float:
     """The generator's quality gate: share of its samples the judge (trained on real data) assigns to
     the conditioning class."""
-    from advaudit.models import load_generator, load_target
+    from advaudit.models import load_target
+    from advaudit.models.generator import load_generator
     from advaudit.models.generator_training import class_agreement
 
     generator, _ = load_generator(str(generator_path))

@@ -34,11 +34,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from advaudit.data.base import class_index
+from advaudit.core.plots import plt, save_figure
+from advaudit.data.split import class_index
 from advaudit.faults.search import FaultResult, generator_tests, margin_loss
 from advaudit.faults.seeds import sample_seeds
-from advaudit.models import load_generator, load_target
-from advaudit.report.plots import plt, save_figure
+from advaudit.models import load_target
+from advaudit.models.generator import load_generator
 from revision import package_module_at_revision  # benchmarks/ is on sys.path
 
 

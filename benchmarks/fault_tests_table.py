@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from advaudit.core.records import read_json  # noqa: E402
 from advaudit.core.intervals import format_summary, mean_with_ci  # noqa: E402
-from advaudit.report.records import read_json  # noqa: E402
 
 KINDS = ("generator", "pixel_l2", "pixel_linf")
 STATISTICS = ("success", "valid_share", "tests_per_second")

@@ -23,10 +23,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from advaudit.core.records import append_jsonl, read_json  # noqa: E402
 from advaudit.models import load_target  # noqa: E402
 from advaudit.models.generator import ConditionalGenerator, architecture  # noqa: E402
 from advaudit.models.generator_training import class_agreement_by_class  # noqa: E402
-from advaudit.report.records import append_jsonl, read_json  # noqa: E402
 
 
 def generator_of_run(run_dir: Path, image_shape: list[int]) -> tuple[ConditionalGenerator, dict]:

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from examiner_speed import N_DIMS_PLANTED, make_examiner, run_planted  # noqa: E402
 
-from advaudit.report.records import append_jsonl, read_jsonl  # noqa: E402
+from advaudit.core.records import append_jsonl, read_jsonl  # noqa: E402
 from advaudit.runtime import configure_threads  # noqa: E402
 
 

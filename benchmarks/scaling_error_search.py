@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial_distance_speed import parse_settings  # noqa: E402
 
 from advaudit.audits.common import target_datamodule  # noqa: E402
+from advaudit.core.records import append_jsonl, read_jsonl  # noqa: E402
 from advaudit.models import load_target  # noqa: E402
-from advaudit.report.records import append_jsonl, read_jsonl  # noqa: E402
 from advaudit.search.adversarial_distance import LowessSettings, adversarial_distance, distance_values  # noqa: E402
 from advaudit.search.attacks import attack_box, attack_items, mae  # noqa: E402
 

@@ -1,5 +1,5 @@
 """Geometric validity of ShapeWorld conditions by camera distance: the figures behind the default
-bounds (advaudit/worlds/shapes/world.py, DEFAULT_FACTORS) and docs/RESULTS.md.
+bounds (advaudit/worlds/shapes/world.py, DEFAULT_FACTORS) and docs/results/worst-case.md.
 
 Renders every val instance under uniformly random conditions of the paper's Table-1 box
 (camera distance 1-5 m) and, per camera-distance bin, reports the share of renders whose object

@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's advaudit, not an installed one
 
 from advaudit.audits.common import target_datamodule  # noqa: E402
-from advaudit.data.base import class_index  # noqa: E402
 from advaudit.data.bias import add_image_feature, image_statistic  # noqa: E402
+from advaudit.data.split import class_index  # noqa: E402
 from advaudit.models import load_target  # noqa: E402
 
 

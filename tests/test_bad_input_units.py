@@ -16,8 +16,8 @@ from hydra.errors import InstantiationException
 from omegaconf import OmegaConf
 
 from advaudit.cli import run_cli
+from advaudit.core.run_records import RunDirConflict, claim_run_dir
 from advaudit.errors import AdvauditError, check_finite, classify
-from advaudit.run_records import RunDirConflict, claim_run_dir
 from tests.conftest import REPO
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from advaudit.report.records import read_jsonl
+from advaudit.core.records import read_jsonl
 from tests.conftest import REPO
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "ADVAUDIT_PROGRESS": "0", "OMP_NUM_THREADS": "1",

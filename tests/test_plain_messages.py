@@ -10,9 +10,9 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from advaudit.core.run_records import write_failure
 from advaudit.errors import AdvauditError, classify, one_line, strip_ansi, warn
 from advaudit.models import load_target
-from advaudit.run_records import write_failure
 
 ESCAPE = "\x1b"
 

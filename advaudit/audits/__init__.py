@@ -1,1 +1,1 @@
-"""The audit loops; each is ``run(cfg) -> dict`` named by ``cfg.audit.run``."""
+"""The audit loops, each ``run(cfg) -> dict`` named by ``cfg.audit.run``, and the reports they write."""

@@ -24,17 +24,17 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
+from advaudit.audits.error_search_report import write_report
 from advaudit.confutil import plain
-from advaudit.data.base import class_index
+from advaudit.core.records import append_jsonl, read_jsonl
+from advaudit.data.split import class_index
 from advaudit.errors import require
-from advaudit.report.error_search_report import write_report
-from advaudit.report.records import append_jsonl, read_jsonl
-from advaudit.report.wandb_run import open_wandb
+from advaudit.models.tracking import open_wandb
 from advaudit.search.adversarial_distance import LowessSettings, distance_values, pool_scores
 from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import build_policy
-from advaudit.search.features import pca_features
 from advaudit.search.coverage import coverage_utility_curve, pool_diameter
+from advaudit.search.features import pca_features
 from advaudit.search.metrics import oracle_ceiling, pool_mean_and_sd, sdr_curve, spread_curve
 from advaudit.search.oracle import TerminalOracle
 from advaudit.search.policy import PoolBatch, label_oracle, run_policy

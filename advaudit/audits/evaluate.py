@@ -15,10 +15,10 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
+from advaudit.core.plots import plt, reliability_diagram, save_figure
 from advaudit.models.calibration import expected_calibration_error, reliability_table
 from advaudit.models.imported.spec import OTHER_CLASS
-from advaudit.report.plots import plt, reliability_diagram, save_figure
-from advaudit.report.wandb_run import open_wandb
+from advaudit.models.tracking import open_wandb
 
 
 def confusion_matrix(predicted: torch.Tensor, y: torch.Tensor, k: int) -> torch.Tensor:

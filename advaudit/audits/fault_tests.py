@@ -23,18 +23,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from advaudit.audits.common import load_audit_target
 from advaudit.confutil import plain
-from advaudit.data.base import class_index
+from advaudit.core.plots import image_grid, plt, save_figure
+from advaudit.core.records import write_json
+from advaudit.data.split import class_index
 from advaudit.errors import require
 from advaudit.faults.features import feature_shift
 from advaudit.faults.foolbox_pgd import foolbox_pixel_tests
 from advaudit.faults.search import FaultResult, generator_tests, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
-from advaudit.models import load_generator, load_target
+from advaudit.models import load_target
+from advaudit.models.generator import load_generator
 from advaudit.models.generator_training import require_gate_passed
+from advaudit.models.tracking import open_wandb
 from advaudit.core.intervals import mean_with_ci
-from advaudit.report.plots import image_grid, plt, save_figure
-from advaudit.report.records import write_json
-from advaudit.report.wandb_run import open_wandb
 
 log = logging.getLogger(__name__)
 

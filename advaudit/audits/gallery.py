@@ -13,9 +13,9 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
+from advaudit.core.plots import plt, save_figure
 from advaudit.errors import require
-from advaudit.report.plots import plt, save_figure
-from advaudit.report.wandb_run import open_wandb
+from advaudit.models.tracking import open_wandb
 from advaudit.worlds import build_world
 from advaudit.worlds.protocol import unit_to_factor
 

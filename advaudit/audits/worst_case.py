@@ -28,11 +28,12 @@ from torch import Tensor
 
 from advaudit.audits.common import load_audit_target
 from advaudit.audits.instance_selection import select_instances
+from advaudit.audits.worst_case_report import summarise_and_report
 from advaudit.confutil import plain
+from advaudit.core.progress import progress
+from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.errors import AdvauditError, require
 from advaudit.examiners import build_examiner
-from advaudit.report.progress import progress
-from advaudit.report.records import append_jsonl, read_jsonl
 from advaudit.worlds import build_world, check_target_fits
 from advaudit.worlds.protocol import Factor, periodic_mask, unit_to_factor
 from advaudit.worlds.validity import ValidityJudge, ValidityRules
@@ -196,7 +197,5 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             _checkpoint(out, key, examiner, step + 1, budget, seconds_before + time.perf_counter() - started)
     bar.close()
     seconds = seconds_before + time.perf_counter() - started
-    from advaudit.report.worst_case_report import summarise_and_report
-
     return summarise_and_report(cfg, world, target, z, space, out, seconds, calibrated, judge,
                                 examiner.q, report_budgets)

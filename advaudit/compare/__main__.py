@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from advaudit.compare.report import compare_runs, verdict_metrics
+from advaudit.core.wandb_run import log_comparison
 from advaudit.errors import AdvauditError
 
 
@@ -21,21 +23,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wandb", action="store_true", help="also log tables and figures to W&B (mode: $WANDB_MODE, "
                         "offline by default)")
     args = parser.parse_args(argv)
-    from advaudit.compare.report import compare_runs
-
     first = Path(args.roots[0])
     out = Path(args.out) if args.out else (first.parent if first.is_file() else first) / "comparison"
     try:
         summary = compare_runs(args.roots, out, replay=not args.no_replay)
         if args.wandb:
-            from advaudit.report.wandb_run import log_comparison
-
             log_comparison(summary, out)
     except AdvauditError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from advaudit.compare.report import verdict_metrics
-
     for group in summary["groups"]:
         print(f"\n{group['label']}:")
         for row in group["pairs"]:

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from advaudit.compare.records import RunRecord
+from advaudit.core.naming import short_name
 
 # top-level config keys that never define an examination
 BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device", "tags", "task_name",
@@ -166,6 +167,4 @@ def runs_table(group: Group) -> pd.DataFrame:
 
 
 def _short(target: str) -> str:
-    from advaudit.compare.naming import short_name
-
     return short_name(target)

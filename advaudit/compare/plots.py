@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from advaudit.report.plots import plt, save_figure
+from advaudit.core.plots import plt, save_figure
 
 
 def forest_plot(rows: list[dict[str, Any]], names: dict[str, str], path: Path, title: str) -> Path:

@@ -14,10 +14,12 @@ from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
+from omegaconf import OmegaConf
 
+from advaudit.core.records import read_json, read_jsonl
 from advaudit.errors import require
 from advaudit.models.imported.spec import target_label
-from advaudit.report.records import read_json, read_jsonl
+from advaudit.worlds import build_world
 
 PER_INSTANCE_CSV = "per_instance.csv"
 
@@ -52,8 +54,6 @@ class RunRecord:
         path = self.run_dir / ".hydra" / "config.yaml"
         if path.exists():
             try:
-                from omegaconf import OmegaConf
-
                 return OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # type: ignore[return-value]
             except Exception:  # unreadable: the resolved config is still a faithful record
                 pass
@@ -122,8 +122,6 @@ def _is_job(job: Path) -> bool:
 def _missing_result(job: Path) -> RunRecord:
     config: dict[str, Any] = {}
     try:
-        from omegaconf import OmegaConf
-
         loaded = OmegaConf.load(job / ".hydra" / "config.yaml")
         config = OmegaConf.to_container(loaded, resolve=False)  # type: ignore[assignment]
     except Exception:  # an unreadable config is reported through the error below
@@ -186,8 +184,6 @@ def _factor_names(config: dict[str, Any]) -> list[str] | None:
     if not world:
         return None
     try:
-        from advaudit.worlds import build_world
-
         return [f.name for f in build_world(world).factors]
     except Exception:  # a world that cannot be rebuilt here: fall back to positional names
         return None

@@ -22,15 +22,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from advaudit.compare.design import Group
 from advaudit.compare.breakdowns import worst_conditions
+from advaudit.compare.design import Group
+from advaudit.compare.metrics import Metric, run_value
 from advaudit.errors import require
+from advaudit.models.imported.store import load_any_target
+from advaudit.worlds import build_world
 
 
 def _load_target(value: Any) -> Any:
     """A run's target: its path, or the target block in its config (a model imported by config)."""
-    from advaudit.models.imported.store import load_any_target
-
     return load_any_target(value, device="cpu")
 
 
@@ -64,8 +65,6 @@ def _target_value(group: Group, label: str) -> Any:
 
 def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
     """The failure-transfer matrix of ``group`` (a worst-case group) over ``seeds`` (module docstring)."""
-    from advaudit.worlds import build_world
-
     config = group.runs[0].config  # resolved; every run of the group shares these sections
     split = str((config.get("audit") or {}).get("selection_split", "val"))
     calibrated = bool((config.get("audit") or {}).get("calibrated", False))
@@ -103,8 +102,6 @@ def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
 
 def summarise_replay(rows: pd.DataFrame, group: Group, seeds: list[int]) -> dict[str, Any]:
     """Matrices ``transfer`` and ``true_prob`` ``{source: {scored: value}}`` plus counts and control."""
-    from advaudit.compare.metrics import Metric, run_value
-
     random_accuracy = Metric("examine/random_accuracy", True)
     transfer: dict[str, dict[str, float]] = {}
     true_prob: dict[str, dict[str, float]] = {}

@@ -20,11 +20,13 @@ from advaudit.compare import plots
 from advaudit.compare.breakdowns import per_class, per_factor, searched_factors
 from advaudit.compare.design import Group, differences_between, group_runs
 from advaudit.compare.metrics import Metric, metrics_for
-from advaudit.compare.naming import short_names
 from advaudit.compare.records import RunRecord, discover_runs
+from advaudit.compare.replay import replay as run_replay
 from advaudit.compare.stats import checkpoint_summary, compare_pairs, verdict
 from advaudit.core.intervals import format_interval
-from advaudit.report.records import write_json
+from advaudit.core.naming import short_names
+from advaudit.core.records import write_json
+from advaudit.worlds import build_world
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +84,6 @@ def compare_group(group: Group, out: Path, replay: bool) -> dict[str, Any]:
                                                                  out / f"factors_{slug}.png"))
     if replay and group.audit == "worst_case" and world is not None:
         try:
-            from advaudit.compare.replay import replay as run_replay
-
             matrix = run_replay(group, seeds)
             matrix["rows"].assign(group=group.label).to_csv(out / f"replay_{slug}.csv", index=False)
             result["replay"] = {k: v for k, v in matrix.items() if k != "rows"}
@@ -118,8 +118,6 @@ def _world(group: Group) -> tuple[Any, list[Any]]:
     if not world_cfg or group.audit not in ("worst_case",):
         return None, []
     try:
-        from advaudit.worlds import build_world
-
         world = build_world(world_cfg)
         return world, list(world.factors)
     except Exception as error:

@@ -27,6 +27,7 @@ import inspect
 from functools import lru_cache
 from typing import Any
 
+from hydra.utils import get_object
 from omegaconf import DictConfig, OmegaConf
 
 from advaudit.config.schemas import SCHEMAS
@@ -141,8 +142,6 @@ def _schema_of_target(target: str) -> type | None:
 def _callable_keys(target: str) -> set[str] | None:
     """The keyword arguments ``target`` takes, with Hydra's instantiate keys; ``None`` when it takes
     ``**kwargs``, has no signature, or cannot be imported (its instantiation reports that)."""
-    from hydra.utils import get_object
-
     try:
         signature = inspect.signature(get_object(target))
     except Exception:  # not importable here, or a builtin without a signature: left to instantiate

@@ -11,6 +11,7 @@ warning. Nothing is changed: a request is honoured exactly or refused.
 
 from __future__ import annotations
 
+import importlib
 import math
 from enum import Enum
 from pathlib import Path
@@ -21,6 +22,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from advaudit.config.known_keys import unknown_argument_problems, unknown_key_problems
 from advaudit.errors import AdvauditError, unknown_keys_message, warn
 from advaudit.files import describe_path
+from advaudit.models.imported.spec import parse_target_spec
 
 #: factor names of the worlds advaudit ships, by ``_target_`` (other worlds are checked by themselves)
 _WORLD_FACTORS = {
@@ -406,8 +408,6 @@ def _check_fault_tests(audit: DictConfig, generator: Any, checks: Checks) -> Non
 # -- factors ------------------------------------------------------------------------------------
 def _known_factors(node: Any) -> list[str] | None:
     """Factor names of the world (or shapes dataset) ``node`` builds; ``None`` if unknown."""
-    import importlib
-
     target = str(_get(node, "_target_") or "") if node is not None else ""
     if target not in _WORLD_FACTORS:
         return None
@@ -457,8 +457,6 @@ def _check_target(checks: Checks, target: Any, seed: Any) -> None:
     if not isinstance(target, (DictConfig, Mapping)):
         _check_file(checks, target, "target", "a target.pt written by train.py or `advaudit import`")
         return
-    from advaudit.models.imported.spec import parse_target_spec
-
     block = OmegaConf.to_container(target, resolve=True) if isinstance(target, DictConfig) else dict(target)
     if block.get("path") is not None:
         _check_file(checks, block["path"], "target.path", "the model file")

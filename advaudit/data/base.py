@@ -15,7 +15,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from advaudit.data.bias import apply_bias, apply_test_shift
-from advaudit.data.split import Split
+from advaudit.data.split import Split, class_index
 from advaudit.errors import require
 
 
@@ -143,26 +143,6 @@ def _carve(split: Split, fraction: float, generator: torch.Generator) -> tuple[S
     order = torch.randperm(len(split), generator=generator)
     n_val = int(round(fraction * len(split)))
     return split.subset(order[n_val:].sort().values), split.subset(order[:n_val].sort().values)
-
-
-def class_index(name_or_index: Any, class_names: list[str]) -> int:
-    """Resolve a class given by name or index; the error lists the valid classes."""
-    if isinstance(name_or_index, str) and name_or_index in class_names:
-        return class_names.index(name_or_index)
-    if isinstance(name_or_index, int) or (isinstance(name_or_index, str) and name_or_index.isdigit()):
-        index = int(name_or_index)
-        if 0 <= index < len(class_names):
-            return index
-    raise_unknown_class(name_or_index, class_names)
-    return -1  # unreachable
-
-
-def raise_unknown_class(value: Any, class_names: list[str]) -> None:
-    from advaudit.errors import AdvauditError
-
-    raise AdvauditError(
-        f"class {value!r} does not exist; use a name or index from {class_names}"
-    )
 
 
 def _select_classes(

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import torch
 from torch import Tensor
 
-from advaudit.data.split import Split
+from advaudit.data.split import Split, class_index
 from advaudit.errors import AdvauditError, require
 
 KNOWN_OPTIONS = {"drop_subgroup", "max_per_group", "test_grayscale", "test_contrast", "spurious"}
@@ -79,12 +79,6 @@ def image_statistic(x: Tensor, name: str) -> Tensor:
     raise AdvauditError(f"image statistic {name!r} is unknown; use one of {list(IMAGE_STATISTICS)}")
 
 
-def _class(value: Any, class_names: list[str]) -> int:
-    from advaudit.data.base import class_index
-
-    return class_index(value, class_names)
-
-
 def attribute_values(split: Split, attribute: str) -> Tensor:
     """Per-item values ``[N]`` of a named attribute or image statistic."""
     if attribute in split.attributes:
@@ -98,7 +92,7 @@ def attribute_values(split: Split, attribute: str) -> Tensor:
 def drop_subgroup(split: Split, class_names: list[str], attribute: str, low: float, high: float,
                   **kwargs: Any) -> Split:
     """Remove items of one class whose ``attribute`` is in ``[low, high]``."""
-    cls = _class(kwargs.pop("class"), class_names)
+    cls = class_index(kwargs.pop("class"), class_names)
     require(not kwargs, f"drop_subgroup got unknown keys {sorted(kwargs)}")
     require(low <= high, f"drop_subgroup bounds low={low} > high={high}; swap them")
     values = attribute_values(split, attribute)
@@ -140,7 +134,7 @@ def tie_spurious_feature(split: Split, class_names: list[str], kind: str = "patc
                          strength: float = 1.0, fraction: float = 1.0,
                          generator: torch.Generator | None = None, **kwargs: Any) -> Split:
     """Add an irrelevant feature to a share of one class's items (see module docstring)."""
-    cls = _class(kwargs.pop("class"), class_names)
+    cls = class_index(kwargs.pop("class"), class_names)
     require(not kwargs, f"spurious got unknown keys {sorted(kwargs)}")
     require(0.0 < fraction <= 1.0, f"spurious.fraction={fraction} must be in (0, 1]")
     members = torch.nonzero(split.y == cls).flatten()

@@ -23,7 +23,7 @@ def _to_split(dataset: Dataset, image_size: int, channels: int, strict: bool = F
     For an image folder, files that cannot be read as images are named and skipped, with a count
     in one warning, or refused when ``strict``.
     """
-    from torchvision.transforms import v2
+    from torchvision.transforms import v2  # torchvision is slow to import; only this path needs it
 
     transform = v2.Compose([
         v2.ToImage(), v2.Grayscale(channels) if channels == 1 else v2.RGB(),
@@ -81,7 +81,7 @@ class ImageFolderDataModule(ArrayDataModule):
         self.test_fraction, self.strict = test_fraction, bool(strict)
 
     def load_splits(self) -> tuple[dict[str, Split], list[str]]:
-        from torchvision.datasets import ImageFolder
+        from torchvision.datasets import ImageFolder  # torchvision is slow to import; only this path needs it
 
         require(self.root.is_dir(), f"image folder {self.root} does not exist; set dataset.root=<folder>")
         if (self.root / "train").is_dir() and (self.root / "test").is_dir():
@@ -116,7 +116,7 @@ class TorchvisionDataModule(ArrayDataModule):
         self.image_size, self.channels = image_size, channels
 
     def load_splits(self) -> tuple[dict[str, Split], list[str]]:
-        import torchvision.datasets as tvd
+        import torchvision.datasets as tvd  # torchvision is slow to import; only this path needs it
 
         cls = getattr(tvd, self.name, None)
         require(cls is not None and isinstance(cls, type),

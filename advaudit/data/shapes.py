@@ -24,10 +24,11 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from advaudit.core.progress import progress
 from advaudit.data.base import ArrayDataModule
 from advaudit.data.split import Split
 from advaudit.errors import require
-from advaudit.worlds.protocol import configure_factors
+from advaudit.worlds.protocol import configure_factors, unit_to_factor, wrap_periodic
 from advaudit.worlds.shapes import ShapeWorld
 
 RENDER_CHUNK = 2000
@@ -117,11 +118,10 @@ class ShapesDataModule(ArrayDataModule):
 
     def _render(self, split: str, m: int, factors: list, generator: torch.Generator,
                 quiet: bool = False) -> Split:
-        from advaudit.report.progress import progress
-        from advaudit.worlds.protocol import unit_to_factor
-
         z = self.world.instances(split)
-        s = unit_to_factor(torch.rand(len(z), m, len(factors), generator=generator), factors)
+        # a training arc on a circle may cross the seam ([180, 450]: 180 deg through 0 to 90 deg)
+        s = wrap_periodic(unit_to_factor(torch.rand(len(z), m, len(factors), generator=generator), factors),
+                          self.world.factors)
         images = []
         per_chunk = max(1, RENDER_CHUNK // m)
         chunks = range(0, len(z), per_chunk)

@@ -16,6 +16,7 @@ import torch
 from advaudit.data.base import ArrayDataModule
 from advaudit.data.split import Split
 from advaudit.errors import AdvauditError, require
+from advaudit.files import describe_path, sniff
 
 _BUNDLED = ("breast_cancer", "wine", "digits", "iris")
 # real tables statsmodels ships (no download): name -> (loader, label column, label rule, class names)
@@ -27,7 +28,7 @@ _STATSMODELS = {
 
 def _carve_test(x: np.ndarray, y: np.ndarray, fraction: float, seed: int) -> dict[str, Split]:
     """Stratified seeded train/test split of arrays into :class:`Split`s."""
-    from sklearn.model_selection import train_test_split
+    from sklearn.model_selection import train_test_split  # scikit-learn is slow to import; only this path needs it
 
     x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=fraction, random_state=seed, stratify=y)
     to_split = lambda a, b: Split(torch.as_tensor(a, dtype=torch.float32),  # noqa: E731
@@ -43,7 +44,7 @@ class DigitsDataModule(ArrayDataModule):
         self.test_fraction = test_fraction
 
     def load_splits(self) -> tuple[dict[str, Split], list[str]]:
-        from sklearn.datasets import load_digits
+        from sklearn.datasets import load_digits  # scikit-learn is slow to import; only this path needs it
 
         data = load_digits()
         x = (data.images / 16.0).astype(np.float32)[:, None]
@@ -79,7 +80,7 @@ class TabularDataModule(ArrayDataModule):
         return splits, class_names
 
     def _read_bundled(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        import sklearn.datasets as sk
+        import sklearn.datasets as sk  # scikit-learn is slow to import; only this path needs it
 
         if self.name in _STATSMODELS:
             return self._read_statsmodels()
@@ -90,7 +91,7 @@ class TabularDataModule(ArrayDataModule):
         return data.data.astype(np.float32), data.target, [str(c) for c in data.target_names]
 
     def _read_statsmodels(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        import statsmodels.api as sm
+        import statsmodels.api as sm  # statsmodels is slow to import; only this path needs it
 
         loader, label, rule, class_names = _STATSMODELS[self.name]
         frame = getattr(sm.datasets, loader).load_pandas().data
@@ -99,11 +100,9 @@ class TabularDataModule(ArrayDataModule):
         return features.to_numpy(np.float32), rule(frame[label].to_numpy()), list(class_names)
 
     def _read_csv(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        import pandas as pd
+        import pandas as pd  # pandas is slow to import; only this dataset needs it
 
         path = Path(self.path)
-        from advaudit.files import describe_path, sniff
-
         what = describe_path(path)
         require(what == "a file", f"dataset.path={path} is {what}; expected a CSV file with a header row")
         try:

@@ -1,11 +1,14 @@
-"""An in-memory dataset split: inputs, labels and named per-item attributes."""
+"""An in-memory dataset split: inputs, labels and named per-item attributes; classes by name or index."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor
+
+from advaudit.errors import AdvauditError
 
 
 @dataclass
@@ -46,3 +49,14 @@ class Split:
             torch.cat([p.y for p in parts]),
             {k: torch.cat([p.attributes[k] for p in parts]) for k in keys},
         )
+
+
+def class_index(name_or_index: Any, class_names: list[str]) -> int:
+    """Resolve a class given by name or index; the error lists the valid classes."""
+    if isinstance(name_or_index, str) and name_or_index in class_names:
+        return class_names.index(name_or_index)
+    if isinstance(name_or_index, int) or (isinstance(name_or_index, str) and name_or_index.isdigit()):
+        index = int(name_or_index)
+        if 0 <= index < len(class_names):
+            return index
+    raise AdvauditError(f"class {name_or_index!r} does not exist; use a name or index from {class_names}")

@@ -10,6 +10,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from advaudit.demo.findings import add_check, analyse_examination
+from advaudit.demo.plan import TRAIN_EXPERIMENTS, DemoPlan
+from advaudit.demo.steps import examination_status, run_step, shell_line, training_status
+from advaudit.demo.summary import summary_lines, wrapped
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -25,11 +30,6 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in (("OMP_NUM_THREADS", "1"), ("MKL_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"),
                        ("WANDB_MODE", "offline"), ("WANDB_SILENT", "true")):
         os.environ.setdefault(key, value)
-    from advaudit.demo.findings import add_check, analyse_examination
-    from advaudit.demo.plan import TRAIN_EXPERIMENTS, DemoPlan
-    from advaudit.demo.steps import examination_status, run_step, shell_line, training_status
-    from advaudit.demo.summary import summary_lines, wrapped
-
     if args.summary_of:
         done = DemoPlan(Path(args.summary_of).resolve())
         if not (done.examine_dir / "comparison" / "comparison.json").exists():

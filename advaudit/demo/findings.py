@@ -29,8 +29,9 @@ import numpy as np
 from scipy.stats import ks_2samp
 from statsmodels.stats.multitest import multipletests
 
+from advaudit.core.records import read_json
 from advaudit.errors import require
-from advaudit.report.records import read_json
+from advaudit.worlds import build_world
 
 ALPHA = 0.05
 BINS = 5  # fifths of a factor's range, as the comparison's per-factor table
@@ -205,8 +206,6 @@ def unseen_region(trained: tuple[float, float], full: tuple[float, float]) -> tu
 
 def world_factors(examine_dir: Path) -> dict[str, tuple[float, float]]:
     """Factor name -> (low, high) of the examinations' world (rebuilt from a run's config)."""
-    from advaudit.worlds import build_world
-
     for path in sorted(examine_dir.glob("*/result.json")):
         config = read_json(path).get("config") or {}
         if config.get("world"):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 # the two checkpoints (conf/experiment/demo/train_*.yaml set their run folders' names)
 TRAIN_EXPERIMENTS = ("demo/train_control", "demo/train_roll_narrowed")
 EXAMINE_EXPERIMENTS = ("demo/rl", "demo/bo")
@@ -60,8 +62,6 @@ class DemoPlan:
         """Training epochs per checkpoint (conf/experiment/demo/train_control.yaml; 1 when quick)."""
         if self.quick:
             return 1
-        from omegaconf import OmegaConf
-
         conf = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "demo" / "train_control.yaml"
         return int(OmegaConf.load(conf).trainer.max_epochs)
 

@@ -12,6 +12,8 @@ from typing import Callable
 
 from omegaconf import OmegaConf
 
+from advaudit.models.classifier_training import resume_checkpoint, saved_epochs
+
 PROGRESS_EVERY_S = 30.0
 
 
@@ -54,8 +56,6 @@ def _safe(status: Callable[[], str]) -> str:
 
 def training_status(train_dir: Path, names: list[str], epochs: int) -> str:
     """``control 5/14 epochs, roll_narrowed 4/14 epochs``: epochs finished per training job."""
-    from advaudit.models.classifier_training import resume_checkpoint, saved_epochs
-
     parts = []
     for name in names:
         out = train_dir / name

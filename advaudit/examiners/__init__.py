@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Sequence
 
 import torch
@@ -26,8 +27,6 @@ def build_examiner(examiner_cfg: Any, n_instances: int, n_dims: int, seed: int =
     """An examiner from ``cfg.examiner`` (``name`` plus its options) for N instances x C dims;
     ``periodic`` flags the dims that are circles (the world's periodic factors; random search
     ignores it, uniform on an interval is uniform on the circle)."""
-    import importlib
-
     options = dict(plain(examiner_cfg, {}))
     name = options.pop("name", None)
     options.pop("budget_note", None)

@@ -56,7 +56,9 @@ from typing import Any, Sequence
 
 import torch
 from torch import Tensor
+from torch.quasirandom import SobolEngine
 
+from advaudit.errors import require
 from advaudit.examiners.gp_factor import (GrowingFactor, circular_rbf_module, rbf_kernel, require_reproducible_gp,
                                           scaled_features)
 from advaudit.examiners.protocol import HistoryMixin, keep_in_space, periodic_dims
@@ -105,8 +107,6 @@ class BOExaminer(HistoryMixin):
                  adam_steps: int = 15, adam_lr: float = 0.03, acquisition_dtype: str = "float32",
                  seed: int = 0, device: str | torch.device = "cpu", periodic: Sequence[bool] | None = None,
                  **_: Any) -> None:
-        from advaudit.errors import require
-
         require(q == 1, f"BO proposes one point per step (q=1); got q={q}")
         require(n_init >= 1, f"n_init={n_init} must be >= 1")
         require(restarts >= 1 and raw_samples >= 1, f"restarts={restarts} and raw_samples={raw_samples} must be >= 1")
@@ -150,7 +150,7 @@ class BOExaminer(HistoryMixin):
 
         Raises :class:`~advaudit.errors.AdvauditError` if the installed BoTorch builds a GP that the
         grown factor does not reproduce (:func:`~advaudit.examiners.gp_factor.require_reproducible_gp`)."""
-        from botorch.models import SingleTaskGP
+        from botorch.models import SingleTaskGP  # BoTorch: only the BO examiner needs it
         from botorch.models.transforms.outcome import Standardize
 
         batch = torch.Size([self.n_instances])
@@ -176,7 +176,7 @@ class BOExaminer(HistoryMixin):
 
     def _fit(self) -> None:
         """Refit the hyperparameters (warm start); a failure keeps the previous ones, loudly."""
-        from botorch.exceptions.warnings import OptimizationWarning
+        from botorch.exceptions.warnings import OptimizationWarning  # BoTorch: only the BO examiner needs it
         from botorch.fit import fit_gpytorch_mll
         from gpytorch.mlls import ExactMarginalLogLikelihood
 
@@ -231,8 +231,6 @@ class BOExaminer(HistoryMixin):
     def _screen(self, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         """``restarts`` starts ``[N, R, d]`` and their UCB ``[N, R]`` from Sobol points plus
         perturbations of each instance's best point."""
-        from torch.quasirandom import SobolEngine
-
         f, dtype = self._factor, context[0].dtype
         rows = torch.arange(self.n_instances, device=self.device)
         sobol = SobolEngine(self.n_dims, scramble=True, seed=int(torch.randint(0, 2**31, (1,), generator=self.generator)))

@@ -73,6 +73,7 @@ def circular_rbf_module(n_dims: int, batch_shape: torch.Size, periodic: Tensor):
     constraint, taken from ``get_covar_module_with_dim_scaled_prior``) with periodic dims measured
     around the circle; ``periodic`` ``[d]`` bool. Raises :class:`AdvauditError` if the installed
     BoTorch's default is not the kernel :class:`GrowingFactor` reproduces."""
+    # BoTorch and GPyTorch: only the BO examiner needs them
     from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
     from gpytorch.kernels import RBFKernel
     from gpytorch.kernels.rbf_kernel import postprocess_rbf
@@ -96,7 +97,7 @@ def require_reproducible_kernel(covar_module: Any, n_dims: int) -> None:
     reproduces: gpytorch's ``RBFKernel`` itself (or advaudit's circular RBF) over all ``n_dims``
     inputs with one lengthscale each, unit prior variance, and on probe points the values of
     :func:`rbf_kernel` at the module's lengthscales."""
-    from gpytorch.kernels import RBFKernel
+    from gpytorch.kernels import RBFKernel  # GPyTorch: only the BO examiner needs it
 
     kind = type(covar_module).__name__
     own = getattr(type(covar_module), "reproduced_by_growing_factor", False)
@@ -125,6 +126,7 @@ def require_reproducible_gp(model: Any, n_dims: int) -> None:
     """Raise :class:`AdvauditError` unless the BoTorch GP ``model`` is one :class:`GrowingFactor`
     reproduces: the kernel of :func:`require_reproducible_kernel`, a homoskedastic
     ``GaussianLikelihood`` (one noise per batch member), a ``ConstantMean`` and no input transform."""
+    # GPyTorch: only the BO examiner needs it
     from gpytorch.likelihoods import FixedNoiseGaussianLikelihood, GaussianLikelihood
     from gpytorch.means import ConstantMean
 
@@ -139,7 +141,7 @@ def require_reproducible_gp(model: Any, n_dims: int) -> None:
 def _require(condition: bool, what: str) -> None:
     """One line naming the installed BoTorch and what of its GP breaks the grown factor's assumption."""
     if not condition:
-        import botorch
+        import botorch  # BoTorch: only the BO examiner needs it
 
         raise AdvauditError(f"BO's grown posterior assumes BoTorch's SingleTaskGP with an ARD RBF kernel of unit prior "
                             f"variance, but with the installed botorch {botorch.__version__} {what}; install a "

@@ -20,6 +20,7 @@ import optuna
 import torch
 from torch import Tensor
 
+from advaudit.errors import AdvauditError
 from advaudit.examiners.protocol import HistoryMixin, periodic_dims
 
 TURNS = 2  # a periodic dim is sampled over this many turns (module docstring)
@@ -32,8 +33,6 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
         return optuna.samplers.TPESampler(seed=seed, n_startup_trials=10)
     if name == "cmaes":
         return optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=2, warn_independent_sampling=False)
-    from advaudit.errors import AdvauditError
-
     raise AdvauditError(f"unknown Optuna sampler {name!r}; use tpe or cmaes")
 
 

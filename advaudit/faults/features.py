@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from advaudit.data.bias import image_statistic
 from advaudit.errors import AdvauditError
 
 
@@ -13,8 +14,6 @@ def feature_value(x: Tensor, kind: str) -> Tensor:
     intensity; ``size`` = share of pixels above 0.1 (the object's area); ``patch`` = mean of the
     top-left square (1/5 of the side, :func:`advaudit.data.bias.add_image_feature`)."""
     if kind in ("brightness", "size"):
-        from advaudit.data.bias import image_statistic
-
         return image_statistic(x, kind)
     if kind == "patch":
         side = max(2, x.shape[-1] // 5)

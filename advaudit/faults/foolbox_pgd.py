@@ -21,7 +21,7 @@ from advaudit.faults.search import FaultResult, margin_loss
 
 def _margin_pgd(base: type, kappa: float, source: Tensor | None) -> Any:
     """A subclass of foolbox attack ``base`` whose loss is the confident margin on the logits."""
-    import eagerpy as ep
+    import eagerpy as ep  # foolbox: only the foolbox attacks need it
 
     class MarginPGD(base):  # type: ignore[misc, valid-type]
         def get_loss_fn(self, model: Callable, labels: Any) -> Callable:
@@ -43,7 +43,7 @@ def foolbox_pixel_tests(model: torch.nn.Module, x: Tensor, y0: Tensor, y1: Tenso
 
     ``model`` maps images to logits ``[B, K]`` (a :class:`~advaudit.models.target.TorchTarget` does).
     """
-    import foolbox as fb
+    import foolbox as fb  # foolbox: only the foolbox attacks need it
 
     require(eps > 0, f"pixel baseline eps={eps} must be > 0")
     require(norm in ("l2", "linf"), f"pixel baseline norm={norm!r}; use l2 or linf")

@@ -23,9 +23,9 @@ from typing import Iterator
 import torch
 from torch import Tensor
 
+from advaudit.core.progress import progress
 from advaudit.errors import require
 from advaudit.models.generator_folding import folded
-from advaudit.report.progress import progress
 from advaudit.runtime import module_device
 
 

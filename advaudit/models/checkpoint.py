@@ -100,7 +100,7 @@ def _first_line(error: BaseException) -> str:
 
 # -- scikit-learn estimators as plain data --------------------------------------------------------
 def _allowed_estimators() -> dict[str, type]:
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # scikit-learn is slow to import; only this path needs it
     from sklearn.svm import SVC
 
     return {"SVC": SVC, "LogisticRegression": LogisticRegression}

@@ -7,22 +7,25 @@ from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
+import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from pytorch_lightning.loggers import WandbLogger
 
 from advaudit.confutil import plain
-from advaudit.data.base import ArrayDataModule
-from advaudit.errors import check_finite
+from advaudit.errors import AdvauditError, check_finite
 from advaudit.models.calibration import expected_calibration_error, fit_temperature
 from advaudit.models.classifier import ClassifierModule, collect_logits
+from advaudit.models.datamodule import TrainingData
 from advaudit.models.io import save_target
 from advaudit.models.nets import build_net
 from advaudit.models.target import TorchTarget
+from advaudit.models.tracking import finish_training_run, track_training_run
 
 log = logging.getLogger(__name__)
 
 
-def build_target(cfg: DictConfig, datamodule: ArrayDataModule) -> TorchTarget:
+def build_target(cfg: DictConfig, datamodule: TrainingData) -> TorchTarget:
     """A fresh target for ``cfg.model`` sized to ``datamodule``'s inputs and classes."""
     arch_params = plain(cfg.model.get("arch_params"), {})
     net = build_net(cfg.model.arch, datamodule.input_shape, datamodule.num_classes, **arch_params)
@@ -51,11 +54,7 @@ def instantiate_loggers(cfg: DictConfig) -> list[Any]:
 
 def wandb_experiments(loggers: list[Any], cfg: DictConfig) -> list[Any]:
     """The W&B runs behind ``loggers`` (Lightning's ``WandbLogger``), each given the resolved config
-    and the run tags before training starts (:func:`advaudit.report.wandb_run.track_training_run`)."""
-    from pytorch_lightning.loggers import WandbLogger
-
-    from advaudit.report.wandb_run import track_training_run  # W&B's layer, imported only when logging
-
+    and the run tags before training starts (:func:`advaudit.models.tracking.track_training_run`)."""
     runs = [logger.experiment for logger in loggers if isinstance(logger, WandbLogger)]
     for run in runs:
         track_training_run(run, cfg)
@@ -95,7 +94,7 @@ def train_classifier(cfg: DictConfig) -> dict[str, Any]:
     Returns the metrics dict (``val/acc``, ``test/acc``, ``val/ece_before``, ``val/ece_after``,
     ``temperature``, ``checkpoint``, ``resumed_from_epoch``).
     """
-    datamodule: ArrayDataModule = instantiate(cfg.dataset)
+    datamodule: TrainingData = instantiate(cfg.dataset)
     datamodule.setup()
     target = build_target(cfg, datamodule)
     module = ClassifierModule(target, optimizer=instantiate(cfg.model.optimizer),
@@ -136,8 +135,6 @@ def train_classifier(cfg: DictConfig) -> dict[str, Any]:
     checkpoint = Path(cfg.paths.output_dir) / "checkpoints" / "target.pt"
     save_target(target, checkpoint, extra={"metrics": metrics})
     if wandb_runs:
-        from advaudit.report.wandb_run import finish_training_run
-
         for run in wandb_runs:
             finish_training_run(run, metrics, checkpoint)
     log.info("test/acc %.4f  temperature %.3f  ECE %.4f -> %.4f  checkpoint %s",
@@ -149,9 +146,6 @@ def saved_epochs(path: Path) -> int | None:
     """Epochs finished in the resume checkpoint at ``path``; ``None`` when there is none."""
     if not path.is_file():
         return None
-    import torch
-
-    from advaudit.errors import AdvauditError
 
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)

@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
+from pytorch_lightning.loggers import WandbLogger
 
 from advaudit.errors import require
+from advaudit.models.io import save_target
+from advaudit.models.tracking import log_checkpoint_output
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +62,6 @@ class EpochTargets(pl.Callback):
         path = self.dirpath / (self.filename.format(epoch=trainer.current_epoch) + ".pt")
         extra = {"epoch": int(trainer.current_epoch), "global_step": int(trainer.global_step), "metrics": metrics}
         if trainer.is_global_zero:
-            from advaudit.models.io import save_target
-
             target = getattr(module, "target", None)
             require(target is not None, f"{type(module).__name__} has no target to save; epoch checkpoints need "
                     "a classifier model (model.kind=classifier)")
@@ -85,12 +86,8 @@ class EpochTargets(pl.Callback):
         """Each saved target as an output model artifact of the training's W&B run (if any)."""
         if not self.log_to_wandb:
             return
-        from pytorch_lightning.loggers import WandbLogger
-
         for logger in trainer.loggers:
             if isinstance(logger, WandbLogger):
-                from advaudit.report.wandb_run import log_checkpoint_output
-
                 try:
                     log_checkpoint_output(logger.experiment, path, [f"epoch-{extra['epoch']}"], extra)
                 except Exception as error:  # logging must never stop training

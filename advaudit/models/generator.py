@@ -12,12 +12,17 @@ auxiliary class head, trained with the hinge loss; both are plain ``nn.Module``s
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 from torch.nn.utils import spectral_norm
+
+from advaudit.errors import AdvauditError
+from advaudit.models.checkpoint import load_checkpoint, save_checkpoint
+from advaudit.models.io import require_meta
 
 
 def architecture(params: Mapping[str, Any]) -> dict[str, int]:
@@ -188,3 +193,23 @@ class GANModule(pl.LightningModule):
         betas = (0.5, 0.999)
         return [torch.optim.Adam(self.generator.parameters(), lr=self.lr, betas=betas),
                 torch.optim.Adam(self.critic.parameters(), lr=self.lr, betas=betas)]
+
+
+def save_generator(generator: ConditionalGenerator, meta: dict[str, Any], path: str | Path,
+                   extra: dict[str, Any] | None = None) -> Path:
+    """Write a generator checkpoint (weights + ``meta``: class names, image shape, latent dim, width)."""
+    state = {k: v.detach().cpu() for k, v in generator.state_dict().items()}
+    return save_checkpoint(path, {"kind": "generator", "meta": meta, "state_dict": state, **(extra or {})})
+
+
+def load_generator(path: str | Path, map_location: str = "cpu") -> tuple[ConditionalGenerator, dict[str, Any]]:
+    """Rebuild the generator stored at ``path`` (safe loading), in eval mode; returns it and its meta."""
+    payload = load_checkpoint(path, kind="generator", map_location=map_location)
+    meta = require_meta(payload, path, ("class_names", "image_shape", "latent_dim", "width"))
+    generator = ConditionalGenerator(len(meta["class_names"]), meta["image_shape"], **architecture(meta))
+    try:
+        generator.load_state_dict(payload["state_dict"])
+    except RuntimeError as error:
+        raise AdvauditError(f"weights in {path} do not match the generator described by its meta: "
+                            f"{str(error).splitlines()[0]}") from None
+    return generator.to(map_location).eval(), meta

@@ -28,13 +28,13 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
-from advaudit.data.base import ArrayDataModule
+from advaudit.core.plots import image_grid
 from advaudit.errors import AdvauditError, require
 from advaudit.models.classifier_training import EpochCheckpoint, resume_checkpoint, saved_epochs
-from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic, architecture
-from advaudit.models.io import load_target, save_generator
+from advaudit.models.datamodule import TrainingData
+from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic, architecture, save_generator
+from advaudit.models.io import load_target
 from advaudit.models.rendered_generator import RenderedGeneratorModule, RenderedScenes, rendered_scenes_loader
-from advaudit.report.plots import image_grid
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def sample_grid(generator: ConditionalGenerator, class_names: list[str], path: P
 
 
 def quality_record(generator: ConditionalGenerator, classifier: Any, classifier_path: str, gate: float | None,
-                   datamodule: ArrayDataModule) -> dict[str, Any]:
+                   datamodule: TrainingData) -> dict[str, Any]:
     """The gate's measurement: class agreement of generated samples (overall and per class), the
     classifier's accuracy on the dataset's real test images, the gate and whether it passed."""
     by_class = class_agreement_by_class(generator, classifier)
@@ -120,7 +120,7 @@ def _classifier_of_the_data(key: str, path: str, class_names: list[str], shape: 
     return classifier
 
 
-def _adversarial(cfg: DictConfig, datamodule: ArrayDataModule,
+def _adversarial(cfg: DictConfig, datamodule: TrainingData,
                  generator: ConditionalGenerator) -> tuple[pl.LightningModule, DataLoader]:
     """The conditional GAN (critic, optional frozen class teacher) on the dataset's training images."""
     shape = tuple(datamodule.input_shape)
@@ -132,7 +132,7 @@ def _adversarial(cfg: DictConfig, datamodule: ArrayDataModule,
     return module, datamodule.train_dataloader()
 
 
-def _rendered(cfg: DictConfig, datamodule: ArrayDataModule,
+def _rendered(cfg: DictConfig, datamodule: TrainingData,
               generator: ConditionalGenerator) -> tuple[pl.LightningModule, DataLoader]:
     """The generator fitted to the world's renders of the scenes its latents name
     (:mod:`advaudit.models.rendered_generator`); the dataset supplies the world and its training box."""
@@ -154,7 +154,7 @@ OBJECTIVES = {"adversarial": _adversarial, "rendered": _rendered}
 
 def train_generator(cfg: DictConfig) -> dict[str, Any]:
     """Fit the conditional GAN of ``cfg.model`` on ``cfg.dataset``'s training split, gate it and save it."""
-    datamodule: ArrayDataModule = instantiate(cfg.dataset)
+    datamodule: TrainingData = instantiate(cfg.dataset)
     datamodule.setup()
     shape = tuple(datamodule.input_shape)
     require(len(shape) == 3, f"a generator needs image data; dataset {cfg.dataset._target_} gives rows of shape {list(shape)}")

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from advaudit.errors import AdvauditError
 from advaudit.models.checkpoint import (estimator_to_state, load_checkpoint, save_checkpoint,
                                         state_to_estimator)
+from advaudit.models.imported.build import target_from_payload
+from advaudit.models.imported.verify import probe_batch, require_same_model
 from advaudit.models.imported.weights import load_weights
 from advaudit.models.nets import build_net
 
 IMPORTED_BACKENDS = ("export", "torchscript", "onnx", "skops")  # written by `advaudit import`
 from advaudit.models.target import SklearnTarget, TorchTarget
-
-if TYPE_CHECKING:
-    from advaudit.models.generator import ConditionalGenerator
 
 Target = TorchTarget | SklearnTarget
 
@@ -41,8 +40,6 @@ def save_target(target: Target, path: str | Path, extra: dict[str, Any] | None =
 
 def _require_rebuilt_equal(target: TorchTarget, path: Path) -> None:
     """Refuse (and remove) a saved target whose rebuilt network's logits differ from ``target``'s."""
-    from advaudit.models.imported.verify import probe_batch, require_same_model
-
     was_training = target.training
     target.eval()
     try:
@@ -69,10 +66,8 @@ def load_target(path: str | Path, map_location: str = "cpu", channels_last: bool
     ``trusted_types`` are the scikit-learn types the user trusts beyond skops' defaults.
     """
     payload = load_checkpoint(path, kind="target", map_location=map_location)
-    meta = _require_meta(payload, path, ("class_names", "input_shape", "normalization", "arch"))
+    meta = require_meta(payload, path, ("class_names", "input_shape", "normalization", "arch"))
     if payload.get("backend") in IMPORTED_BACKENDS:
-        from advaudit.models.imported.store import target_from_payload
-
         return target_from_payload(payload, map_location, trusted_types, channels_last)
     if payload.get("backend") == "sklearn":
         return SklearnTarget(state_to_estimator(payload["estimator"]), meta)
@@ -87,29 +82,7 @@ def load_target(path: str | Path, map_location: str = "cpu", channels_last: bool
     return target.use_channels_last() if channels_last else target
 
 
-def save_generator(generator: "ConditionalGenerator", meta: dict[str, Any], path: str | Path,
-                   extra: dict[str, Any] | None = None) -> Path:
-    """Write a generator checkpoint (weights + ``meta``: class names, image shape, latent dim, width)."""
-    state = {k: v.detach().cpu() for k, v in generator.state_dict().items()}
-    return save_checkpoint(path, {"kind": "generator", "meta": meta, "state_dict": state, **(extra or {})})
-
-
-def load_generator(path: str | Path, map_location: str = "cpu") -> tuple["ConditionalGenerator", dict[str, Any]]:
-    """Rebuild the generator stored at ``path`` (safe loading), in eval mode; returns it and its meta."""
-    from advaudit.models.generator import ConditionalGenerator, architecture
-
-    payload = load_checkpoint(path, kind="generator", map_location=map_location)
-    meta = _require_meta(payload, path, ("class_names", "image_shape", "latent_dim", "width"))
-    generator = ConditionalGenerator(len(meta["class_names"]), meta["image_shape"], **architecture(meta))
-    try:
-        generator.load_state_dict(payload["state_dict"])
-    except RuntimeError as error:
-        raise AdvauditError(f"weights in {path} do not match the generator described by its meta: "
-                            f"{str(error).splitlines()[0]}") from None
-    return generator.to(map_location).eval(), meta
-
-
-def _require_meta(payload: dict[str, Any], path: str | Path, keys: tuple[str, ...]) -> dict[str, Any]:
+def require_meta(payload: dict[str, Any], path: str | Path, keys: tuple[str, ...]) -> dict[str, Any]:
     """The checkpoint's ``meta``, refusing one that lacks what rebuilding the model needs."""
     meta = payload.get("meta")
     missing = [k for k in keys if not isinstance(meta, dict) or k not in meta]

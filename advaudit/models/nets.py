@@ -79,7 +79,7 @@ def _small_input_resnet(depth: int, input_shape: tuple[int, ...], num_classes: i
 
 def _scaled_resnet(layers: list[int], num_classes: int, width: int) -> nn.Module:
     """torchvision's ResNet with ``width`` planes in the first stage (64 = the standard net)."""
-    from torchvision.models.resnet import BasicBlock, ResNet
+    from torchvision.models.resnet import BasicBlock, ResNet  # torchvision is slow to import; only this path needs it
 
     class ScaledResNet(ResNet):
         def __init__(self) -> None:

@@ -11,19 +11,19 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from advaudit.confutil import plain
-from advaudit.data.base import ArrayDataModule
 from advaudit.errors import require
 from advaudit.models.calibration import expected_calibration_error
+from advaudit.models.datamodule import TrainingData
 from advaudit.models.io import save_target
 from advaudit.models.target import SklearnTarget
-from advaudit.report.wandb_run import open_wandb
+from advaudit.models.tracking import open_wandb
 
 log = logging.getLogger(__name__)
 
 
 def make_estimator(name: str, params: dict[str, Any], seed: int) -> Any:
     """``svm`` -> ``SVC(probability=True)``; ``logreg`` -> ``LogisticRegression``."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # scikit-learn is slow to import; only this path needs it
     from sklearn.svm import SVC
 
     if name == "svm":
@@ -34,9 +34,9 @@ def make_estimator(name: str, params: dict[str, Any], seed: int) -> Any:
 
 def train_sklearn(cfg: DictConfig) -> dict[str, Any]:
     """Grid-search ``cfg.model`` on the training split (3-fold CV), evaluate, and save the target."""
-    from sklearn.model_selection import GridSearchCV
+    from sklearn.model_selection import GridSearchCV  # scikit-learn is slow to import; only this path needs it
 
-    datamodule: ArrayDataModule = instantiate(cfg.dataset)
+    datamodule: TrainingData = instantiate(cfg.dataset)
     datamodule.setup()
     require(datamodule.kind == "tabular", f"model={cfg.model.estimator} is a black box for tables; "
             "use dataset=tabular (or a torch model for images)")

@@ -1,1 +1,1 @@
-"""Results on disk, plots, W&B logging and checkpoint comparison."""
+"""Reports across runs: the leaderboard, where examiners concentrate, offline W&B runs read back (above the audits)."""

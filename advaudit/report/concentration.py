@@ -42,9 +42,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from advaudit.core.plots import plt, save_figure
+from advaudit.core.records import read_json, read_jsonl, write_json
 from advaudit.errors import require
 from advaudit.core.intervals import format_interval, mean_with_ci
-from advaudit.report.records import read_json, read_jsonl, write_json
+from advaudit.worlds import build_world
 
 STEPS_FILE, RESULT_FILE = "steps.jsonl", "result.json"
 
@@ -119,8 +121,6 @@ class Region:
 
 def factor_bounds(config: dict[str, Any]) -> list[tuple[str, float, float, bool]]:
     """``[(name, low, high, periodic)]`` of the run's world factors, in the order of ``s`` in steps.jsonl."""
-    from advaudit.worlds import build_world
-
     world_cfg = dict(config["world"])
     if "device" in world_cfg:
         world_cfg["device"] = "cpu"
@@ -251,8 +251,6 @@ def concentration_plot(rows: list[dict[str, Any]], runs: list[dict[str, Any]], r
     """PNG: left, each (target, examiner) group's share of late proposals in the region with its
     interval over seeds against the volume share (dashed); right, one panel per target: where each
     examiner's late proposals fell on the factor (pooled over seeds; the region shaded)."""
-    from advaudit.report.plots import plt, save_figure
-
     def name(target: str) -> str:
         return Path(target).parent.parent.name or target
 

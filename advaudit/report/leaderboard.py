@@ -15,8 +15,9 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from advaudit.core.plots import plt, save_figure
+from advaudit.core.records import read_json
 from advaudit.errors import require
-from advaudit.report.records import read_json
 
 ID_COLUMNS = ["target", "audit", "method", "seed", "run_dir"]
 
@@ -65,13 +66,6 @@ def rank(frame: pd.DataFrame, metric: str | None = None, ascending: bool = False
 
 def write_leaderboard(frame: pd.DataFrame, out_dir: str | Path, metric: str | None = None) -> dict[str, Path]:
     """Write CSV, Markdown and a bar chart of ``metric`` per row; returns their paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from advaudit.report.plots import save_figure
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "leaderboard.csv", "md": out / "leaderboard.md"}
@@ -97,7 +91,7 @@ def write_leaderboard(frame: pd.DataFrame, out_dir: str | Path, metric: str | No
 
 def _has_tabulate() -> bool:
     try:
-        import tabulate  # noqa: F401
+        import tabulate  # noqa: F401  (optional: pandas' to_markdown needs it; without it, plain text)
     except ImportError:
         return False
     return True

@@ -63,7 +63,7 @@ def offline_run(run_dir: str | Path, wait_s: float = 30.0) -> dict[str, Any]:
 
 
 def _parse(path: Path) -> dict[str, Any]:
-    from wandb.proto import wandb_internal_pb2 as pb
+    from wandb.proto import wandb_internal_pb2 as pb  # W&B is slow to import; only a run that logs needs it
 
     out: dict[str, Any] = {"config": {}, "summary": {}, "artifacts": [], "finished": False}
     for data in raw_records(path):

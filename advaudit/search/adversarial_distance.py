@@ -14,8 +14,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from advaudit.core.progress import progress
 from advaudit.errors import require
-from advaudit.report.progress import progress
 from advaudit.search.lowess import lowess_fit
 
 

@@ -24,8 +24,10 @@ from typing import Any, Callable
 
 import torch
 from torch import Tensor
+from torch.fx.experimental.optimization import fuse
 
 from advaudit.errors import AdvauditError, require
+from advaudit.models.target import TorchTarget
 
 log = logging.getLogger(__name__)
 
@@ -111,13 +113,9 @@ def inference_logits(target: torch.nn.Module) -> Callable[[Tensor], Tensor]:
     1.1-1.2x faster on a CPU), in the weights' memory format; the target itself where the net cannot
     be traced or is training. The copy is taken now: later changes to the target's weights are not seen.
     """
-    from advaudit.models.target import TorchTarget
-
     if not isinstance(target, TorchTarget) or target.training:
         return target
     try:
-        from torch.fx.experimental.optimization import fuse
-
         net = fuse(target.net, inplace=False)
     except Exception as error:  # untraceable control flow: query the target unchanged
         log.info("queries use the target unfused (%s: %s)", type(error).__name__, error)
@@ -339,7 +337,7 @@ def foolbox_attack(x: Tensor, model: Any, method: str, steps: int, bounds: tuple
     A chunk whose initialisation fails is retried item by item; items that still fail come back
     with ``ok = False`` and NaN rows.
     """
-    import foolbox as fb
+    import foolbox as fb  # foolbox: only the foolbox attacks need it
 
     attacks = {"boundary": lambda: fb.attacks.BoundaryAttack(steps=steps, **params),
                "hop_skip_jump": lambda: fb.attacks.HopSkipJumpAttack(steps=steps, **params)}

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from advaudit.errors import require
+from advaudit.search.coverage import NeighbourCoverage
 from advaudit.search.policy import PoolBatch
 
 
@@ -212,8 +213,6 @@ class BansalWeldCoverage(_Masked):
         self.prior_strength, self.score = prior_strength, score
 
     def start(self, pools: PoolBatch, generator: torch.Generator) -> None:
-        from advaudit.search.coverage import NeighbourCoverage
-
         super().start(pools, generator)
         self.assign = confidence_then_feature_clusters(pools.features, pools.confidence, generator, self.max_k)
         k = int(self.assign.max()) + 1

@@ -17,6 +17,7 @@ def lowess_fit(y: np.ndarray, x: np.ndarray, frac: float = 0.1, it: int = 3, del
     ``frac`` is raised to cover at least 3 points; NaNs in the fit (ties) are filled by linear
     interpolation along ``x`` from the finite fitted values.
     """
+    # statsmodels is slow to import; only this path needs it
     from statsmodels.nonparametric.smoothers_lowess import lowess
 
     y, x = np.asarray(y, dtype=np.float64), np.asarray(x, dtype=np.float64)

@@ -36,7 +36,7 @@ def pool_mean_and_sd(values: Tensor) -> tuple[Tensor, Tensor]:
     """Mean over the pools of one run ``[R, B] -> [B]`` and the pool-to-pool standard deviation.
 
     Pools drawn from one evaluation set overlap, so this is no confidence interval: intervals come
-    from independent replications (:func:`advaudit.report.error_search_report.aggregate_replications`).
+    from independent replications (:func:`advaudit.audits.error_search_report.aggregate_replications`).
     """
     values = values.double()
     return values.mean(0), values.std(0) if values.shape[0] > 1 else torch.zeros(values.shape[1:], dtype=torch.float64)
@@ -77,7 +77,7 @@ def oracle_ceiling(is_error: Tensor, confidence: Tensor, budget: int) -> Tensor:
 def error_auc(score: np.ndarray, is_error: np.ndarray) -> float:
     """ROC AUC of ``score`` ``[n]`` for ``is_error`` ``[n]`` bool: the probability that a random error
     scores above a random correct item, ties counting 1/2 (0.5 = no information; NaN without both)."""
-    from scipy.stats import rankdata
+    from scipy.stats import rankdata  # scipy.stats is slow to import; only this statistic needs it
 
     positive = np.asarray(is_error, dtype=bool)
     pos, neg = int(positive.sum()), int((~positive).sum())

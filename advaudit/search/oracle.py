@@ -13,7 +13,8 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor
 
-from advaudit.report.records import append_jsonl, read_jsonl
+from advaudit.core.plots import image_grid
+from advaudit.core.records import append_jsonl, read_jsonl
 
 
 class TerminalOracle:
@@ -61,8 +62,6 @@ class TerminalOracle:
     def _show(self, local: int, key: int) -> str:
         item = self.items[local]
         if item.dim() == 3:
-            from advaudit.report.plots import image_grid
-
             path = image_grid(item[None], self.out / "items" / f"item_{key}.png", columns=1, scale=3.0)
             return f"item {key}: see {path}"
         names = self.feature_names or [f"x{i}" for i in range(item.numel())]

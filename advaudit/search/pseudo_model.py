@@ -76,7 +76,7 @@ class PseudoModel(pl.LightningModule):
 
 def latin_hypercube(low: Tensor, high: Tensor, n: int, seed: int) -> Tensor:
     """``[n, *shape]`` Latin hypercube design with each feature spanning ``[low, high]`` (``[*shape]``)."""
-    from scipy.stats import qmc
+    from scipy.stats import qmc  # scipy.stats is slow to import; only this statistic needs it
 
     d = low.numel()
     unit = torch.from_numpy(qmc.LatinHypercube(d=d, seed=seed).random(n)).float()

@@ -19,9 +19,9 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from advaudit.confutil import plain
+from advaudit.core.progress import progress
+from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.errors import require
-from advaudit.report.progress import progress
-from advaudit.report.records import append_jsonl, read_jsonl
 from advaudit.search.attacks import AttackResult, attack_items, foolbox_attack
 from advaudit.search.gad_attack import sign_gradient_attack
 from advaudit.search.pseudo_model import PseudoModelSettings, extract_pseudo_model

@@ -19,6 +19,10 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from advaudit.compare.records import discover_runs
+from advaudit.compare.report import compare_records
+from advaudit.core.records import write_json
+from advaudit.core.wandb_run import log_comparison
 from advaudit.errors import AdvauditError
 
 log = logging.getLogger("advaudit.sweep")
@@ -36,8 +40,6 @@ class SweepEnd(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir))
-        from advaudit.compare.records import discover_runs
-
         try:
             records = discover_runs([sweep_dir])
         except AdvauditError:
@@ -52,8 +54,6 @@ class SweepEnd(Callback):
                 sys.exit(2 if all(r.error_kind == "user" for r in failures) else 1)
 
     def _compare(self, records: list[Any], sweep_dir: Path, config: DictConfig) -> None:
-        from advaudit.compare.report import compare_records
-
         try:
             summary = compare_records(records, sweep_dir / "comparison", replay=self.replay)
         except Exception as error:  # the comparison must never hide the sweep's own outcome
@@ -61,8 +61,6 @@ class SweepEnd(Callback):
             return
         log.info("comparison of %d runs: %s", summary["runs"], summary["files"]["md"])
         if self.wandb:
-            from advaudit.report.wandb_run import log_comparison
-
             try:
                 log_comparison(summary, sweep_dir / "comparison", config, sweep_id=sweep_dir.name)
             except Exception as error:
@@ -71,8 +69,6 @@ class SweepEnd(Callback):
 
 def report_failures(failures: list[Any], sweep_dir: Path, total: int) -> Path:
     """Log one line per failed job and write ``<sweep dir>/failures.json``."""
-    from advaudit.report.records import write_json
-
     path = write_json(sweep_dir / "failures.json", [
         {"run_dir": str(r.run_dir), "target": r.target, "seed": r.seed, "error_kind": r.error_kind, "error": r.error}
         for r in failures])

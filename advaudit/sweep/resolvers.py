@@ -6,6 +6,8 @@ import os
 
 from omegaconf import OmegaConf
 
+from advaudit.core.wandb_run import run_group
+
 
 def cores_per_job(n_jobs: int | str | None) -> int:
     """Torch threads for each of ``n_jobs`` parallel jobs so together they use the cores once.
@@ -22,8 +24,6 @@ def cores_per_job(n_jobs: int | str | None) -> int:
 
 def wandb_group(task_name: str) -> str:
     """``<task>-<sweep id>`` inside a multirun, else ``<task>`` (the W&B group of a job)."""
-    from advaudit.report.wandb_run import run_group
-
     return run_group(task_name)
 
 

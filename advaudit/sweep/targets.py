@@ -10,6 +10,8 @@ the file). More than one checkpoint turns the command into a multirun (``-m`` is
 from __future__ import annotations
 
 import glob
+import logging
+import sys
 from pathlib import Path
 
 from advaudit.errors import AdvauditError, require
@@ -35,8 +37,6 @@ def resolve_targets(spec: str) -> list[str]:
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         # still swept: each missing one fails as its own job (recorded), the others run
-        import logging
-
         logging.getLogger(__name__).warning("target list %s names %d missing files, e.g. %s", value, len(missing),
                                             missing[0])
     return paths
@@ -64,8 +64,6 @@ def expand_target_argv(argv: list[str]) -> list[str]:
 
 def main_argv(argv: list[str]) -> list[str]:
     """:func:`expand_target_argv` for a script's ``sys.argv``: a bad pattern exits 2 with one line."""
-    import sys
-
     try:
         return expand_target_argv(argv)
     except AdvauditError as error:

@@ -119,6 +119,22 @@ def unit_to_factor(u: Tensor, factors: Sequence[Factor]) -> Tensor:
     return bounds[0] + u.clamp(0, 1) * (bounds[1] - bounds[0])
 
 
+def wrap_periodic(s: Tensor, world_factors: Sequence[Factor]) -> Tensor:
+    """Values ``[..., C]`` with every circle of ``world_factors`` brought into its bounds modulo the period.
+
+    A range on a circle may cross the seam: ``camera_roll: [180, 450]`` is the arc from 180 deg through
+    0 to 90 deg, and its value 400 is the condition 40. Factors that are not circles pass unchanged.
+    """
+    periodic = [i for i, f in enumerate(world_factors) if f.periodic]
+    if not periodic:
+        return s
+    out = s.clone()
+    for i in periodic:
+        f = world_factors[i]
+        out[..., i] = f.low + torch.remainder(s[..., i] - f.low, float(f.period))
+    return out
+
+
 def factor_to_unit(s: Tensor, factors: Sequence[Factor]) -> Tensor:
     """Inverse of :func:`unit_to_factor`; fixed factors map to 0."""
     bounds = factor_bounds(factors, s.device).to(s.dtype)

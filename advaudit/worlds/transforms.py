@@ -14,9 +14,9 @@ from typing import Any, Mapping
 import torch
 import torch.nn.functional as F
 from hydra.utils import instantiate
+from omegaconf import DictConfig
 from torch import Tensor
 
-from advaudit.data.base import ArrayDataModule
 from advaudit.errors import require
 from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors, unit_to_factor
 
@@ -92,7 +92,7 @@ class TransformWorld:
     """Images of a dataset (the instances) under batched image transforms (the conditions).
 
     Args:
-        dataset: a dataset config (``_target_`` to an :class:`ArrayDataModule`) or a datamodule.
+        dataset: a dataset config (``_target_`` to an :class:`advaudit.data.base.ArrayDataModule`) or a datamodule.
         factors: overrides ``{name: [low, high] | value}`` of the default bounds.
         padding_mode: ``grid_sample`` padding for pixels moved in from outside (zeros, border, reflection).
         device: where rendering runs.
@@ -100,7 +100,7 @@ class TransformWorld:
 
     def __init__(self, dataset: Any, factors: Mapping[str, Any] | None = None,
                  padding_mode: str = "zeros", device: str = "cpu") -> None:
-        self.datamodule: ArrayDataModule = dataset if isinstance(dataset, ArrayDataModule) else instantiate(dataset)
+        self.datamodule = instantiate(dataset) if isinstance(dataset, (Mapping, DictConfig)) else dataset
         self.datamodule.setup()
         shape = self.datamodule.input_shape
         require(len(shape) == 3, f"TransformWorld needs an image dataset; this one gives rows of shape {list(shape)}")

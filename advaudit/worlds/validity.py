@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from advaudit.errors import require
+from advaudit.models import load_target
 from advaudit.worlds.protocol import Instances, World
 
 REFERENCE_CHECK = "reference"
@@ -70,8 +71,6 @@ class ValidityJudge:
         self.reference = None
         self.reference_world = world
         if rules.reference:
-            from advaudit.models import load_target
-
             path = Path(str(rules.reference)).expanduser()
             self.reference = load_target(path, map_location=str(device))
             require(list(self.reference.class_names) == list(world.class_names),

@@ -12,10 +12,10 @@ from hydra.utils import instantiate
 
 from advaudit.audits.common import target_datamodule
 from advaudit.config import validate
+from advaudit.core.records import read_jsonl
 from advaudit.data.fashion_mnist import CLASS_NAMES
 from advaudit.errors import AdvauditError
 from advaudit.models import load_target
-from advaudit.report.records import read_jsonl
 from advaudit.tasks import examine
 from tests.conftest import worst_case_overrides
 

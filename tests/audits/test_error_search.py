@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from advaudit.core.records import read_json, read_jsonl
 from advaudit.errors import AdvauditError
 from advaudit.models.target import SklearnTarget
-from advaudit.report.records import read_json, read_jsonl
 from tests.conftest import compose_config
 
 ALL = "[random,low_confidence,lakkaraju,bansal_weld,facility_locations,adversarial_distance]"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from advaudit.core.records import read_jsonl
 from advaudit.errors import AdvauditError
-from advaudit.report.records import read_jsonl
 from advaudit.tasks import examine
 from tests.conftest import worst_case_overrides
 

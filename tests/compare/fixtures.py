@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from advaudit.report.records import write_json
+from advaudit.core.records import write_json
 
 WORLD = {"_target_": "advaudit.worlds.shapes.ShapeWorld", "image_size": 16,
          "instances_per_class": {"train": 2, "val": 2, "test": 2}, "seed": 0, "factors": None, "classes": None,

@@ -138,7 +138,7 @@ def test_cli_writes_report_and_names_bad_folder(tmp_path: Path, capsys: pytest.C
 
 
 def test_audits_without_per_instance_records_are_compared_over_seeds(tmp_path: Path) -> None:
-    from advaudit.report.records import write_json
+    from advaudit.core.records import write_json
 
     for seed, (a, b) in enumerate([(0.9, 0.5), (0.8, 0.4), (0.85, 0.45)]):
         for name, success in (("A.pt", a), ("B.pt", b)):

@@ -8,6 +8,7 @@ from lightning_fabric.utilities.data import _set_sampler_epoch
 
 from advaudit.data.shapes import ShapesDataModule
 from advaudit.errors import AdvauditError
+from advaudit.worlds.protocol import Factor, wrap_periodic
 
 SMALL = dict(m=2, m_eval=1, image_size=16, instances_per_class={"train": 2, "val": 1, "test": 1},
              classes=["mug", "chair"], shadows=False, batch_size=4)
@@ -60,3 +61,18 @@ def test_fresh_training_respects_the_training_factor_bounds() -> None:
 def test_fresh_refuses_options_that_edit_one_fixed_training_split() -> None:
     with pytest.raises(AdvauditError, match="dataset.fresh=true .* dataset.factors"):
         _module(fresh=True, bias={"max_per_group": 1})
+
+
+def test_a_training_arc_may_cross_the_seam_of_a_circle() -> None:
+    # camera_roll trained on [180, 450]: the arc from 180 deg through 0 to 90 deg; (90, 180) is never seen
+    split = _module(fresh=True, m=50, factors={"camera_roll": [180, 450]}).render_epoch(0)
+    roll = split.attributes["camera_roll"]
+    assert bool(((roll >= 0) & (roll < 360)).all())
+    assert not bool(((roll > 90) & (roll < 180)).any())
+    assert bool((roll < 90).any()) and bool((roll > 180).any())
+
+
+def test_wrap_periodic_known_answers() -> None:
+    factors = [Factor("roll", 0.0, 360.0, "deg", 360.0), Factor("elevation", -90.0, 90.0, "deg")]
+    s = torch.tensor([[400.0, 100.0], [-30.0, -100.0], [359.0, 0.0]])
+    assert torch.equal(wrap_periodic(s, factors), torch.tensor([[40.0, 100.0], [330.0, -100.0], [359.0, 0.0]]))

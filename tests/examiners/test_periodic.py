@@ -144,7 +144,7 @@ def test_rl_bins_tile_the_circle() -> None:
 def test_report_averages_angles_on_the_circle() -> None:
     import numpy as np
 
-    from advaudit.report.worst_case_report import factor_summary
+    from advaudit.audits.worst_case_report import factor_summary
 
     roll = next(f for f in DEFAULT_FACTORS if f.name == "camera_roll")
     summary = factor_summary(np.array([350.0, 10.0, 355.0, 5.0]), roll)

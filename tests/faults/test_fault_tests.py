@@ -14,10 +14,10 @@ from advaudit.faults.features import feature_shift
 from advaudit.faults.foolbox_pgd import foolbox_pixel_tests
 from advaudit.faults.search import FaultResult, generator_tests, margin_loss, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
-from advaudit.models import load_generator, load_target, save_generator, save_target
+from advaudit.models import load_target, save_target
+from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic, load_generator, save_generator
 from advaudit.models.nets import build_net
 from advaudit.models.target import TorchTarget
-from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic
 from tests.conftest import FMNIST_ROOT, compose_config
 
 

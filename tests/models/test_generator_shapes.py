@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from advaudit.errors import AdvauditError
-from advaudit.models import load_generator, load_target
+from advaudit.models import load_target
+from advaudit.models.generator import load_generator
 from advaudit.models.generator_training import class_agreement
 from tests.conftest import compose_config
 from tests.faults.test_fault_tests import brightness_target

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from advaudit.core.records import append_jsonl, write_json
 from advaudit.errors import AdvauditError
 from advaudit.report.concentration import Region, aggregate, late_window, main, run_concentration
-from advaudit.report.records import append_jsonl, write_json
 
 WORLD = {"_target_": "advaudit.worlds.shapes.ShapeWorld", "image_size": 16, "device": "cpu"}
 ELEVATION = 10  # camera_elevation's column in s; bounds [-90, 90]

@@ -9,8 +9,9 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from advaudit.report.records import append_jsonl, read_json, read_jsonl, write_json
-from advaudit.report.wandb_run import finish_any_wandb_run, open_wandb, wandb_settings
+from advaudit.core.records import append_jsonl, read_json, read_jsonl, write_json
+from advaudit.core.wandb_run import finish_any_wandb_run, wandb_settings
+from advaudit.models.tracking import open_wandb
 
 
 def test_jsonl_appends_and_ignores_a_torn_last_line(tmp_path: Path) -> None:
@@ -89,7 +90,7 @@ def test_wandb_group_is_the_sweep_id_inside_a_multirun(tmp_path: Path) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from advaudit.report.wandb_run import run_group
+    from advaudit.core.wandb_run import run_group
 
     assert run_group("examine") == "examine"
     hydra_cfg = OmegaConf.create({"hydra": {"mode": RunMode.MULTIRUN, "sweep": {"dir": str(tmp_path / "2026-01-02_03-04-05")}}})
@@ -103,7 +104,7 @@ def test_wandb_group_is_the_sweep_id_inside_a_multirun(tmp_path: Path) -> None:
 
 def test_a_sweeps_comparison_joins_the_group_its_jobs_were_given(tmp_path: Path) -> None:
     from advaudit.report.wandb_offline import offline_runs
-    from advaudit.report.wandb_run import log_comparison
+    from advaudit.core.wandb_run import log_comparison
 
     summary = {"runs": 2, "failed": [], "groups": []}
     default = {"logger": {"wandb": {"mode": "offline", "project": "advaudit-test", "group": "${wandb_group:${task_name}}"}},

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from advaudit.errors import AdvauditError
-from advaudit.search.lowess import lowess_fit
 from advaudit.search.coverage import NeighbourCoverage, coverage_utility_curve, pool_diameter
+from advaudit.search.lowess import lowess_fit
 from advaudit.search.metrics import pool_mean_and_sd, sdr_curve, spread_curve
 from advaudit.search.pools import draw_pools, eligible
 
@@ -89,7 +89,7 @@ def test_neighbour_coverage_gain_matches_the_exact_utility() -> None:
 
 
 def test_replications_are_summarised_over_seeds_with_paired_differences() -> None:
-    from advaudit.report.error_search_report import aggregate_replications, replications_markdown
+    from advaudit.audits.error_search_report import aggregate_replications, replications_markdown
 
     summaries = [{"seed": s, "search/budget": 20, "search/eligible": 100, "search/eligible_errors": 10,
                   "search/pool_size": 50, "search/replications": 10,
@@ -105,7 +105,7 @@ def test_replications_are_summarised_over_seeds_with_paired_differences() -> Non
 
 
 def test_paired_differences_give_a_t_interval_and_a_sign_count() -> None:
-    from advaudit.report.error_search_report import aggregate_replications, paired_difference, replications_markdown
+    from advaudit.audits.error_search_report import aggregate_replications, paired_difference, replications_markdown
 
     d = paired_difference([2.0, 4.0, 6.0, 8.0, 10.0], [1.0, 2.0, 3.0, 4.0, 5.0])   # differences 1..5
     half = 2.776445 * np.sqrt(2.5) / np.sqrt(5)                                      # t_{4, 0.975} sd / sqrt(n)

@@ -175,7 +175,7 @@ def test_batched_cameras_render_what_single_cameras_do(world: MeshWorld, exporte
 
 def test_train_and_examine_on_a_shapenet_layout_folder(make_cfg, tmp_path: Path) -> None:
     """``train.py dataset=meshes`` then ``examine.py world=meshes examiner=bo`` on a ShapeNet-layout folder."""
-    from advaudit.report.records import read_jsonl
+    from advaudit.core.records import read_jsonl
     from advaudit.tasks import examine, train
 
     root = tmp_path / "ShapeNetCore.v2"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import advaudit.models
 from advaudit.errors import AdvauditError
+from advaudit.worlds import validity
 from advaudit.worlds.protocol import unit_to_factor
 from advaudit.worlds.shapes import ShapeWorld
 from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRules, mask_checks
@@ -64,7 +64,7 @@ class _Reference:
 
 
 def _judge_with(monkeypatch, reference: _Reference, **rules) -> ValidityJudge:
-    monkeypatch.setattr(advaudit.models, "load_target", lambda path, map_location="cpu": reference)
+    monkeypatch.setattr(validity, "load_target", lambda path, map_location="cpu": reference)
     return ValidityJudge(WORLD, ValidityRules(in_frame=False, min_height_px=0, reference="ref.pt", **rules))
 
 

@@ -12,6 +12,7 @@ summed into :data:`~advaudit.models.imported.spec.OTHER_CLASS`.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Sequence
 
 import torch
@@ -126,8 +127,6 @@ def _output_index(output: Any, names: list[str] | None, n_outputs: int, audit_cl
     require(names is not None, f"target.class_map[{audit_class}] names output {output!r}: give target.output_names "
             "(the model's class names, in output order) or use indices")
     if str(output) not in names:
-        import difflib
-
         close = difflib.get_close_matches(str(output), names, n=1)
         raise AdvauditError(f"target.class_map[{audit_class}] names {output!r}, which is not in target.output_names"
                             + (f"; did you mean {close[0]!r}?" if close else ""))

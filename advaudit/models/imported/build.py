@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import io
 import logging
+import pickle
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
+from hydra.utils import get_class, get_method, instantiate
 from torch import Tensor, nn
 
 from advaudit.errors import AdvauditError, one_line, require
@@ -59,8 +62,6 @@ def build_model(spec: TargetSpec, device: str = "cpu") -> tuple[nn.Module | None
     if spec.source == "module":
         require(kind.kind in WEIGHT_FORMATS, f"target.model takes its weights from a state_dict, safetensors or "
                 f"Lightning file, but target.path={path} is {kind.detail}; " + how_to_audit(path, kind))
-        from hydra.utils import instantiate
-
         module = instantiate(spec.model)
         require(isinstance(module, nn.Module), f"target.model built a {type(module).__name__}, not a torch.nn.Module")
         state = strip_prefix(read_state_dict(path, kind.kind), module, spec.weights_prefix)
@@ -96,8 +97,6 @@ def _from_file(spec: TargetSpec, path: Path, kind: FileKind, device: str) -> tup
 
 
 def _function(node: Any) -> Callable[[Any], Any]:
-    from hydra.utils import get_method, instantiate
-
     function = get_method(node) if isinstance(node, str) else instantiate(node)
     require(callable(function), f"target.function built a {type(function).__name__}, which cannot be called; name "
             "a function from inputs [B, ...] to probabilities [B, K] (add _partial_: true to pass arguments)")
@@ -105,8 +104,6 @@ def _function(node: Any) -> Callable[[Any], Any]:
 
 
 def _lightning_module(spec: TargetSpec, path: Path) -> nn.Module:
-    from hydra.utils import get_class
-
     cls = get_class(str(spec.lightning_module))
     require(hasattr(cls, "load_from_checkpoint"), f"target.lightning_module={spec.lightning_module} is not a "
             "LightningModule class (it has no load_from_checkpoint)")
@@ -128,11 +125,9 @@ def _unpickle_trusted(path: Path, kind: FileKind) -> Any:
     if kind.kind == "pickled_module":
         return torch.load(path, map_location="cpu", weights_only=False)
     if kind.kind == "joblib":
-        import joblib
+        import joblib  # joblib brings its process pools along; only a trusted joblib file needs it
 
         return joblib.load(path)
-    import pickle
-
     with open(path, "rb") as handle:
         return pickle.load(handle)
 
@@ -176,7 +171,7 @@ class FixedBatch(nn.Module):
 
 def onnx_bytes(path: Path) -> bytes:
     """An ONNX model with any external weight files (``model.onnx.data``) folded in, as bytes."""
-    import onnx
+    import onnx  # ONNX: only ONNX targets need it
 
     try:
         return onnx.load(str(path), load_external_data=True).SerializeToString()
@@ -187,7 +182,7 @@ def onnx_bytes(path: Path) -> bytes:
 
 def onnx_predict(model_bytes: bytes, device: str = "cpu") -> Callable[[Any], Any]:
     """An onnxruntime session as ``numpy [B, ...] -> numpy [B, M]`` (its first input and output)."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # ONNX: only ONNX targets need it
 
     providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if device.startswith("cuda") else ["CPUExecutionProvider"]
     options = ort.SessionOptions()
@@ -227,7 +222,7 @@ def load_skops(data: bytes, trusted_types: list[str], source: str) -> Any:
     Decision trees (``sklearn.tree._tree.Tree``, in every forest and boosting model) are accepted
     after :func:`check_trees` has checked their node indices, which is what skops warns about.
     """
-    import skops.io as sio
+    import skops.io as sio  # skops is slow to import; only scikit-learn targets need it
 
     untrusted = sio.get_untrusted_types(data=data)
     missing = [t for t in untrusted if t not in trusted_types and t not in CHECKED_TYPES]
@@ -357,3 +352,32 @@ def module_from_bytes(backend: str, data: bytes) -> nn.Module:
     if backend == "export":
         return exported_module(torch.export.load(io.BytesIO(data)))
     return torch.jit.load(io.BytesIO(data), map_location="cpu").eval()
+
+
+def place(target: Any, device: str, channels_last: bool = True) -> Any:
+    """``target`` on ``device`` in eval mode (NHWC weights with ``channels_last``); a black box stays as it is."""
+    if isinstance(target, torch.nn.Module):
+        target = target.to(device).eval()
+        return target.use_channels_last() if channels_last else target
+    return target
+
+
+def target_from_payload(payload: dict[str, Any], map_location: str = "cpu", trusted_types: list[str] | None = None,
+                        channels_last: bool = True) -> Any:
+    """Rebuild a target written by :func:`advaudit.models.imported.store.import_target` (running no code
+    the file names)."""
+    backend, meta = payload["backend"], payload["meta"]
+    data = payload["program"].numpy().tobytes()
+    adapters = dict(meta.get("adapters") or {})
+    spec = TargetSpec(**{k: v for k, v in adapters.items() if k in {f.name for f in fields(TargetSpec)}})
+    module = predict = None
+    if backend in ("export", "torchscript"):
+        module = module_from_bytes(backend, data)
+    elif backend == "onnx":
+        predict = onnx_predict(data, device=map_location)
+    else:
+        predict = sklearn_predict(load_skops(data, list(trusted_types or []), "the imported target file"))
+    extra = {k: meta[k] for k in ("source", "format", "config", "temperature_fit_on", "adapters", "imported_with") if k in meta}
+    target = assemble(module, predict, spec, str(meta.get("format", backend)), meta_extra=extra)
+    target.temperature.fill_(float(payload.get("temperature", 1.0)))
+    return place(target, map_location, channels_last)

@@ -17,13 +17,15 @@ import json
 import sys
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from advaudit.errors import EXIT_USER_ERROR, AdvauditError, classify
+from advaudit.models.imported.store import import_target
+from advaudit.runtime import configure_threads
 
 
 def parse_block(spec_file: str, overrides: list[str]) -> dict:
     """The target block in ``spec_file`` with ``overrides`` (``key=value``) merged in."""
-    from omegaconf import OmegaConf
-
     path = Path(spec_file).expanduser()
     if not path.is_file():
         raise AdvauditError(f"{spec_file} is not a file; give a YAML file with the target block")
@@ -45,12 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", "-o", required=True, help="where to write the target file (.pt)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the probe batch and of a dataset named by the block")
     args = parser.parse_intermixed_args(argv)
-    from advaudit.runtime import configure_threads
-
     configure_threads(None)
     try:
-        from advaudit.models.imported.store import import_target
-
         summary = import_target(parse_block(args.spec, args.overrides), args.out, seed=args.seed)
     except Exception as error:  # noqa: BLE001 - mapped to a message and an exit code, as examine.py does
         kind, message = classify(error)

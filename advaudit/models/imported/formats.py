@@ -16,6 +16,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from advaudit.files import describe_path, sniff
 
 #: classes a plain tensor pickle may name: anything else needs code to unpickle
@@ -84,8 +86,6 @@ def _identify_zip(path: Path, load_tensors: bool) -> FileKind:
         return FileKind("pickle", f"a torch file that needs code to unpickle ({', '.join(code[:3])})", code)
     if not load_tensors:
         return FileKind("torch_tensors", "a torch file of plain data and tensors")
-    import torch
-
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception as error:  # noqa: BLE001 - any failure here means "not readable as plain data"
@@ -95,8 +95,6 @@ def _identify_zip(path: Path, load_tensors: bool) -> FileKind:
 
 def payload_kind(payload: object) -> FileKind:
     """What a torch file loaded as plain data holds: advaudit checkpoint, Lightning .ckpt, state_dict, other."""
-    import torch
-
     if isinstance(payload, dict) and payload.get("format") == "advaudit":
         return FileKind("advaudit", f"an advaudit {payload.get('kind')!r} checkpoint")
     if isinstance(payload, dict) and ("pytorch-lightning_version" in payload or {"state_dict", "global_step"} <= set(payload)):

@@ -6,27 +6,28 @@ archive (``torch.export``, else TorchScript; ONNX bytes; a skops archive for sci
 for a trusted pickle), the adapters and class map as plain data, the source as plain data with
 its weights' SHA-256. The file is read back and its scores compared with the user's model on a
 probe batch before the command succeeds. Loading it later runs no code it names
-(:func:`target_from_payload`).
+(:func:`advaudit.models.imported.build.target_from_payload`).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import torch
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
 from advaudit.confutil import plain
 from advaudit.errors import AdvauditError, require
 from advaudit.models.calibration import fit_temperature
 from advaudit.models.checkpoint import save_checkpoint
-from advaudit.models.imported.build import (assemble, build_model, load_skops, module_from_bytes, module_to_bytes,
-                                            onnx_bytes, onnx_predict, sklearn_predict)
+from advaudit.models.imported.build import assemble, build_model, module_to_bytes, onnx_bytes, place
 from advaudit.models.imported.formats import identify
 from advaudit.models.imported.spec import TargetSpec, parse_target_spec
 from advaudit.models.imported.verify import probe_batch, require_same_model, verify_target
+from advaudit.models.io import load_target
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,6 @@ def load_any_target(value: Any, device: str = "cpu", seed: int = 0) -> Any:
     value = plain(value)
     if isinstance(value, dict):
         return load_block_target(value, device=device, seed=seed)
-    from advaudit.models.io import load_target
-
     return load_target(Path(str(value)).expanduser(), map_location=device)
 
 
@@ -65,8 +64,6 @@ def load_block_target(node: Any, device: str = "cpu", seed: int = 0) -> Any:
     data = dict(node)
     path = data.get("path")
     if path is not None and identify(Path(str(path)).expanduser()).kind == "advaudit":
-        from advaudit.models.io import load_target
-
         extra = sorted(set(data) - {"path", "trusted_types", "name", "format"})
         require(not extra, f"target.path={path} is an advaudit target file that describes itself; drop {extra}")
         return load_target(Path(str(path)).expanduser(), map_location=device,
@@ -77,14 +74,11 @@ def load_block_target(node: Any, device: str = "cpu", seed: int = 0) -> Any:
     if spec.temperature == "calibrate":
         calibrate(target, spec.dataset)
     verify_target(target)
-    return _place(target, device)
+    return place(target, device)
 
 
 def calibrate(target: Any, dataset: dict[str, Any]) -> float:
     """Fit the target's temperature on its dataset's validation split (Guo et al. 2017); returns T."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
     datamodule = instantiate(OmegaConf.create(dataset))
     datamodule.setup()
     split = datamodule.splits.get("val")
@@ -98,13 +92,6 @@ def calibrate(target: Any, dataset: dict[str, Any]) -> float:
     target.meta["temperature_fit_on"] = f"val ({len(split)} items)"
     log.info("temperature %.3f fitted on %d validation items", temperature, len(split))
     return temperature
-
-
-def _place(target: Any, device: str, channels_last: bool = True) -> Any:
-    if isinstance(target, torch.nn.Module):
-        target = target.to(device).eval()
-        return target.use_channels_last() if channels_last else target
-    return target
 
 
 # -- advaudit import ------------------------------------------------------------------------------
@@ -124,8 +111,6 @@ def import_target(node: Any, out: str | Path, seed: int = 0) -> dict[str, Any]:
                "temperature": float(user.temperature), "trusted_types": trusted,
                "meta": {**user.meta, "adapters": adapters, "imported_with": "advaudit import"}}
     out = save_checkpoint(out, payload)
-    from advaudit.models.io import load_target
-
     try:
         stored = load_target(out, channels_last=False, trusted_types=trusted)
         probe = probe_batch(user.input_shape, n=16, seed=seed)
@@ -147,27 +132,8 @@ def _program(spec: TargetSpec, module: Any, predict: Any, fmt: str) -> tuple[str
         return backend, data, []
     if fmt == "onnx":
         return "onnx", onnx_bytes(path), []
-    import skops.io as sio
+    import skops.io as sio  # skops is slow to import; only scikit-learn targets need it
 
     data = path.read_bytes() if fmt == "skops" else sio.dumps(predict.estimator)
     return "skops", data, list(sio.get_untrusted_types(data=data))
 
-
-def target_from_payload(payload: dict[str, Any], map_location: str = "cpu", trusted_types: list[str] | None = None,
-                        channels_last: bool = True) -> Any:
-    """Rebuild a target written by :func:`import_target` (no code the file names is run)."""
-    backend, meta = payload["backend"], payload["meta"]
-    data = payload["program"].numpy().tobytes()
-    adapters = dict(meta.get("adapters") or {})
-    spec = TargetSpec(**{k: v for k, v in adapters.items() if k in {f.name for f in fields(TargetSpec)}})
-    module = predict = None
-    if backend in ("export", "torchscript"):
-        module = module_from_bytes(backend, data)
-    elif backend == "onnx":
-        predict = onnx_predict(data, device=map_location)
-    else:
-        predict = sklearn_predict(load_skops(data, list(trusted_types or []), "the imported target file"))
-    extra = {k: meta[k] for k in ("source", "format", "config", "temperature_fit_on", "adapters", "imported_with") if k in meta}
-    target = assemble(module, predict, spec, str(meta.get("format", backend)), meta_extra=extra)
-    target.temperature.fill_(float(payload.get("temperature", 1.0)))
-    return _place(target, map_location, channels_last)

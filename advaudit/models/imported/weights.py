@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Mapping
 
 import torch
+from safetensors.torch import load_file
 from torch import Tensor, nn
 
 from advaudit.errors import AdvauditError
@@ -21,8 +22,6 @@ from advaudit.errors import AdvauditError
 def read_state_dict(path: str | Path, kind: str) -> dict[str, Tensor]:
     """The tensors of a ``state_dict`` / ``safetensors`` / ``lightning`` file (nothing unpickled)."""
     if kind == "safetensors":
-        from safetensors.torch import load_file
-
         return dict(load_file(str(path), device="cpu"))
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)

@@ -36,7 +36,7 @@ SHAPENET_STAND_INS = {"barrel": "02747177", "vase": "03593526"}  # trash bin ("t
 
 def _revolve(profile: np.ndarray, sections: int = SECTIONS):
     """A closed solid from a (radius, height) ``profile`` ``[P, 2]`` revolved about the y axis."""
-    import trimesh
+    import trimesh  # trimesh: only the mesh world needs it
 
     mesh = trimesh.creation.revolve(profile, sections=sections)  # about z
     mesh.vertices = mesh.vertices[:, [0, 2, 1]] * np.array([1.0, 1.0, -1.0])  # z up -> y up
@@ -59,7 +59,7 @@ def spheroid_mesh(r: float, ry: float, yc: float, ylo: float, yhi: float):
 
 def primitives_to_mesh(prims: Mapping[str, torch.Tensor], g: int):
     """One trimesh of object ``g`` of a batch of ShapeWorld primitives (all parts concatenated)."""
-    import trimesh
+    import trimesh  # trimesh: only the mesh world needs it
 
     parts = [trimesh.creation.box(bounds=box.numpy()) for box in prims["boxes"][g].double()]
     parts += [frustum_mesh(*map(float, f)) for f in prims["frustums"][g]]

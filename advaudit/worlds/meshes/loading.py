@@ -56,7 +56,7 @@ def normalise(vertices: np.ndarray, faces: np.ndarray, up_axis: str = "y", resca
 
 def read_mesh(path: Path, up_axis: str = "y", rescale: bool = True) -> NormalisedMesh:
     """Load any trimesh-readable file (scenes are flattened into one mesh) and normalise it."""
-    import trimesh
+    import trimesh  # trimesh: only the mesh world needs it
 
     mesh = trimesh.load(str(path), force="mesh", process=False)
     if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:

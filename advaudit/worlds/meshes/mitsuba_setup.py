@@ -63,7 +63,7 @@ def load_mitsuba(device: str = "cpu", threads: int | None = None) -> ModuleType:
     if variant.startswith("llvm"):
         configure_llvm_path()
     try:
-        import drjit as dr
+        import drjit as dr  # Mitsuba: only the mesh world renders with it
         import mitsuba as mi
     except ImportError as error:
         raise AdvauditError(f"world=meshes renders with Mitsuba 3, which is not installed ({error}); "

@@ -14,8 +14,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from advaudit.core.progress import progress
 from advaudit.errors import require
-from advaudit.report.progress import progress
+from advaudit.worlds.meshes.export_shapes import export_shapes
 from advaudit.worlds.meshes.layouts import MeshRecord, discover
 from advaudit.worlds.meshes.loading import NormalisedMesh, load_mesh
 from advaudit.worlds.meshes.renderer import MitsubaRenderer
@@ -34,8 +35,6 @@ def _unit_hash(*parts: Any) -> float:
 
 def builtin_root(cache_dir: str | Path | None, instances_per_class: Mapping[str, int], seed: int) -> Path:
     """ShapeWorld's objects exported as meshes under ``cache_dir`` (exported on first use)."""
-    from advaudit.worlds.meshes.export_shapes import export_shapes
-
     counts = {s: int(instances_per_class.get(s, 0)) for s in SPLITS}
     base = Path(cache_dir) if cache_dir else Path.home() / ".cache" / "advaudit"
     root = base / f"shapeworld-meshes-s{seed}-{counts['train']}-{counts['val']}-{counts['test']}"

@@ -3,6 +3,7 @@ paper's Table 1, rendered in pure PyTorch (CPU or GPU), batched over instances a
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from typing import Any, Mapping
 
@@ -147,8 +148,6 @@ class ShapeWorld:
 
     def with_image_size(self, image_size: int) -> "ShapeWorld":
         """The same world (instances, factors, lights) rendered at another resolution."""
-        import copy
-
         require(8 <= image_size <= 512, f"image_size={image_size}; use 8..512 pixels")
         other = copy.copy(self)
         other.image_size, other.image_shape = int(image_size), (3, int(image_size), int(image_size))

@@ -11,10 +11,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from advaudit.core.plots import image_grid, plt, reliability_diagram, save_figure
+from advaudit.core.records import write_json
 from advaudit.models.calibration import expected_calibration_error, reliability_table
 from advaudit.core.intervals import format_interval, mean_with_ci
-from advaudit.report.plots import image_grid, plt, reliability_diagram, save_figure
-from advaudit.report.records import write_json
 from advaudit.search.lowess import lowess_fit
 
 
@@ -159,7 +159,7 @@ def paired_difference(values: list[float], baseline: list[float], level: float =
     ``mean ± t_{n-1} · sd / sqrt(n)`` (``t_lo``, ``t_hi``: wider, and honest at the 5 seeds these runs
     have, where the percentile bootstrap of a mean under-covers), and ``above``, the number of seeds
     whose difference is > 0 (a sign count: 5 of 5 happens by chance with probability 1/32)."""
-    from scipy import stats
+    from scipy import stats  # scipy.stats is slow to import; only this statistic needs it
 
     diff = np.subtract(values, baseline)
     diff = diff[np.isfinite(diff)]

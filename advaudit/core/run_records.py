@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
+from advaudit.core.records import write_json
 from advaudit.errors import AdvauditError, RunInterrupted, classify
-from advaudit.report.records import write_json
 
 log = logging.getLogger(__name__)
 

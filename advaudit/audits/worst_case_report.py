@@ -12,7 +12,6 @@ case of every instance (``worst_cases.png``, rendered at >= 96 px).
 from __future__ import annotations
 
 import math
-
 import warnings
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,13 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.audits import examiner_metrics as metrics
+from advaudit.audits.instance_selection import selection_design
+from advaudit.core.plots import image_grid, plt, save_figure
+from advaudit.core.records import read_jsonl
+from advaudit.models.tracking import open_wandb
 from advaudit.core.intervals import format_interval, mean_with_ci
-from advaudit.report.plots import image_grid, plt, save_figure
-from advaudit.report.records import read_jsonl
-from advaudit.report.wandb_run import open_wandb
+from advaudit.worlds.protocol import factor_to_unit
+from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRules
 
 
 GALLERY_PX = 96
@@ -131,7 +133,7 @@ def _class_bars(per_class: dict[str, float], first: dict[str, float], path: Path
 
 def _tsne_plot(final_u: np.ndarray, final_ok: np.ndarray, random_u: np.ndarray, random_ok: np.ndarray,
                path: Path, seed: int) -> Path:
-    from sklearn.manifold import TSNE
+    from sklearn.manifold import TSNE  # scikit-learn is slow to import; only this path needs it
 
     # at most TSNE_POINTS of each kind: the picture needs no more and t-SNE's cost grows faster than n
     rng = np.random.default_rng(seed)
@@ -170,8 +172,6 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
     device = getattr(world, "device", "cpu")
     result = examination_metrics(history, labels, q, budgets, strength, seed)
     result["budget_unit"] = str(audit.get("budget_unit", "queries"))
-    from advaudit.audits.instance_selection import selection_design
-
     method = audit.get("selection", "stratified")
     result["instance_selection"] = selection_design(str(getattr(method, "value", method)))
     e_final = metrics.e_t(true_prob, q, queries)
@@ -283,8 +283,6 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
                            "examine/final_invalid_share": float(1 - valid[:, last:].mean())}
     if not judge_path:
         return out
-    from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRules
-
     judge = ValidityJudge(world, ValidityRules(in_frame=False, min_height_px=0, min_content_kept=0.0,
                                                reference=str(judge_path), reference_min_prob=0.0), device=device)
     _, _, checks = judge.render(z, worst_s.unsqueeze(1).to(device))
@@ -301,7 +299,7 @@ def factor_summary(values: np.ndarray, factor: Any) -> dict[str, Any]:
     """Mean and spread of one factor's values; on a circle the circular mean and standard deviation
     (350 and 10 deg average to 0 deg, not 180)."""
     if getattr(factor, "periodic", False):
-        from scipy.stats import circmean, circstd
+        from scipy.stats import circmean, circstd  # scipy.stats is slow to import; only this statistic needs it
 
         return {"mean": float(circmean(values, high=factor.high, low=factor.low)),
                 "std": float(circstd(values, high=factor.high, low=factor.low)), "circular": True}
@@ -310,8 +308,6 @@ def factor_summary(values: np.ndarray, factor: Any) -> dict[str, Any]:
 
 def space_unit(space: Any, s: np.ndarray) -> np.ndarray:
     """Searched factors of ``s`` ``[..., C]`` (factor units) mapped to the unit cube ``[..., C_free]``."""
-    from advaudit.worlds.protocol import factor_to_unit
-
     free = torch.as_tensor(s, dtype=torch.float32)[..., space.free]
     return factor_to_unit(free, space.free_factors).numpy()
 

@@ -1,0 +1,226 @@
+"""advaudit's layers point one way: every import goes to its own layer or a lower one, none closes a circle.
+
+The layer table below is the one ``docs/layers.md`` draws. Every module under ``advaudit/`` is
+parsed (imports at module level, under ``if``/``try``, and inside functions); the test builds the
+graph of imports between advaudit modules and checks that
+
+1. no modules and no parts (the packages and top-level modules of the table) import each other in a circle,
+2. no import goes from a lower layer to a higher one,
+3. imports inside functions are only of the optional heavy libraries in :data:`LAZY_ALLOWED`, each
+   block of them with a comment saying why it waits.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "advaudit"
+
+# lowest first; a part may import the parts of its own layer (without closing a circle) and of lower
+# layers, never of a higher one. A part is a prefix of module names: the longest that matches counts.
+LAYERS: list[tuple[str, ...]] = [
+    ("advaudit.core", "advaudit.errors", "advaudit.confutil", "advaudit.files", "advaudit.runtime"),
+    ("advaudit.models",),
+    ("advaudit.config",),
+    ("advaudit.worlds",),
+    ("advaudit.data",),
+    ("advaudit.examiners", "advaudit.search", "advaudit.faults"),
+    ("advaudit.audits",),
+    ("advaudit.report",),
+    ("advaudit.compare",),
+    ("advaudit.demo", "advaudit.sweep"),
+    ("advaudit", "advaudit.tasks", "advaudit.cli", "advaudit.__main__"),
+]
+
+# third-party libraries that are optional, or slow to import (0.2-4 s each on top of torch, 2-core
+# machine), so a function imports them when it needs them and a run that never does never pays for them
+LAZY_ALLOWED = frozenset({
+    "botorch", "drjit", "eagerpy", "foolbox", "gpytorch", "joblib", "matplotlib", "mitsuba", "onnx",
+    "onnxruntime", "optuna", "pandas", "pytorch_lightning", "scipy", "skops", "sklearn", "statsmodels",
+    "tabulate", "threadpoolctl", "timm", "torchvision", "transformers", "trimesh", "wandb",
+})
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's target as seen from ``source`` (a line of the graph)."""
+
+    source: str
+    target: str
+    line: int
+    in_function: bool
+    commented: bool
+
+    def where(self) -> str:
+        return f"{self.source} (line {self.line}) imports {self.target}"
+
+
+def module_files() -> dict[str, tuple[Path, bool]]:
+    """Module name -> (file, is a package's ``__init__``) for every module under advaudit/."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        modules[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return modules
+
+
+MODULES = module_files()
+
+
+def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The modules an import statement names (``from a import b`` names ``a.b`` where that is a module)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[:len(base) - node.level + 1]
+        prefix = ".".join([*base, node.module] if node.module else base)
+    else:
+        prefix = str(node.module)
+    names = [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in MODULES else prefix for a in node.names]
+    return list(dict.fromkeys(names))
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return "TYPE_CHECKING" in ast.unparse(test)
+
+
+def imports_of(module: str) -> list[Import]:
+    """Every import in ``module``'s file, except those under ``if TYPE_CHECKING:`` (never run)."""
+    path, is_package = MODULES[module]
+    source = path.read_text()
+    lines = source.splitlines()
+    found: list[Import] = []
+
+    def commented(node: ast.stmt) -> bool:
+        """A comment on the statement, on the line above, or on an import just above it (one per block)."""
+        first = node.lineno - 1
+        while first > 0 and lines[first - 1].strip().startswith(("import ", "from ")):
+            first -= 1
+        above = lines[first - 1].strip() if first >= 1 else ""
+        return above.startswith("#") or any("#" in line for line in lines[first:node.end_lineno])
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for sub in child.orelse:
+                    visit_one(sub, in_function)
+                continue
+            visit_one(child, in_function)
+
+    def visit_one(node: ast.AST, in_function: bool) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.extend(Import(module, t, node.lineno, in_function, commented(node))
+                         for t in _targets(module, is_package, node))
+            return
+        visit(node, in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(ast.parse(source), False)
+    return found
+
+
+ALL_IMPORTS = [imp for module in MODULES for imp in imports_of(module)]
+INTERNAL = [imp for imp in ALL_IMPORTS if imp.target == "advaudit" or imp.target.startswith("advaudit.")]
+
+
+def part_of(module: str) -> str:
+    """The part of the layer table ``module`` belongs to (the longest prefix that matches)."""
+    parts = [p for layer in LAYERS for p in layer if module == p or module.startswith(p + ".")]
+    assert parts, f"{module} belongs to no part of LAYERS: add it to the table (and to docs/layers.md)"
+    return max(parts, key=len)
+
+
+RANK = {part: rank for rank, layer in enumerate(LAYERS) for part in layer}
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One circle of ``edges`` as its path ``[a, b, ..., a]``, or None when the graph has none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def walk(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := walk(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (cycle := walk(node)):
+            return cycle
+    return None
+
+
+def _lines(imports: list[Import]) -> str:
+    return "\n  ".join(imp.where() for imp in imports)
+
+
+def test_every_module_has_a_part() -> None:
+    assert len(MODULES) > 100  # the walk found the package
+    for module in MODULES:
+        part_of(module)
+
+
+def test_no_module_imports_another_in_a_circle() -> None:
+    edges: dict[str, set[str]] = {}
+    for imp in INTERNAL:
+        target = imp.target if imp.target in MODULES else imp.target.rpartition(".")[0]
+        if target != imp.source:
+            edges.setdefault(imp.source, set()).add(target)
+    cycle = find_cycle(edges)
+    assert cycle is None, "modules import each other in a circle: " + " -> ".join(cycle or [])
+
+
+def test_no_parts_import_each_other_in_a_circle() -> None:
+    edges: dict[str, set[str]] = {}
+    for imp in INTERNAL:
+        a, b = part_of(imp.source), part_of(imp.target)
+        if a != b:
+            edges.setdefault(a, set()).add(b)
+    cycle = find_cycle(edges)
+    where = [imp.where() for a, b in zip(cycle or [], (cycle or [])[1:]) for imp in INTERNAL
+             if part_of(imp.source) == a and part_of(imp.target) == b][:6]
+    assert cycle is None, f"parts import each other in a circle: {' -> '.join(cycle or [])}\n  " + "\n  ".join(where)
+
+
+def test_imports_point_down_the_layers() -> None:
+    upward = [imp for imp in INTERNAL if RANK[part_of(imp.target)] > RANK[part_of(imp.source)]]
+    assert not upward, "imports from a lower layer to a higher one:\n  " + _lines(upward)
+
+
+def test_functions_import_only_optional_heavy_libraries() -> None:
+    lazy = [imp for imp in ALL_IMPORTS if imp.in_function]
+    assert any(imp.target.split(".")[0] == "wandb" for imp in lazy)  # the walk sees imports inside functions
+    other = [imp for imp in lazy if imp.target.split(".")[0] not in LAZY_ALLOWED]
+    assert not other, ("imports inside functions of what is not an optional heavy library (import it at the "
+                       "top of the module):\n  " + _lines(other))
+    silent = [imp for imp in lazy if not imp.commented]
+    assert not silent, "imports inside functions without a comment saying why they wait:\n  " + _lines(silent)
+
+
+@pytest.mark.parametrize("edges, cycle", [
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, ["a", "b", "c", "a"]),
+    ({"a": {"b", "c"}, "b": {"c"}, "c": set()}, None),
+])
+def test_find_cycle_known_answers(edges: dict[str, set[str]], cycle: list[str] | None) -> None:
+    assert find_cycle(edges) == cycle
+
+
+def test_part_of_takes_the_longest_prefix_and_the_walk_resolves_relative_imports() -> None:
+    assert part_of("advaudit.core.records") == "advaudit.core"
+    assert part_of("advaudit.tasks") == "advaudit.tasks"
+    assert part_of("advaudit") == "advaudit"
+    assert RANK["advaudit.core"] < RANK["advaudit.audits"] < RANK["advaudit.report"]
+    node = ast.parse("from .records import write_json").body[0]
+    assert _targets("advaudit.core", True, node) == ["advaudit.core.records"]
+    assert _targets("advaudit.core.plots", False, node) == ["advaudit.core.records"]

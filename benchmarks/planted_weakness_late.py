@@ -5,6 +5,9 @@ For each worst-case run (steps.jsonl), over the late window (last LAST queries p
 - ``extreme``: share with |camera elevation| > 60 deg or camera distance > 3.5 m (views that
   destroy the label: the worst-case audit's known failure mode), and the same share among random
   conditions' volume (0.47 on ShapeWorld's default box);
+- ``edge``: share with at least one interval (non-periodic) factor within the outer 5% of its
+  range at either end (a box's corners and faces; random search: about 1 - 0.9^7 = 0.52 with
+  ShapeWorld's seven interval factors);
 - ``spread``: per instance, the circular spread of the factor over the late proposals
   (1 - mean resultant length: 0 = one value, 1 = uniform on the circle), mean over instances;
 - ``worst_in_slice``: share of instances whose lowest true-class probability (all proposals) lies
@@ -52,10 +55,14 @@ def describe(run_dir: Path, region: Region, last: int) -> dict[str, float | str]
     all_late = np.concatenate(rows)
     inside = region.contains(all_late[:, col], (low, high) if periodic else None)
     extreme = (np.abs(all_late[:, elev]) > 60) | (all_late[:, dist] > 3.5)
+    edge = np.zeros(len(all_late), dtype=bool)
+    for j, (_, lo, hi, circular) in enumerate(bounds):
+        if not circular:
+            edge |= (all_late[:, j] < lo + 0.05 * (hi - lo)) | (all_late[:, j] > hi - 0.05 * (hi - lo))
     angle = [2 * math.pi * (r[:, col] - low) / (high - low) for r in rows]
     spread = float(np.mean([1 - abs(np.mean(np.exp(1j * a))) for a in angle]))
     return {"run": run_dir.name, "in_slice": float(inside.mean()), "extreme": float(extreme.mean()),
-            "in_slice_not_extreme": float((inside & ~extreme).mean()), "spread": spread,
+            "in_slice_not_extreme": float((inside & ~extreme).mean()), "edge": float(edge.mean()), "spread": spread,
             "worst_in_slice": float(np.mean([w[1] for w in worst.values()])),
             "p_in": float(np.mean(probs[True])), "p_out": float(np.mean(probs[False]))}
 
@@ -69,7 +76,7 @@ def main() -> None:
     parser.add_argument("--last", type=int, default=64)
     args = parser.parse_args()
     region = Region(args.factor, args.low, args.high)
-    keys = ["in_slice", "extreme", "in_slice_not_extreme", "spread", "worst_in_slice", "p_in", "p_out"]
+    keys = ["in_slice", "extreme", "in_slice_not_extreme", "edge", "spread", "worst_in_slice", "p_in", "p_out"]
     print("| run | " + " | ".join(keys) + " |\n|---|" + "---|" * len(keys))
     for run in args.runs:
         row = describe(Path(run), region, args.last)

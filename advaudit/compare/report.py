@@ -217,9 +217,9 @@ def markdown(summary: dict[str, Any]) -> str:
                       "One test per searched factor and checkpoint (Kolmogorov-Smirnov on an interval, Kuiper on a "
                       "circle), Holm-corrected over each checkpoint's factors.", ""]
             for target in dict.fromkeys(r["target"] for r in group["per_factor"]):
-                lines += [f"- **{names[target]}**: " + " ".join(r["verdict"] for r in group["per_factor"]
-                                                                  if r["target"] == target and r["p_holm"] < 0.05)
-                          or f"- **{names[target]}**: no factor shows a concentration of worst cases at 5% after correction."]
+                found = " ".join(r["verdict"] for r in group["per_factor"] if r["target"] == target and r["p_holm"] < 0.05)
+                lines += [f"- **{names[target]}**: " + (found or "no factor shows a concentration of worst cases at 5% "
+                                                         "after correction.")]
             lines += ["", "| checkpoint | factor | mean | lowest fifth | highest fifth | densest fifth (centre: share) | "
                       "test | statistic | p | p (Holm) |", "|---|---|---|---|---|---|---|---|---|---|"]
             lines += [f"| {names[r['target']]} | {r['factor']}{' (circle)' if r['periodic'] else ''} | {_fmt(r['mean'], 2)} | "

@@ -1,7 +1,8 @@
 """The comparison of any set of runs: groups, statistics, breakdowns, replay, and the files.
 
 Writes into ``out_dir``: ``comparison.md`` (verdicts, tables, figures), ``comparison.json``
-(everything, machine-readable), ``checkpoints.csv``, ``pairs.csv``, ``per_class.csv``,
+(everything, machine-readable), ``checkpoints.csv``, ``pairs.csv`` (with each paired test's power,
+resampled from the runs: :mod:`advaudit.compare.power`), ``per_class.csv``,
 ``per_factor.csv``, ``replay.csv``, and PNGs per group (``forest_*.png``, ``per_class_*.png``,
 ``factors_*.png``, ``replay_*.png``).
 """
@@ -19,10 +20,11 @@ import pandas as pd
 from advaudit.compare import plots
 from advaudit.compare.breakdowns import per_class, per_factor, searched_factors
 from advaudit.compare.design import Group, differences_between, group_runs
-from advaudit.compare.metrics import Metric, metrics_for
+from advaudit.compare.metrics import metrics_for
+from advaudit.compare.power import pair_power
 from advaudit.compare.records import RunRecord, discover_runs
 from advaudit.compare.replay import replay as run_replay
-from advaudit.compare.stats import checkpoint_summary, compare_pairs, verdict
+from advaudit.compare.stats import checkpoint_summary, compare_pairs, paired_frame, verdict
 from advaudit.core.intervals import format_interval
 from advaudit.core.naming import short_names
 from advaudit.core.records import write_json
@@ -67,6 +69,10 @@ def compare_group(group: Group, out: Path, replay: bool) -> dict[str, Any]:
     by_key = {m.key: m for m in metrics}
     for row in pairs:
         row["verdict"] = verdict(row, by_key[row["metric"]], names, group.label)
+        if row.get("units") in ("instances", "instance x seed"):
+            metric = by_key[row["metric"]]
+            row.update(pair_power(paired_frame(group, row["a"], row["b"], metric, seeds), metric.binary))
+            row["verdict"] += " " + str(row["power_words"])
     result["pairs"] = pairs
     if result["checkpoints"]:
         result["plots"]["forest"] = str(plots.forest_plot(result["checkpoints"], names, out / f"forest_{slug}.png",
@@ -153,6 +159,15 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _power_cell(row: dict[str, Any]) -> str:
+    """``power | instances for 80%`` cells of the pairs table (resampled from the runs themselves)."""
+    if not math.isfinite(row.get("power", float("nan"))):
+        return "– | –"
+    needed = row.get("n_for_80")
+    enough = needed if needed is not None else f"more than {row['power_n_max']}"
+    return f"{row['power']:.2f} | {enough} (x {row['power_k']} seeds)"
+
+
 def markdown(summary: dict[str, Any]) -> str:
     """The human report: failures, what was kept apart, then per group verdicts and tables."""
     lines = ["# Checkpoint comparison", "",
@@ -167,7 +182,7 @@ def markdown(summary: dict[str, Any]) -> str:
     for group in summary["groups"]:
         names = group["targets"]
         lines += ["", f"## {group['label']}", "",
-                  f"Checkpoints: " + ", ".join(f"**{n}** (`{t}`)" for t, n in names.items()) + ".",
+                  "Checkpoints: " + ", ".join(f"**{n}** (`{t}`)" for t, n in names.items()) + ".",
                   f"Seeds compared: {group['seeds']}.", f"Design: {group.get('design', 'n/a')}."]
         lines += [f"- note: {n}" for n in group["notes"]]
         if group["pairs"]:
@@ -179,11 +194,11 @@ def markdown(summary: dict[str, Any]) -> str:
                   f"{r['interval_over']} | {r['n_seeds']} |" for r in group["checkpoints"]]
         if group["pairs"]:
             lines += ["", "### Paired differences (A − B)", "",
-                      "| metric | A | B | A − B | 95% interval | test | p | p (Holm) | instances |",
-                      "|---|---|---|---|---|---|---|---|---|"]
+                      "| metric | A | B | A − B | 95% interval | test | p | p (Holm) | instances | power | "
+                      "instances for 80% |", "|---|---|---|---|---|---|---|---|---|---|---|"]
             lines += [f"| {r['metric']} | {names[r['a']]} | {names[r['b']]} | {_fmt(r['diff'])} | "
                       f"[{_fmt(r['lo'])}, {_fmt(r['hi'])}] ({r['interval_over']}) | {r['test']} | {_fmt(r['p'], 4)} | "
-                      f"{_fmt(r['p_holm'], 4)} | {r['n_instances']} |" for r in group["pairs"]]
+                      f"{_fmt(r['p_holm'], 4)} | {r['n_instances']} | {_power_cell(r)} |" for r in group["pairs"]]
         if "replay" in group:
             replay = group["replay"]
             targets = list(replay["transfer"])
@@ -201,9 +216,9 @@ def markdown(summary: dict[str, Any]) -> str:
                       "One test per searched factor and checkpoint (Kolmogorov-Smirnov on an interval, Kuiper on a "
                       "circle), Holm-corrected over each checkpoint's factors.", ""]
             for target in dict.fromkeys(r["target"] for r in group["per_factor"]):
-                lines += [f"- **{names[target]}**: " + " ".join(r["verdict"] for r in group["per_factor"]
-                                                                  if r["target"] == target and r["p_holm"] < 0.05)
-                          or f"- **{names[target]}**: no factor shows a concentration of worst cases at 5% after correction."]
+                found = " ".join(r["verdict"] for r in group["per_factor"] if r["target"] == target and r["p_holm"] < 0.05)
+                lines += [f"- **{names[target]}**: " + (found or "no factor shows a concentration of worst cases at 5% "
+                                                         "after correction.")]
             lines += ["", "| checkpoint | factor | mean | lowest fifth | highest fifth | densest fifth (centre: share) | "
                       "test | statistic | p | p (Holm) |", "|---|---|---|---|---|---|---|---|---|---|"]
             lines += [f"| {names[r['target']]} | {r['factor']}{' (circle)' if r['periodic'] else ''} | {_fmt(r['mean'], 2)} | "

@@ -41,8 +41,12 @@ def test_per_factor_tests_are_corrected_over_factors_and_a_cluster_across_the_se
                    "light_azimuth": float(rng.uniform(0, 360)), "camera_distance": float(rng.uniform(1.5, 4))}
                   for i in range(n)]
     write_worst_case(tmp_path / "a", "A.pt", 0, np.full(n, 0.3), np.zeros(n, bool), worst_s=conditions)
+    uniform = [{"camera_roll": float(rng.uniform(0, 360)), "camera_elevation": float(rng.uniform(-90, 90)),
+                "light_azimuth": float(rng.uniform(0, 360)), "camera_distance": float(rng.uniform(1.5, 4))}
+               for _ in range(n)]
+    write_worst_case(tmp_path / "b", "B.pt", 0, np.full(n, 0.3), np.zeros(n, bool), worst_s=uniform)
     group = compare_runs([tmp_path], tmp_path / "out", replay=False)["groups"][0]
-    rows = {r["factor"]: r for r in group["per_factor"]}
+    rows = {r["factor"]: r for r in group["per_factor"] if r["target"] == "A.pt"}
     assert rows["camera_roll"]["test"] == "Kuiper" and rows["camera_elevation"]["test"] == "KS"
     searched = list(rows.values())
     expected = multipletests([r["p"] for r in searched], method="holm")[1]
@@ -55,6 +59,8 @@ def test_per_factor_tests_are_corrected_over_factors_and_a_cluster_across_the_se
     assert rows["camera_elevation"]["verdict"].startswith("camera_elevation: no concentration detectable")
     text = (tmp_path / "out" / "comparison.md").read_text()
     assert "camera_roll: the worst cases concentrate" in text and "p (Holm)" in text
+    # a checkpoint whose worst cases are uniform gets the sentence, not an empty line
+    assert "- **B**: no factor shows a concentration of worst cases at 5% after correction." in text
 
 
 def test_the_comparison_states_whether_its_design_is_paired(tmp_path: Path) -> None:

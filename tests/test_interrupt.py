@@ -84,6 +84,74 @@ def test_an_interrupted_examination_keeps_its_records_and_resumes(tiny_shapes_ta
     assert json.loads((run_dir / "result.failed.json").read_text())["error_kind"] == "user"
 
 
+@pytest.mark.parametrize("signum,name,code", [(signal.SIGINT, "SIGINT", 130), (signal.SIGTERM, "SIGTERM", 143)])
+def test_a_signal_after_two_steps_keeps_exactly_those_steps_and_the_rerun_ends_as_if_never_stopped(
+        tiny_shapes_target: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int, name: str,
+        code: int) -> None:
+    """The fast version of the test above: the CLI runs in this process (:mod:`tests.cli_batch`) and the
+    signal arrives at a known point, right after the second of four steps is written."""
+    import torch
+
+    import advaudit.audits.worst_case as worst_case
+    from tests.cli_batch import run_case
+
+    def args(run_dir: Path, *extra: str) -> list[str]:
+        return _examine(tiny_shapes_target, run_dir, "audit.budget=16", "audit.report_budgets=[0,16]", *extra)[2:]
+
+    written: list[int] = []
+
+    def append_then_signal(path: Path, records: list[dict]) -> None:
+        append_jsonl(path, records)
+        if Path(path).name == "steps.jsonl":
+            written.append(len(records))
+            if len(written) == 2:
+                os.kill(os.getpid(), signum)  # the CLI's handler turns it into an interruption here
+
+    monkeypatch.setenv("ADVAUDIT_PROGRESS", "0")
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # never let a stray SIGTERM end pytest itself
+    append_jsonl = worst_case.append_jsonl
+    run_dir = tmp_path / "run"
+    try:
+        monkeypatch.setattr(worst_case, "append_jsonl", append_then_signal)
+        stopped = run_case("examine.py", args(run_dir))
+        record = json.loads((run_dir / "result.json").read_text())
+        before = read_jsonl(run_dir / "steps.jsonl")
+        state = torch.load(run_dir / "examiner_state.pt", weights_only=True)
+        monkeypatch.setattr(worst_case, "append_jsonl", append_jsonl)
+        if name == "SIGTERM":  # the rerun is the same for either signal: run it once
+            rerun = run_case("examine.py", args(run_dir))
+            changed = run_case("examine.py", args(run_dir, "examiner.q=2"))
+            never_stopped = run_case("examine.py", args(tmp_path / "uninterrupted"))
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    n = written[0]
+    assert stopped["code"] == code and f"interrupted by {name}" in stopped["stderr"], stopped["stderr"][-3000:]
+    assert "Traceback" not in stopped["stdout"] + stopped["stderr"]
+    assert len(written) == 2 and n > 0
+    assert record["status"] == "failed" and record["error_kind"] == "interrupted" and name in record["error"]
+    assert [r["step"] for r in before] == [0] * n + [1] * n  # both written steps, nothing after the signal
+    assert state["step"] == 1  # the second step's checkpoint was never written
+    if name != "SIGTERM":
+        return
+    assert rerun["code"] == 0, rerun["stderr"][-3000:]
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "ok"
+    after = read_jsonl(run_dir / "steps.jsonl")
+    assert [r["step"] for r in after] == [0] * n + [1] * n + [2] * n + [3] * n  # every step once
+    assert after[:n] == before[:n]  # the checkpointed step survives unchanged
+    # the resumed examination proposes and scores exactly what an uninterrupted one does
+    assert after == read_jsonl(tmp_path / "uninterrupted" / "steps.jsonl")
+    finished = json.loads((run_dir / "result.json").read_text())
+    reference = json.loads((tmp_path / "uninterrupted" / "result.json").read_text())
+    assert finished["examine/E_T@16"] == reference["examine/E_T@16"]
+
+    assert changed["code"] == 2 and "holds a different examination" in changed["stderr"]
+    assert "Traceback" not in changed["stderr"]
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "ok"  # the finished run's record stays
+    assert json.loads((run_dir / "result.failed.json").read_text())["error_kind"] == "user"
+
+
 def test_an_interrupted_training_run_resumes_from_its_last_epoch(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     resume = run_dir / "checkpoints" / "resume.ckpt"

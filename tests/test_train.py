@@ -26,9 +26,51 @@ def test_train_cnn_writes_result_and_loadable_checkpoint(make_cfg) -> None:
     assert load_target(result["checkpoint"]).class_names[-1] == "ankle-boot"
 
 
-def test_adversarial_training_runs(make_cfg) -> None:
+def test_adversarial_training_attacks_every_training_batch(make_cfg, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    import advaudit.models.classifier as classifier
+
+    attacked: list[tuple[torch.Tensor, torch.Tensor, dict]] = []
+
+    def spy(model: object, x: torch.Tensor, y: torch.Tensor, **settings: object) -> torch.Tensor:
+        adversarial = pgd_attack(model, x, y, **settings)
+        attacked.append((x, adversarial, settings))
+        return adversarial
+
+    pgd_attack = classifier.pgd_attack
+    monkeypatch.setattr(classifier, "pgd_attack", spy)
     cfg = make_cfg("train", ["model=mlp", *TINY_FMNIST, "+model.adversarial={norm:linf,eps:0.05,steps:2}"])
     assert train(cfg)["test/acc"] > 0.3
+    assert len(attacked) == 5  # one epoch of 600 images in batches of 128: every training batch, only those
+    assert sum(len(x) for x, _, _ in attacked) == 600
+    for x, adversarial, settings in attacked:
+        assert settings == {"norm": "linf", "eps": 0.05, "steps": 2}
+        moved = (adversarial - x).abs().flatten(1).amax(1)
+        assert bool((moved <= 0.05 + 1e-6).all()) and bool((moved > 0.04).all())
+
+
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log")  # a training step called outside a Trainer
+def test_training_step_loss_is_the_loss_on_the_pgd_adversarial() -> None:
+    import torch
+
+    from advaudit.models.classifier import ClassifierModule, pgd_attack
+    from advaudit.models.nets import build_net
+    from advaudit.models.target import TorchTarget
+
+    torch.manual_seed(0)
+    meta = {"arch": "mlp", "arch_params": {}, "class_names": ["a", "b", "c"], "input_shape": [1, 4, 4],
+            "normalization": {"mean": [0.5], "std": [0.25]}}
+    target = TorchTarget(build_net("mlp", [1, 4, 4], 3), meta)
+    settings = {"norm": "linf", "eps": 0.1, "steps": 3}
+    module = ClassifierModule(target, torch.optim.SGD, adversarial=settings)
+    x, y = torch.rand(16, 1, 4, 4), torch.arange(16) % 3
+    torch.manual_seed(1)
+    loss = module.training_step((x, y), 0)
+    torch.manual_seed(1)  # the same random start
+    expected = torch.nn.functional.cross_entropy(target.logits(pgd_attack(target, x, y, **settings)), y)
+    clean = torch.nn.functional.cross_entropy(target.logits(x), y)
+    assert float(loss) == pytest.approx(float(expected), rel=1e-6) and float(loss) > float(clean) + 0.01
 
 
 def test_svm_black_box_on_a_real_table(make_cfg) -> None:

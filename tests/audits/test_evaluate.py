@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from advaudit.audits.common import target_datamodule
 from advaudit.errors import AdvauditError
+from advaudit.models import load_target
 from advaudit.report.leaderboard import collect_results, main as leaderboard_main, rank
 from advaudit.tasks import examine
 
@@ -21,8 +23,16 @@ def test_evaluate_audit_writes_metrics_and_plots(make_cfg, tiny_fmnist_target: P
     assert (out / "reliability.png").stat().st_size > 1000 and (out / "confusion.png").exists()
     saved = json.loads((out / "result.json").read_text())
     assert saved["n_items"] == 500 and saved["audit"] == "evaluate"
-    assert result["evaluate/worst_class_acc"] <= result["evaluate/acc"] <= 1
-    assert len(saved["per_class_acc"]) == 10
+    # the same 500 items scored here, outside the audit: accuracy, per-class accuracy and the worst class agree
+    target = load_target(tiny_fmnist_target)
+    split = target_datamodule(target, cfg.audit.dataset).split("test")
+    predicted = target.predict_proba(split.x).argmax(1)
+    per_class = [float((predicted[split.y == c] == c).float().mean()) for c in range(10)]
+    assert len(split) == 500 and result["evaluate/acc"] == pytest.approx(float((predicted == split.y).float().mean()))
+    assert list(saved["per_class_acc"].values()) == pytest.approx(per_class)
+    assert list(saved["per_class_acc"]) == target.class_names
+    assert result["evaluate/worst_class_acc"] == pytest.approx(min(per_class))
+    assert min(per_class) < result["evaluate/acc"] < max(per_class)  # classes differ: the worst is not the mean
 
 
 def test_evaluate_needs_a_target(make_cfg) -> None:

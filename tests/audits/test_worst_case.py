@@ -118,18 +118,39 @@ def test_a_killed_examination_resumes_to_the_same_result(make_cfg, tiny_shapes_t
     assert len(read_jsonl(tmp_path / "resumed" / "steps.jsonl")) == 10 * 6
 
 
+class _StoppedClock:
+    """A stand-in for ``time.perf_counter``: ``start`` on the first call, ``start + span`` on every later one,
+    so an examination measures exactly ``span`` seconds however often it reads the clock."""
+
+    def __init__(self, start: float, span: float) -> None:
+        self.readings = iter([start])
+        self.end = start + span
+
+    def __call__(self) -> float:
+        return next(self.readings, self.end)
+
+
 def test_a_finished_examination_extends_to_a_larger_budget_as_if_run_at_it(make_cfg, tiny_shapes_target: Path,
-                                                                          tmp_path: Path) -> None:
+                                                                          tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    import advaudit.audits.worst_case as worst_case
+
     overrides = worst_case_overrides(tiny_shapes_target, "examiner=rl", "examiner.q=4", "examiner.lr=0.05")
     longer = [*overrides, "audit.budget=16", "audit.report_budgets=[0,8,16]"]
     full = examine(make_cfg("examine", [*longer, f"paths.output_dir={tmp_path / 'full'}"]))
+    monkeypatch.setattr(worst_case, "time", SimpleNamespace(perf_counter=_StoppedClock(0.0, 60.25)))
     short = examine(make_cfg("examine", [*overrides, "audit.budget=8", "audit.report_budgets=[0,8]",
                                           f"paths.output_dir={tmp_path / 'extended'}"]))
     assert "examine/E_T@16" not in short
+    monkeypatch.setattr(worst_case, "time", SimpleNamespace(perf_counter=_StoppedClock(5000.0, 45.5)))
     extended = examine(make_cfg("examine", [*longer, f"paths.output_dir={tmp_path / 'extended'}"]))
+    monkeypatch.undo()
     queried = [_by_instance(read_jsonl(tmp_path / d / "steps.jsonl"), "s") for d in ("full", "extended")]
     assert queried[0] == queried[1]  # the policy after 2 updates, resumed, proposes what it did uninterrupted
-    assert extended["seconds_examination"] >= short["seconds_examination"]  # time of both invocations
+    # the examination's seconds add up over both invocations: 60.25 s for the first 8 queries, 45.5 s for the rest
+    assert (short["seconds_examination"], extended["seconds_examination"]) == (60.25, 105.75)
     for key in ("examine/E_T@8", "examine/E_T@16", "examine/worst@16", "examine/E_T@16/hi"):
         assert extended[key] == pytest.approx(full[key], abs=1e-6)
     with pytest.raises(AdvauditError, match="already holds 16 queries per instance"):

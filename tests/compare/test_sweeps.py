@@ -87,16 +87,18 @@ def _examine(args: list[str], tmp_path: Path, timeout: int = 900) -> subprocess.
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("launcher", ["parallel", "submitit"])
-def test_real_two_job_sweep_through_a_launcher(launcher: str, tiny_fmnist_target: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("launcher,setting,threads", [
+    ("parallel", "hydra.launcher.n_jobs=2", cores_per_job(2)),      # usable cores // 2 jobs (1 on 2 cores)
+    ("submitit", "hydra.launcher.cpus_per_task=2", 2)])              # the cores each job is given
+def test_real_two_job_sweep_through_a_launcher(launcher: str, setting: str, threads: int, tiny_fmnist_target: Path,
+                                               tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
-    done = _examine(["-m", f"hydra/launcher={launcher}", "audit=evaluate", f"target={tiny_fmnist_target}",
+    done = _examine(["-m", f"hydra/launcher={launcher}", setting, "audit=evaluate", f"target={tiny_fmnist_target}",
                      "seed=0,1", f"hydra.sweep.dir={sweep}"], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     results = [json.loads((sweep / str(i) / "result.json").read_text()) for i in (0, 1)]
     assert [r["config"]["seed"] for r in results] == [0, 1] and all(r["status"] == "ok" for r in results)
-    assert all(r["config"]["threads"] == cores_per_job(2 if launcher == "parallel" else 0) or
-               r["config"]["threads"] == 1 for r in results)
+    assert [r["config"]["threads"] for r in results] == [threads, threads]
     if launcher == "submitit":
         assert list((sweep / ".submitit").rglob("*_log.out"))           # run by submitit's local executor
     comparison = json.loads((sweep / "comparison" / "comparison.json").read_text())

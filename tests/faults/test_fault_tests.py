@@ -226,6 +226,10 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
     assert bool((d <= 0.1 + 1e-4).all())
     assert "| generator |" in (out / "report.md").read_text()
     assert "/lo" not in (out / "report.md").read_text()  # interval keys are no transfer targets
+    # the transfer target's accuracy on the unperturbed seeds, scored here from the saved seeds
+    seeds_right = target.predict_proba(saved["seeds"]).argmax(1) == saved["y0"]
+    name = tiny_fmnist_target.parent.parent.name
+    assert result[f"faults/seeds/transfer_acc/{name}"] == pytest.approx(float(seeds_right.float().mean()))
     # a rerun of the same audit reuses the finished chunks: same tests, no search time spent again
     again = examine(cfg)
     assert torch.equal(torch.load(out / "tests.pt", weights_only=True)["generator_tests"], saved["generator_tests"])
@@ -246,7 +250,8 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
     # both directions in one walk: the reverse tests start from target-class seeds, and each injected
     # feature's direction flips for them
     both_target = brightness_target(target.meta, generator, source, other, tmp_path / "brightness_target.pt")
-    both = examine(compose_config("examine", [*base, f"target={both_target}", f"audit.transfer_targets=[{both_target}]",
+    transfer = f"audit.transfer_targets=[{both_target},{tiny_fmnist_target}]"
+    both = examine(compose_config("examine", [*base, f"target={both_target}", transfer,
                                               f"audit.source_class={source}", f"audit.target_class={other}",
                                               "audit.eps=50", "audit.lr=0.2", "audit.both_directions=true", "audit.pixel={}",
                                               "audit.fault_feature={kind:brightness,direction:-1}"], tmp_path / "both"))
@@ -258,6 +263,12 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
         if ok.any():
             shift = feature_shift(saved_both["seeds"][rows], saved_both["generator_tests"][rows], "brightness", sign)
             assert both[f"faults/{prefix}generator/feature/brightness/moved_share"] == float((shift[ok] > 0).float().mean())
+        # transfer accuracies on the failing tests (no judge: all count): the target itself gets none of them
+        # right; the other checkpoint's share is scored here from the saved tests
+        tests, y0 = saved_both["generator_tests"][rows][ok], saved_both["y0"][rows][ok]
+        assert both[f"faults/{prefix}generator/transfer_acc/{both_target.parent.parent.name}"] == 0.0
+        other_right = target.predict_proba(tests).argmax(1) == y0
+        assert both[f"faults/{prefix}generator/transfer_acc/{name}"] == pytest.approx(float(other_right.float().mean()))
     assert "| reverse/generator |" in (tmp_path / "both" / "run" / "report.md").read_text()
     with pytest.raises(AdvauditError, match="are both"):
         examine(compose_config("examine", [*base, f"audit.source_class={source}", f"audit.target_class={source}"],

@@ -4,20 +4,24 @@ Each YAML option of the groups advaudit owns (``audit``, ``examiner``, ``world``
 ``dataset``, ``model``, ``paths``) and the two root configs start with ``defaults: [<schema>, _self_]``, so Hydra checks
 every value at composition time, with its own messages, before any work: ``seed=abc`` ("Value 'abc'
 of type 'str' could not be converted to Integer"), ``audit.mode=weak`` ("Invalid value 'weak',
-expected one of [weakness, strength]"), ``+audit.bugdet=8`` (not in the schema). The YAML files
-keep their values and comments; defaults here only matter for keys a YAML file leaves out.
+expected one of [weakness, strength]"), ``+audit.bugdet=8`` (not in the schema).
 
-Rules that relate several keys (``low <= high``, report budgets within the budget, ...) live in
-:mod:`advaudit.config.validation`, which runs once before a task starts.
+The dataclass is the one place a default lives: a YAML option sets only what differs from its
+schema. A rule on one number sits next to its field (:func:`advaudit.config.ranges.ranged`) and is
+checked wherever the schema is used; rules that relate several keys (``low <= high``, report
+budgets within the budget, ...) live in :mod:`advaudit.config.validation`, which runs once before a
+task starts. Audits and examiners receive these objects typed (:func:`advaudit.config.typed`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Optional
+from typing import Any, ClassVar, Dict, List, Optional
 
 from omegaconf import MISSING
+
+from advaudit.config.ranges import Ranged, ranged
 
 
 class Split(str, Enum):
@@ -83,148 +87,231 @@ class Oracle(str, Enum):
 
 # -- audit --------------------------------------------------------------------------------------
 @dataclass
-class ValidityConf:
-    in_frame: bool = True
-    min_height_px: float = 6
-    min_content_kept: float = 0.8
+class ValidityConf(Ranged):
+    """``audit.validity``: a failure counts only where the label is preserved (examiner paper Sec. 2.1);
+    every proposal is judged (:class:`advaudit.worlds.validity.ValidityJudge`)."""
+
+    config_path: ClassVar[str] = "audit.validity"
+    in_frame: bool = True  # ShapeWorld: the whole object in frame; TransformWorld: content kept
+    # ShapeWorld: object at least this many pixels along its longer image axis
+    min_height_px: float = ranged(6, low=0)
+    # TransformWorld: share of the image's content that stays in frame
+    min_content_kept: float = ranged(0.8, low=0, high=1)
+    # a strong target.pt trained on this world: its confident correct answer stands in for the human
+    # judge (needs this true-class probability)
     reference: Optional[str] = None
-    reference_min_prob: float = 0.5
+    reference_min_prob: float = ranged(0.5, low=0, high=1)
 
 
 @dataclass
 class WorstCaseAuditConf:
+    """``conf/audit/worst_case.yaml``: Algorithm 1 of the adversarial-examiner paper, batched over instances."""
+
     name: str = "worst_case"
     run: str = "advaudit.audits.worst_case.run"
-    metric: Optional[str] = "examine/E_T"
-    budget: int = 500
+    metric: Optional[str] = "examine/E_T"  # the paper's metric; examine/worst is the worst valid case found
+    budget: int = 500  # per instance, in budget_unit (checked with the report budgets in validation)
+    # queries (model evaluations) | iterations (examiner steps of q queries; the paper's T: RL updates
+    # of 32 samples, BO proposals)
     budget_unit: BudgetUnit = BudgetUnit.queries
-    report_budgets: List[int] = field(default_factory=lambda: [0, 100, 300, 500])
-    mode: Mode = Mode.weakness
+    report_budgets: List[int] = field(default_factory=lambda: [0, 100, 300, 500])  # in budget_unit; each <= budget
+    mode: Mode = Mode.weakness  # weakness: minimise the true-class prob; strength: maximise it (Sec. 4.6)
+    # stratified: per class, instances drawn with the seed: every checkpoint examined with one seed gets
+    # the same instances (a paired design). best_per_class (the paper, the reproductions): per class, the
+    # val instance with the highest true-class prob *for this checkpoint*, so checkpoints are examined on
+    # different instances
     selection: Selection = Selection.stratified
     selection_split: Split = Split.val
-    selection_renders: int = 10
-    n_instances: Optional[int] = None
-    fixed_random: List[str] = field(default_factory=list)
-    calibrated: bool = False
-    factor_share: Any = None  # null or a mapping (checked in validation)
+    selection_renders: int = ranged(10, low=1, integer=True)  # best_per_class: random renders per candidate
+    # null: one per class (stratified, best_per_class); stratified spreads N over the classes in turn;
+    # required for selection=random
+    n_instances: Optional[int] = ranged(None, low=1, integer=True)
+    fixed_random: List[str] = field(default_factory=list)  # factors drawn once per instance, not searched (paper: the 3 sun angles)
+    calibrated: bool = False  # the paper's loss is the raw post-softmax probability
+    # null or e.g. {factor: camera_elevation, abs_above: 30}: share of final vs random examples beyond
+    # the threshold (paper Section 4.4; checked in validation)
+    factor_share: Any = None
     validity: ValidityConf = field(default_factory=ValidityConf)
-    judge: Optional[str] = None  # an independent target.pt that only measures the worst cases (never selects)
-    checkpoint_every: int = 10
-    stop_after_steps: Optional[int] = None
+    # validity where it matters: an independent strong model (a target.pt trained on this world, not the
+    # validity reference) names each instance's worst valid case; the report gives the share it still
+    # classifies correctly (and its accuracy under random conditions). It never changes the examination.
+    judge: Optional[str] = None
+    checkpoint_every: int = ranged(10, low=1, integer=True)  # steps between examiner checkpoints (resume)
+    stop_after_steps: Optional[int] = ranged(None, low=0, integer=True)  # testing aid: stop (as if killed) after this many steps
 
 
 @dataclass
 class SearchFeaturesConf:
-    components: int = 20
+    # PCA of the inputs: the derived feature space of spread/clustering/meta-model
+    components: int = ranged(20, low=1, integer=True)
 
 
 @dataclass
 class ErrorSearchAuditConf:
+    """``conf/audit/error_search.yaml``: find a model's confident mistakes in an unlabeled pool with few
+    labels (adversarial distance papers). The method is chosen by the ``search`` group (whose settings,
+    ``conf/search/methods.yaml``, hold every method's parameters); every method in ``compare`` runs on
+    the same pools."""
+
     name: str = "error_search"
     run: str = "advaudit.audits.error_search.run"
     split: Split = Split.test
+    # override the target's own dataset config (e.g. a shifted test set): as for audit=evaluate,
+    # +dataset@audit.dataset=<conf/dataset option> or a block with _target_
     dataset: Any = None
-    critical_class: Any = 0
-    tau: float = 0.65
-    box: Any = "auto"  # auto | observed | [low, high]
-    pool_size: int = 2000
-    replications: int = 1000
-    budget: int = 50
-    pool_chunk: int = 100
+    critical_class: Any = 0  # name or index: search among items predicted as this class
+    tau: float = ranged(0.65, low=0, high=1)  # ... with calibrated confidence above tau
+    # attack box and MAE unit: auto ([0, 1] for images, observed per-feature range for tables) | observed | [low, high]
+    box: Any = "auto"
+    pool_size: int = 2000  # P items per simulated unlabeled pool (checked with the budget in validation)
+    replications: int = ranged(1000, low=1, integer=True)  # R pools
+    budget: int = 50  # B oracle queries per pool
+    pool_chunk: int = ranged(100, low=1, integer=True)  # pools processed together (memory: chunk * P * anchors floats)
     features: SearchFeaturesConf = field(default_factory=SearchFeaturesConf)
     compare: List[str] = field(default_factory=list)
     report_at: List[int] = field(default_factory=list)
     metric: Optional[str] = None
+    # true: pools of min(pool_size, eligible items), the largest the data allow; false: more than the
+    # eligible items is an error
     clamp_pool_size: bool = False
 
 
 @dataclass
 class FaultTestsAuditConf:
+    """``conf/audit/fault_tests.yaml``: confident targeted failing tests from a conditional generator's
+    early activations (generative fault tests paper), next to pixel-space PGD tests from the same seeds."""
+
     name: str = "fault_tests"
     run: str = "advaudit.audits.fault_tests.run"
-    source_class: Any = 0
-    target_class: Any = 1
-    n_seeds: int = 200
-    k: int = 2
-    eps: float = 4.0
-    budget: FaultBudget = FaultBudget.fixed
-    kappa: float = 1.0
-    lr: float = 0.003
-    max_steps: int = 400
-    chunk: int = 200
+    source_class: Any = 0  # seeds are generated as this class (name or index)
+    target_class: Any = 1  # the confident mistake to reach; null = untargeted
+    n_seeds: int = ranged(200, low=1, integer=True)
+    k: int = ranged(2, low=1, high=3, integer=True)  # perturb the outputs of the first k generator blocks (of 3 hidden blocks)
+    eps: float = ranged(4.0, low=0, low_open=True)  # L2 budget over all perturbations (in units of per-neuron activation std)
+    budget: FaultBudget = FaultBudget.fixed  # fixed | annealed (1 + 0.1 t, capped at eps: the authors' code)
+    kappa: float = ranged(1.0, low=0)  # confidence margin on the logits
+    lr: float = ranged(0.003, learning_rate=True)
+    max_steps: int = ranged(400, low=1, integer=True)
+    # seeds searched together (both directions share a chunk); docs/RESULTS.md measures the walk's cost
+    # at chunks of 400
+    chunk: int = ranged(400, low=1, integer=True)
+    # pixel baselines: PGD with the same margin loss; {} to skip. foolbox = foolbox 3's L2PGD/LinfPGD
+    # (every step, every image); advaudit = own PGD that keeps each image's first success (smaller change)
     pixel_engine: PixelEngine = PixelEngine.foolbox
     pixel: Dict[str, Any] = field(default_factory=dict)
-    transfer_targets: List[str] = field(default_factory=list)
+    transfer_targets: List[str] = field(default_factory=list)  # other classifiers to score the tests on (RQ3)
     metric: Optional[str] = None
-    fault_feature: Any = None  # null, {kind, direction} or a list of them (checked in validation)
+    # injected-fault check (RQ1): {kind: patch|brightness|size, direction: +1|-1} or a list of them: per
+    # kind of test and feature, the share of failing tests whose feature moved from seed to test in that
+    # direction (feature/<kind>/moved_share, with a 95% interval over tests; _valid: valid tests only)
+    # and the mean signed change (shift_mean). The first feature is also reported as feature_moved_share.
+    fault_feature: Any = None
+    # independent validity judge: a classifier of another architecture trained on real data (never the
+    # target); a failing test is valid when the judge still gives it the seed's class (valid_share).
+    # With a judge, transfer accuracies (RQ3) count valid tests only.
     judge: Optional[str] = None
+    # also test the reverse direction (target_class seeds -> source_class) in the same batched walk;
+    # reported under faults/reverse/<kind>/..., with each fault_feature's direction negated
     both_directions: bool = False
 
 
 @dataclass
 class GalleryAuditConf:
+    """``conf/audit/gallery.yaml``: one PNG per instance, a row per factor, its range swept left to
+    right (no target needed)."""
+
     name: str = "gallery"
     run: str = "advaudit.audits.gallery.run"
     split: Split = Split.test
-    n_instances: int = 3
-    steps: int = 7
-    base: float = 0.5
-    base_overrides: Any = None  # null or {factor: unit-cube value}
+    n_instances: int = ranged(3, low=1, integer=True)
+    steps: int = ranged(7, low=2, integer=True)
+    base: float = ranged(0.5, low=0, high=1)  # unit-cube position of the factors not being swept
+    base_overrides: Any = None  # null or {factor: unit-cube value}, e.g. {sun_energy: 0.8}
 
 
 @dataclass
 class EvaluateAuditConf:
+    """``conf/audit/evaluate.yaml``: accuracy, ECE, per-class accuracy, reliability diagram and
+    confusion matrix on the test split."""
+
     name: str = "evaluate"
     run: str = "advaudit.audits.evaluate.run"
     metric: Optional[str] = None
     split: Split = Split.test
+    # a dataset config to evaluate on instead of the target's own (e.g. a shifted test set), with the
+    # target's classes in its order: a conf/dataset option with +dataset@audit.dataset=fashion_mnist (then
+    # audit.dataset.<key>=... as for dataset=), or a block audit.dataset={_target_: ..., limit: {test: 500}}
     dataset: Any = None
 
 
 # -- examiner -----------------------------------------------------------------------------------
 @dataclass
 class RandomExaminerConf:
+    """``conf/examiner/random.yaml``: uniform random search (the standard protocol)."""
+
     name: str = "random"
-    q: int = 32
+    q: int = ranged(32, low=1, integer=True)  # candidates per instance per step
 
 
 @dataclass
 class OptunaExaminerConf:
+    """``conf/examiner/{tpe,cmaes}.yaml``: Optuna TPE or CMA-ES (needs the cmaes package), one study per
+    instance (ask/tell)."""
+
     name: str = "tpe"
-    q: int = 1
+    q: int = ranged(1, low=1, integer=True)
 
 
 @dataclass
 class BOExaminerConf:
+    """``conf/examiner/bo.yaml``: GP-UCB, one GP per instance batched in one BoTorch SingleTaskGP
+    (``batch_shape=[N]``); :class:`advaudit.examiners.bo.BOExaminer` takes its defaults from here."""
+
     name: str = "bo"
-    q: int = 1
-    beta: float = 6.635776
-    n_init: int = 2
-    refit_every: int = 10
-    refit_growth: float = 1.3
-    fit_maxiter: int = 40
-    fit_max_points: int = 128
-    raw_samples: int = 256
-    restarts: int = 4
-    adam_steps: int = 15
-    adam_lr: float = 0.03
-    acquisition_dtype: str = "float32"  # float32 | float64: the variance product L^-1 k (issue 15)
-    refine: str = "local"  # local | adam (issue 15)
+    q: int = ranged(1, low=1, integer=True)
+    beta: float = ranged(6.635776, low=0, low_open=True)  # = kappa^2 with bayes_opt's kappa = 2.576
+    n_init: int = ranged(2, low=1, integer=True)  # random points first (paper: 2)
+    refit_every: int = ranged(10, low=1, integer=True)  # refit hyperparameters (warm-started) when the data grew by >= 10 points
+    refit_growth: float = ranged(1.3, low=1)  # ... and by >= 30% since the last fit (~14 fits over 500 queries)
+    fit_maxiter: int = ranged(40, low=1, integer=True)
+    fit_max_points: int = ranged(128, low=1, integer=True)  # hyperparameters fitted on <= 128 points per instance (posterior uses all)
+    raw_samples: int = ranged(256, low=1, integer=True)  # Sobol points screened per step (plus 16 around each instance's best point)
+    restarts: int = ranged(4, low=1, integer=True)  # best screened points refined per instance
+    adam_steps: int = ranged(15, low=0, integer=True)  # adam only
+    adam_lr: float = ranged(0.03, learning_rate=True)  # adam only
+    # float32 | float64: dtype of the acquisition's copy of L^-1 (the factor is grown in float64)
+    acquisition_dtype: str = "float32"
+    # local: rounds of perturbations (one product with L^-1 per round) | adam: gradient steps
+    refine: str = "local"
+    # local: one round per scale (perturbation std in GP lengthscales)
     local_scales: List[float] = field(default_factory=lambda: [0.4, 0.15, 0.05, 0.02])
-    local_samples: int = 24
+    local_samples: int = ranged(24, low=1, integer=True)  # local: perturbations per start and round
 
 
 @dataclass
 class RLExaminerConf:
+    """``conf/examiner/rl.yaml``: LSTM policy + REINFORCE (paper: 100 bins, embedding 30, hidden 30, Adam
+    1e-3, batch 32); one policy update per q=32 queries: the paper's "T iterations" = T updates = 32*T
+    queries.
+
+    Choice of baseline and lr, measured (benchmarks/rl_concentration_synthetic.py, docs/RESULTS.md: a
+    planted region of 1/3 volume on one of 9 factors, 10 instances, 2 seeds): share of the last 2
+    updates' proposals in the region after 100 updates: ema 0.55, batch_mean 0.54, none 0.37 (lr 0.001);
+    ema 1.00, batch_mean 1.00, none 0.99 (lr 0.01); after 250 updates all reach 0.97-1.00. A baseline
+    (ema or batch_mean: equal within the intervals) doubles the early progress over none, so ema stays
+    the default (resumable state). With budgets under ~250 updates use examiner.lr=0.01
+    (benchmarks/planted_weakness.sh does).
+    """
+
     name: str = "rl"
-    q: int = 32
-    bins: int = 100
-    embedding: int = 30
-    hidden: int = 30
-    lr: float = 0.001
-    baseline_decay: float = 0.9
-    baseline: RLBaseline = RLBaseline.ema
-    order: Optional[List[int]] = None
+    q: int = ranged(32, low=1, integer=True)
+    bins: int = ranged(100, low=2, integer=True)
+    embedding: int = ranged(30, low=1, integer=True)
+    hidden: int = ranged(30, low=1, integer=True)
+    lr: float = ranged(0.001, learning_rate=True)  # the paper's; 0.01 concentrates in 100 updates where 0.001 needs ~250
+    baseline_decay: float = ranged(0.9, low=0, high=1, high_open=True)  # ema only
+    baseline: RLBaseline = RLBaseline.ema  # REINFORCE baseline: ema | batch_mean | none (paper Eq. 5 has none)
+    order: Optional[List[int]] = None  # factor indices in sampling order (Section 4.5); null = declared order
 
 
 # -- world --------------------------------------------------------------------------------------
@@ -278,8 +365,12 @@ class MeshWorldConf:
 
 # -- search -------------------------------------------------------------------------------------
 @dataclass
-class LowessConf:
-    frac: float = 0.1
+class LowessConf(Ranged):
+    """statsmodels ``lowess`` arguments (``frac``, ``it``, ``delta``), the distance (``log``) and where
+    the fit is made (``per_pool``: on each pool's items, else once on all items)."""
+
+    config_path: ClassVar[str] = "search.<method>.lowess"
+    frac: float = ranged(0.1, low=0, high=1, low_open=True)
     it: int = 3
     delta: float = 0.0
     log: bool = True
@@ -288,15 +379,20 @@ class LowessConf:
 
 @dataclass
 class DecisionAttackConf:
+    # hsj (advaudit's batched HopSkipJump) | boundary | hop_skip_jump (foolbox 3)
     method: AttackMethod = AttackMethod.hsj
-    steps: int = 6  # the default of conf/search/methods.yaml (issue 15: rank rho 0.90 vs converged)
-    gradient_queries: int = 16
+    # hsj iterations / foolbox steps (boundary needs ~25000 to converge); 6 hsj steps ~ 240 queries/item,
+    # rank rho 0.90 vs converged (4 steps: 0.87), 2,000 items in 222 s on one CPU thread (docs/RESULTS.md)
+    steps: int = ranged(6, low=1, integer=True)
+    gradient_queries: int = ranged(16, low=1, integer=True)  # hsj: probes of the first gradient estimate (grows with sqrt(step))
     max_gradient_queries: int = 32
-    binary_steps: int = 8
-    chunk: int = 500
+    binary_steps: int = ranged(8, low=1, integer=True)  # hsj: bisections per return to the boundary
+    chunk: int = ranged(500, low=1, integer=True)  # items attacked together; each finished chunk is saved (resume)
     seed: int = 0
-    params: Dict[str, Any] = field(default_factory=dict)
-    probe_resolution: Optional[int] = None  # hsj: gradient probes on an r x r grid, upsampled (issue 15)
+    params: Dict[str, Any] = field(default_factory=dict)  # extra foolbox constructor arguments
+    # hsj, images: gradient probes on an r x r grid, upsampled (null: full resolution; r ranked worse on
+    # Fashion-MNIST)
+    probe_resolution: Optional[int] = ranged(None, low=1, integer=True)
 
 
 @dataclass
@@ -306,22 +402,26 @@ class AdversarialDistanceConf:
 
 
 @dataclass
-class PseudoModelConf:
+class PseudoModelConf(Ranged):
+    """GAD's pseudo-model (:func:`advaudit.search.pseudo_model.extract_pseudo_model`)."""
+
+    config_path: ClassVar[str] = "search.gad.pseudo_model"
+    # lhs (Latin hypercube over the data's ranges) | pool (the unlabeled items) | neighbourhood (pool + jitter)
     design: Design = Design.lhs
-    jitter: float = 0.1
-    design_size: int = 50000
-    hidden: List[int] = field(default_factory=lambda: [128, 128, 64, 32])
-    epochs: int = 20
-    lr: float = 0.001
-    batch_size: int = 256
+    jitter: float = 0.1  # neighbourhood: noise std as a share of each feature's range
+    design_size: int = ranged(50000, low=1, integer=True)
+    hidden: List[int] = field(default_factory=lambda: [128, 128, 64, 32])  # + the output layer = the paper's 5 dense layers
+    epochs: int = ranged(20, low=1, integer=True)
+    lr: float = ranged(0.001, learning_rate=True)
+    batch_size: int = ranged(256, low=1, integer=True)
     seed: int = 0
 
 
 @dataclass
 class GADAttackConf:
-    step: float = 0.01
-    max_steps: int = 500
-    chunk: int = 100000
+    step: float = ranged(0.01, low=0, low_open=True)  # sign step per feature, as a share of the feature's range
+    max_steps: int = ranged(500, low=1, integer=True)  # then "never flipped": kept, marked, out of the LOWESS fit
+    chunk: int = ranged(100000, low=1, integer=True)
 
 
 @dataclass

@@ -321,7 +321,8 @@ class ShapesWorldConf:
     image_size: int = 32
     instances_per_class: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
     seed: int = 0
-    factors: Any = None  # null or a mapping (checked in validation)
+    # narrow, widen or fix factors: {camera_elevation: [-30, 30], sun_energy: 2.5} (checked in validation)
+    factors: Any = None
     classes: Optional[List[str]] = None
     shadows: bool = True
     device: str = "auto"
@@ -341,11 +342,15 @@ class MeshWorldConf:
     """``conf/world/meshes.yaml`` (MeshWorld, Mitsuba 3); wire with ``defaults: [meshes_schema, _self_]``."""
 
     _target_: str = "advaudit.worlds.meshes.MeshWorld"
+    # a mesh folder: ShapeNetCore v2 (<synset>/<model>/models/model_normalized.obj), ModelNet
+    # (<class>/{train,test}/*.off) or <class>/*.{obj,ply,stl,glb,off}; `builtin`: ShapeWorld's
+    # objects exported as meshes into the cache (nothing downloads)
     root: str = "builtin"
     layout: str = "auto"
     classes: Optional[List[str]] = None
+    # shares for layouts without a split (ModelNet keeps its own, val carved from train)
     split_fractions: Dict[str, float] = field(default_factory=lambda: {"train": 0.7, "val": 0.1, "test": 0.2})
-    instances_per_class: Any = None
+    instances_per_class: Any = None  # caps per class and split (null: all), e.g. {train: null, val: 10, test: 10}
     builtin_instances: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
     seed: int = 0
     up_axis: str = "auto"
@@ -356,8 +361,9 @@ class MeshWorldConf:
     ambient: float = 0.15
     exposure: float = 1.0
     ground: bool = True
-    batch_cameras: bool = False
-    factors: Any = None  # null or a mapping (checked in validation)
+    batch_cameras: bool = False  # one pass per instance for queries sharing all 8 lighting factors (measured: no faster on CPU)
+    # narrow, widen or fix factors: {camera_elevation: [-30, 30], sun_energy: 2.5} (checked in validation)
+    factors: Any = None
     cache_dir: Optional[str] = None
     device: str = "auto"
     threads: Optional[int] = None
@@ -453,8 +459,13 @@ class DatasetConf:
     batch_size: int = 128
     val_fraction: float = 0.1
     seed: int = 0
-    limit: Any = None  # null or {split: cap} (checked in validation)
-    classes: Optional[List[Any]] = None
+    limit: Any = None  # null or {train: n, val: n, test: n}: seeded random caps for quick runs (checked in validation)
+    classes: Optional[List[Any]] = None  # keep only these classes (names or indices), renumbered in this order
+    # bias injection on the training split (advaudit.data.bias):
+    #   drop_subgroup: {class: c, attribute: a, low: l, high: h}
+    #   max_per_group: {m: 10, group: instance|class}
+    #   test_grayscale: true          (test-time shift)
+    #   spurious: {class: c, kind: patch|brightness|column, strength: 1.0, fraction: 1.0}
     bias: Dict[str, Any] = field(default_factory=dict)
     num_workers: int = 0
 
@@ -462,7 +473,7 @@ class DatasetConf:
 @dataclass
 class FashionMNISTDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.fashion_mnist.FashionMNISTDataModule"
-    root: str = "/usr/share/datasets/fashion-mnist"
+    root: str = "/usr/share/datasets/fashion-mnist"  # the four idx .gz files (Debian package dataset-fashion-mnist)
 
 
 @dataclass
@@ -474,6 +485,7 @@ class DigitsDatasetConf(DatasetConf):
 @dataclass
 class TabularDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.sklearn_sets.TabularDataModule"
+    # bundled: breast_cancer | wine | digits | iris (sklearn), fair | anes96 (statsmodels); or path=<file.csv> with label_column
     name: str = "breast_cancer"
     path: Optional[str] = None
     label_column: str = "label"
@@ -483,11 +495,11 @@ class TabularDatasetConf(DatasetConf):
 @dataclass
 class ImageFolderDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.folders.ImageFolderDataModule"
-    root: str = MISSING
+    root: str = MISSING  # root/<class>/*.png, or root/train/<class> + root/test/<class>
     image_size: int = 32
     channels: int = 3
     test_fraction: float = 0.2
-    strict: bool = False
+    strict: bool = False  # unreadable image files: false = named in a warning and skipped (counted); true = refused
 
 
 @dataclass
@@ -504,13 +516,16 @@ class ShapesDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.shapes.ShapesDataModule"
     m: int = 10
     m_eval: int = 10
-    fresh: bool = False  # new random training conditions every epoch (issue 11)
+    # true: m NEW random conditions per training instance every epoch (seeded per epoch; val/test
+    # fixed): strong targets. false: one fixed set (paper, Table 3)
+    fresh: bool = False
     image_size: int = 32
     instances_per_class: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
     world_seed: int = 0
     shadows: bool = True
-    factors: Any = None  # null or a mapping (checked in validation)
-    eval_factors: Any = None  # null or a mapping (checked in validation)
+    # training-time factor bounds, e.g. {camera_elevation: [-30, 30]} (paper Section 4.4; checked in validation)
+    factors: Any = None
+    eval_factors: Any = None  # validation/test factor bounds (null: the world's full Table-1 bounds)
     cache_dir: Optional[str] = None
     val_fraction: float = 0.0
 
@@ -522,11 +537,12 @@ class MeshesDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.meshes.MeshesDataModule"
     m: int = 10
     m_eval: int = 10
-    fresh: bool = False
+    fresh: bool = False  # new random training conditions every epoch (as dataset=shapes)
     image_size: int = 32
     world: Dict[str, Any] = field(default_factory=dict)
-    factors: Any = None  # null or a mapping (checked in validation)
-    eval_factors: Any = None  # null or a mapping (checked in validation)
+    # training-time factor bounds, e.g. {camera_elevation: [-30, 30]} (paper Section 4.4; checked in validation)
+    factors: Any = None
+    eval_factors: Any = None  # validation/test factor bounds (null: the world's full Table-1 bounds)
     cache_dir: Optional[str] = None
     val_fraction: float = 0.0
 
@@ -540,7 +556,8 @@ class ClassifierModelConf:
     arch: str = MISSING
     arch_params: Dict[str, Any] = field(default_factory=dict)  # the architecture's own keyword arguments
     optimizer: Any = None  # a _target_ block (_partial_: true), given the parameters at the call site
-    adversarial: Any = None  # null or PGD settings {norm, eps, steps, step_size} (checked in validation)
+    # PGD adversarial training: null or {norm: linf|l2, eps: 0.1, steps: 7, step_size: null} (checked in validation)
+    adversarial: Any = None
 
 
 @dataclass
@@ -558,18 +575,30 @@ class GeneratorModelConf:
     """``conf/model/generator.yaml``: the conditional generator of the fault tests."""
 
     kind: str = "generator"
+    # how it learns: adversarial (a critic on the dataset's images: the DCGAN) or rendered (fitted to the
+    # world's renders of the scenes its latents name; dataset=shapes only: advaudit/models/rendered_generator.py)
     objective: str = "adversarial"
     latent_dim: int = 64
     width: int = 32
-    trunk_layers: int = 0
+    trunk_layers: int = 0  # hidden linear + ReLU layers of trunk_width before block 0's linear (0: the DCGAN's single linear)
     trunk_width: int = 512
     lr: float = 0.0002
+    # rendered objective only: batches per epoch (each a fresh draw of scenes) and the extra weight of
+    # object pixels in its L1 loss
     steps_per_epoch: int = 200
     object_weight: float = 4.0
-    class_weight: float = 1.0
-    diversity_weight: float = 1.0
+    class_weight: float = 1.0  # auxiliary classification loss on the critic's class head (AC-GAN)
+    diversity_weight: float = 1.0  # mode-seeking term against generators that ignore the latent
+    # optional: a classifier of the same data trained on the real images; reports the share of generated
+    # samples it assigns to their class (generator/class_agreement) and its accuracy on real test images
     quality_target: Optional[str] = None
+    # optional: refuse a generator whose class agreement is below this share (needs quality_target); a
+    # refused one is saved as checkpoints/generator_below_gate.pt and the fault-test audit will not use it
     quality_gate: Optional[float] = None
+    # optional: a frozen classifier trained on the real images (never the quality_target) whose
+    # cross-entropy on the fakes' classes the generator also minimises (x teacher_weight): the class
+    # signal for data whose classes the critic's own head learns slowly (on ShapeWorld the generator
+    # learnt to fool it rather than to draw the classes: docs/RESULTS.md)
     class_teacher: Optional[str] = None
     teacher_weight: float = 1.0
 

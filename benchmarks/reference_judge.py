@@ -40,7 +40,8 @@ import yaml
 from advaudit.models import load_target
 from advaudit.report.intervals import bootstrap_ci
 from advaudit.worlds.shapes import ShapeWorld
-from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRules
+from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
 
 
 def judge_random_conditions(reference: str, renders: int, factors: dict | None, min_prob: float,
@@ -52,7 +53,7 @@ def judge_random_conditions(reference: str, renders: int, factors: dict | None, 
     """
     size = int(load_target(Path(reference)).input_shape[-1])
     world = ShapeWorld(image_size=size, factors=factors)
-    judge = ValidityJudge(world, ValidityRules(reference=reference, reference_min_prob=min_prob))
+    judge = ValidityJudge(world, ValidityConf(reference=reference, reference_min_prob=min_prob))
     z = world.instances(split)
     s = world.random_conditions(len(z), renders, torch.Generator().manual_seed(seed))
     checks: dict[str, list[torch.Tensor]] = {}

@@ -30,7 +30,9 @@ from advaudit.errors import require
 from advaudit.report.error_search_report import write_report
 from advaudit.report.records import append_jsonl, read_jsonl
 from advaudit.report.wandb_run import open_wandb
-from advaudit.search.adversarial_distance import LowessSettings, distance_values, pool_scores
+from advaudit.config import typed
+from advaudit.config.schemas import LowessConf
+from advaudit.search.adversarial_distance import distance_values, pool_scores
 from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import build_policy
 from advaudit.search.features import pca_features
@@ -86,8 +88,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     pools = draw_pools(len(index), pool_size, replications, generator)      # [R, P]
     for name, distance in distances.items():
         method_cfg = search[name]
-        lowess = LowessSettings.from_config(plain(method_cfg.lowess, {}))
-        item_scores[name] = pool_scores(distance, conf_e, pools, lowess, bool(method_cfg.lowess.get("per_pool", True)))
+        item_scores[name] = pool_scores(distance, conf_e, pools, typed(LowessConf, method_cfg.lowess))
 
     # table columns in different units count alike after range-normalisation; pixels stay as they are
     scaled = (items - inputs.low) / (inputs.high - inputs.low).clamp_min(1e-12) if items.dim() == 2 else items

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import typing
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -110,11 +112,25 @@ def range_problems(node: Any, path: str, warnings: list[str] | None = None) -> l
 
 
 class Ranged:
-    """Mixin of schema dataclasses: building one (``OmegaConf.to_object``, or by hand) checks its rules."""
+    """Mixin of schema dataclasses: building one (``OmegaConf.to_object``, or by hand) checks its range
+    rules and its choices (an ``Enum`` field takes one of its values, given as the value or its name).
+
+    Raises:
+        AdvauditError: one line naming the first value outside its rule (``config_path`` prefixes it).
+    """
 
     def __post_init__(self) -> None:
         prefix = getattr(type(self), "config_path", "")
-        for name, rule in rules_of(type(self)).items():
-            problem = rule.problem(f"{prefix}.{name}" if prefix else name, getattr(self, name))
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            where, value = f"{prefix}.{f.name}" if prefix else f.name, getattr(self, f.name)
+            kind = hints.get(f.name)
+            if isinstance(kind, type) and issubclass(kind, Enum) and not isinstance(value, kind):
+                choices = [str(c.value) for c in kind]
+                if str(value) not in choices:
+                    raise AdvauditError(f"{where}={value!r}; use {', '.join(choices[:-1])} or {choices[-1]}")
+                setattr(self, f.name, kind(str(value)))
+            rule = f.metadata.get(RANGE)
+            problem = rule.problem(where, value) if rule is not None else None
             if problem is not None:
                 raise AdvauditError(problem)

@@ -415,7 +415,7 @@ class PseudoModelConf(Ranged):
     # lhs (Latin hypercube over the data's ranges) | pool (the unlabeled items) | neighbourhood (pool + jitter)
     design: Design = Design.lhs
     jitter: float = 0.1  # neighbourhood: noise std as a share of each feature's range
-    design_size: int = ranged(50000, low=1, integer=True)
+    design_size: int = ranged(50000, low=10, integer=True)
     hidden: List[int] = field(default_factory=lambda: [128, 128, 64, 32])  # + the output layer = the paper's 5 dense layers
     epochs: int = ranged(20, low=1, integer=True)
     lr: float = ranged(0.001, learning_rate=True)

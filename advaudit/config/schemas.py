@@ -249,17 +249,29 @@ class EvaluateAuditConf:
 class RandomExaminerConf:
     """``conf/examiner/random.yaml``: uniform random search (the standard protocol)."""
 
+    _target_: str = "advaudit.examiners.random_search.RandomExaminer"
+    _partial_: bool = True  # the audit supplies n_instances, n_dims, seed, device, periodic
     name: str = "random"
     q: int = ranged(32, low=1, integer=True)  # candidates per instance per step
 
 
 @dataclass
 class OptunaExaminerConf:
-    """``conf/examiner/{tpe,cmaes}.yaml``: Optuna TPE or CMA-ES (needs the cmaes package), one study per
-    instance (ask/tell)."""
+    """``conf/examiner/tpe.yaml``: Optuna TPE, one study per instance (ask/tell)."""
 
+    _target_: str = "advaudit.examiners.optuna_examiner.OptunaExaminer"
+    _partial_: bool = True  # the audit supplies n_instances, n_dims, seed, device, periodic
     name: str = "tpe"
+    sampler: str = "tpe"  # tpe | cmaes
     q: int = ranged(1, low=1, integer=True)
+
+
+@dataclass
+class CMAESExaminerConf(OptunaExaminerConf):
+    """``conf/examiner/cmaes.yaml``: Optuna CMA-ES, one study per instance (ask/tell); needs the cmaes package."""
+
+    name: str = "cmaes"
+    sampler: str = "cmaes"
 
 
 @dataclass
@@ -267,6 +279,8 @@ class BOExaminerConf:
     """``conf/examiner/bo.yaml``: GP-UCB, one GP per instance batched in one BoTorch SingleTaskGP
     (``batch_shape=[N]``); :class:`advaudit.examiners.bo.BOExaminer` takes its defaults from here."""
 
+    _target_: str = "advaudit.examiners.bo.BOExaminer"
+    _partial_: bool = True  # the audit supplies n_instances, n_dims, seed, device, periodic
     name: str = "bo"
     q: int = ranged(1, low=1, integer=True)
     beta: float = ranged(6.635776, low=0, low_open=True)  # = kappa^2 with bayes_opt's kappa = 2.576
@@ -303,6 +317,8 @@ class RLExaminerConf:
     (benchmarks/planted_weakness.sh does).
     """
 
+    _target_: str = "advaudit.examiners.rl.RLExaminer"
+    _partial_: bool = True  # the audit supplies n_instances, n_dims, seed, device, periodic
     name: str = "rl"
     q: int = ranged(32, low=1, integer=True)
     bins: int = ranged(100, low=2, integer=True)
@@ -664,6 +680,7 @@ SCHEMAS: list[tuple[str | None, str, type]] = [
     ("audit", "evaluate_schema", EvaluateAuditConf),
     ("examiner", "random_schema", RandomExaminerConf),
     ("examiner", "optuna_schema", OptunaExaminerConf),
+    ("examiner", "cmaes_schema", CMAESExaminerConf),
     ("examiner", "bo_schema", BOExaminerConf),
     ("examiner", "rl_schema", RLExaminerConf),
     ("world", "shapes_schema", ShapesWorldConf),

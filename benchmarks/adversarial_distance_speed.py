@@ -32,7 +32,8 @@ from scipy.stats import spearmanr
 
 from advaudit.audits.common import target_datamodule
 from advaudit.models import load_target
-from advaudit.search.adversarial_distance import LowessSettings, distance_values, pool_scores
+from advaudit.config.schemas import LowessConf
+from advaudit.search.adversarial_distance import distance_values, pool_scores
 from advaudit.search.attacks import (attack_box, batched_hop_skip_jump, label_function, mae, margin_direction,
                                      nearest_differently_labelled)
 from advaudit.search.metrics import sdr_curve
@@ -127,7 +128,7 @@ def attack(x: torch.Tensor, pool: torch.Tensor, labels, box, **settings) -> tupl
 def sdr_at(distance: torch.Tensor, confidence: torch.Tensor, is_error: torch.Tensor, pools: torch.Tensor,
            ks: tuple[int, ...]) -> dict[int, float]:
     """Mean SDR@k of the adversarial-distance ranking (lowest first) over ``pools`` ``[R, P]``."""
-    scores = pool_scores(distance_values(distance, True), confidence, pools, LowessSettings())
+    scores = pool_scores(distance_values(distance, True), confidence, pools, LowessConf())
     order = scores.argsort(1)
     picked = pools.gather(1, order)
     curve = sdr_curve(is_error[picked], confidence[picked])

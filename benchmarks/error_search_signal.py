@@ -29,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from advaudit.audits.common import target_datamodule  # noqa: E402
 from advaudit.core.records import read_json, read_jsonl, write_json  # noqa: E402
 from advaudit.models import load_target  # noqa: E402
-from advaudit.search.adversarial_distance import LowessSettings, adversarial_distance, distance_values  # noqa: E402
+from advaudit.config import typed  # noqa: E402
+from advaudit.config.schemas import LowessConf  # noqa: E402
+from advaudit.search.adversarial_distance import adversarial_distance, distance_values  # noqa: E402
 from advaudit.search.metrics import error_auc, error_auc_within_confidence  # noqa: E402
 from advaudit.search.pools import eligible  # noqa: E402
 
@@ -53,7 +55,7 @@ def seed_signal(seed_dir: Path) -> dict[str, float]:
         mae_by_item = {r["item"]: (r["mae"] if r.get("ok", True) else float("nan")) for r in read_jsonl(path)}
         mae = torch.tensor([mae_by_item.get(int(i), float("nan")) for i in index], dtype=torch.float64)
         lowess = search[method]["lowess"]
-        settings = LowessSettings.from_config(lowess)
+        settings = typed(LowessConf, lowess)
         advdist = adversarial_distance(distance_values(mae, settings.log).numpy(), conf, settings)
         ok = np.isfinite(advdist)
         row[f"auc_{method}"] = error_auc(-advdist[ok], is_error[ok])

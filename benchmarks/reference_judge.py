@@ -42,7 +42,8 @@ from advaudit.models import load_target
 from advaudit.core.intervals import format_summary
 from advaudit.worlds.judge_box import box_for_share, right_by_bin, share_over_instances
 from advaudit.worlds.shapes import ShapeWorld
-from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRules
+from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
 
 
 def judge_random_conditions(reference: str, renders: int, factors: dict | None, min_prob: float,
@@ -54,7 +55,7 @@ def judge_random_conditions(reference: str, renders: int, factors: dict | None, 
     """
     size = int(load_target(Path(reference)).input_shape[-1])
     world = ShapeWorld(image_size=size, factors=factors)
-    judge = ValidityJudge(world, ValidityRules(reference=reference, reference_min_prob=min_prob))
+    judge = ValidityJudge(world, ValidityConf(reference=reference, reference_min_prob=min_prob))
     z = world.instances(split)
     s = world.random_conditions(len(z), renders, torch.Generator().manual_seed(seed))
     checks: dict[str, list[torch.Tensor]] = {}

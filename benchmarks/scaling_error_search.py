@@ -32,7 +32,8 @@ from adversarial_distance_speed import parse_settings  # noqa: E402
 from advaudit.audits.common import target_datamodule  # noqa: E402
 from advaudit.core.records import append_jsonl, read_jsonl  # noqa: E402
 from advaudit.models import load_target  # noqa: E402
-from advaudit.search.adversarial_distance import LowessSettings, adversarial_distance, distance_values  # noqa: E402
+from advaudit.config.schemas import LowessConf  # noqa: E402
+from advaudit.search.adversarial_distance import adversarial_distance, distance_values  # noqa: E402
 from advaudit.search.attacks import attack_box, attack_items, mae  # noqa: E402
 
 
@@ -71,7 +72,7 @@ def ranking_seconds(target, pool: torch.Tensor, distance: torch.Tensor) -> float
     began = time.perf_counter()
     with torch.inference_mode():
         confidence = target.predict_proba(pool).max(1).values
-    adversarial_distance(distance_values(distance, True).numpy(), confidence.double().numpy(), LowessSettings())
+    adversarial_distance(distance_values(distance, True).numpy(), confidence.double().numpy(), LowessConf())
     return time.perf_counter() - began
 
 

@@ -13,7 +13,8 @@ import torch
 import yaml
 
 from advaudit.worlds.shapes import ShapeWorld
-from advaudit.worlds.validity import ValidityJudge, ValidityRules
+from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.validity import ValidityJudge
 
 
 def invalid_shares(size: int, factors: dict | None, renders: int = 20) -> dict[str, object]:
@@ -21,7 +22,7 @@ def invalid_shares(size: int, factors: dict | None, renders: int = 20) -> dict[s
     world = ShapeWorld(image_size=size, factors=factors)
     z = world.instances("test")
     s = world.random_conditions(len(z), renders, torch.Generator().manual_seed(0))
-    _, checks = world.render_checked(z, s, ValidityRules())
+    _, checks = world.render_checked(z, s, ValidityConf())
     distance = s.reshape(-1, s.shape[-1])[:, [f.name for f in world.factors].index("camera_distance")]
     out = ~checks["in_frame"]
     bands = {f"{lo:.1f}-{lo + 0.5:.1f} m": round(float(out[(distance >= lo) & (distance < lo + 0.5)].float().mean()), 3)
@@ -35,7 +36,7 @@ def judging_overhead(size: int, repeats: int = 5) -> tuple[float, float]:
     world = ShapeWorld(image_size=size)
     z = world.instances("test").subset(torch.arange(0, 100, 2))
     s = world.random_conditions(len(z), 32, torch.Generator().manual_seed(0))
-    judge = ValidityJudge(world, ValidityRules())
+    judge = ValidityJudge(world, ValidityConf())
     world.render(z, s), judge.render(z, s)
     plain, judged = [], []
     for _ in range(repeats):

@@ -29,8 +29,10 @@ from advaudit.confutil import plain
 from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.data.split import class_index
 from advaudit.errors import require
+from advaudit.config import typed
+from advaudit.config.schemas import LowessConf
 from advaudit.models.tracking import open_wandb
-from advaudit.search.adversarial_distance import LowessSettings, distance_values, pool_scores
+from advaudit.search.adversarial_distance import distance_values, pool_scores
 from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import build_policy
 from advaudit.search.coverage import coverage_utility_curve, pool_diameter
@@ -86,8 +88,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     pools = draw_pools(len(index), pool_size, replications, generator)      # [R, P]
     for name, distance in distances.items():
         method_cfg = search[name]
-        lowess = LowessSettings.from_config(plain(method_cfg.lowess, {}))
-        item_scores[name] = pool_scores(distance, conf_e, pools, lowess, bool(method_cfg.lowess.get("per_pool", True)))
+        item_scores[name] = pool_scores(distance, conf_e, pools, typed(LowessConf, method_cfg.lowess))
 
     # table columns in different units count alike after range-normalisation; pixels stay as they are
     scaled = (items - inputs.low) / (inputs.high - inputs.low).clamp_min(1e-12) if items.dim() == 2 else items

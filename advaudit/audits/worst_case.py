@@ -29,6 +29,8 @@ from torch import Tensor
 from advaudit.audits.common import load_audit_target
 from advaudit.audits.instance_selection import select_instances
 from advaudit.audits.worst_case_report import summarise_and_report
+from advaudit.config import typed
+from advaudit.config.schemas import ValidityConf
 from advaudit.confutil import plain
 from advaudit.core.progress import progress
 from advaudit.core.records import append_jsonl, read_jsonl
@@ -36,7 +38,7 @@ from advaudit.errors import AdvauditError, require
 from advaudit.examiners import build_examiner
 from advaudit.worlds import build_world, check_target_fits
 from advaudit.worlds.protocol import Factor, periodic_mask, unit_to_factor
-from advaudit.worlds.validity import ValidityJudge, ValidityRules
+from advaudit.worlds.validity import ValidityJudge
 
 BUDGET_UNITS = ("queries", "iterations")
 
@@ -129,16 +131,11 @@ def _checkpoint(out: Path, key: str, examiner: Any, step: int, budget: int, seco
 
 
 def budget_in_queries(audit: DictConfig, q: int) -> tuple[int, list[int]]:
-    """``audit.budget`` and ``audit.report_budgets`` in queries per instance (refused, never changed,
-    when they cannot be honoured)."""
+    """``audit.budget`` and ``audit.report_budgets`` in queries per instance (``budget_unit`` is a choice
+    of the schema; :func:`advaudit.config.validate` has refused budgets that cannot be honoured)."""
     unit = str(getattr(audit.get("budget_unit", "queries"), "value", audit.get("budget_unit", "queries")))
-    require(unit in BUDGET_UNITS, f"audit.budget_unit={unit!r}; use one of {list(BUDGET_UNITS)}")
     budget = int(audit.budget)
-    require(budget >= 1, f"audit.budget={budget}: the examination budget ({unit} per instance) must be >= 1")
     reports = [int(b) for b in (audit.get("report_budgets") or [])]
-    beyond = [b for b in reports if b > budget or b < 0]
-    require(not beyond, f"audit.report_budgets={reports} has {beyond} outside [0, audit.budget={budget}] ({unit}); "
-            "drop them or raise audit.budget")
     per = q if unit == "iterations" else 1
     return budget * per, sorted({b * per for b in reports} | {budget * per})
 
@@ -146,8 +143,7 @@ def budget_in_queries(audit: DictConfig, q: int) -> tuple[int, list[int]]:
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Examine ``cfg.target`` in ``cfg.world`` with ``cfg.examiner``; returns the examination's metrics."""
     audit = cfg.audit
-    require(audit.mode in ("weakness", "strength"), f"audit.mode={audit.mode!r}; use weakness or strength")
-    rules = ValidityRules.from_config(plain(audit.get("validity")))
+    rules = typed(ValidityConf, audit.get("validity"))
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     target = load_audit_target(cfg)

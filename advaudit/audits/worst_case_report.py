@@ -27,7 +27,8 @@ from advaudit.core.records import read_jsonl
 from advaudit.models.tracking import open_wandb
 from advaudit.core.intervals import format_interval, mean_with_ci
 from advaudit.worlds.protocol import factor_to_unit
-from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRules
+from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
 
 
 GALLERY_PX = 96
@@ -283,8 +284,8 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
                            "examine/final_invalid_share": float(1 - valid[:, last:].mean())}
     if not judge_path:
         return out
-    judge = ValidityJudge(world, ValidityRules(in_frame=False, min_height_px=0, min_content_kept=0.0,
-                                               reference=str(judge_path), reference_min_prob=0.0), device=device)
+    judge = ValidityJudge(world, ValidityConf(in_frame=False, min_height_px=0, min_content_kept=0.0,
+                                              reference=str(judge_path), reference_min_prob=0.0), device=device)
     _, _, checks = judge.render(z, worst_s.unsqueeze(1).to(device))
     has_worst = worst_index >= 0
     correct = checks[REFERENCE_CHECK][:, 0].numpy()[has_worst].astype(float)

@@ -39,6 +39,9 @@ HYDRA_INSTANTIATE_KEYS = ("_target_", "_partial_", "_recursive_", "_convert_", "
 PART_GROUPS = ("logger", "callbacks")
 #: root keys not looked into here: Hydra's own node, and the target (its loader checks it)
 UNCHECKED_ROOT_KEYS = ("hydra", "target")
+#: parts whose block holds keys besides its callable's settings (a label, never passed), and keys the
+#: caller supplies (never set in config): an examiner's ``name``; the worst-case audit's arguments
+PART_KEYS = {"examiner": (("name",), ("n_instances", "n_dims", "seed", "device", "periodic"))}
 #: what to do instead of an unknown key that users are known to try
 _HINTS = {
     "audit.dataset": "only audit=evaluate and audit=error_search read a dataset; the other audits take "
@@ -79,6 +82,9 @@ class _Walk:
 def _check_node(node: DictConfig, path: str, problems: list[str], walk: _Walk) -> None:
     """Refuse the unknown keys of ``node`` (at dotted ``path``), then check its checked children."""
     valid, by_callable = _valid_keys(node, root=not path, callables=walk.callables)
+    if valid is not None and by_callable and path in PART_KEYS:
+        labels, supplied = PART_KEYS[path]
+        valid = (valid | set(labels)) - set(supplied)
     unknown = [str(key) for key in node.keys() if valid is not None and key not in valid]
     if unknown and by_callable == walk.callables:
         message = unknown_keys_message(path, unknown, valid or ())

@@ -4,20 +4,24 @@ Each YAML option of the groups advaudit owns (``audit``, ``examiner``, ``world``
 ``dataset``, ``model``, ``paths``) and the two root configs start with ``defaults: [<schema>, _self_]``, so Hydra checks
 every value at composition time, with its own messages, before any work: ``seed=abc`` ("Value 'abc'
 of type 'str' could not be converted to Integer"), ``audit.mode=weak`` ("Invalid value 'weak',
-expected one of [weakness, strength]"), ``+audit.bugdet=8`` (not in the schema). The YAML files
-keep their values and comments; defaults here only matter for keys a YAML file leaves out.
+expected one of [weakness, strength]"), ``+audit.bugdet=8`` (not in the schema).
 
-Rules that relate several keys (``low <= high``, report budgets within the budget, ...) live in
-:mod:`advaudit.config.validation`, which runs once before a task starts.
+The dataclass is the one place a default lives: a YAML option sets only what differs from its
+schema. A rule on one number sits next to its field (:func:`advaudit.config.ranges.ranged`) and is
+checked wherever the schema is used; rules that relate several keys (``low <= high``, report
+budgets within the budget, ...) live in :mod:`advaudit.config.validation`, which runs once before a
+task starts. Audits and examiners receive these objects typed (:func:`advaudit.config.typed`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Optional
+from typing import Any, ClassVar, Dict, List, Optional
 
 from omegaconf import MISSING
+
+from advaudit.config.ranges import Ranged, ranged
 
 
 class Split(str, Enum):
@@ -83,148 +87,247 @@ class Oracle(str, Enum):
 
 # -- audit --------------------------------------------------------------------------------------
 @dataclass
-class ValidityConf:
-    in_frame: bool = True
-    min_height_px: float = 6
-    min_content_kept: float = 0.8
+class ValidityConf(Ranged):
+    """``audit.validity``: a failure counts only where the label is preserved (examiner paper Sec. 2.1);
+    every proposal is judged (:class:`advaudit.worlds.validity.ValidityJudge`)."""
+
+    config_path: ClassVar[str] = "audit.validity"
+    in_frame: bool = True  # ShapeWorld: the whole object in frame; TransformWorld: content kept
+    # ShapeWorld: object at least this many pixels along its longer image axis
+    min_height_px: float = ranged(6, low=0)
+    # TransformWorld: share of the image's content that stays in frame
+    min_content_kept: float = ranged(0.8, low=0, high=1)
+    # a strong target.pt trained on this world: its confident correct answer stands in for the human
+    # judge (needs this true-class probability)
     reference: Optional[str] = None
-    reference_min_prob: float = 0.5
+    reference_min_prob: float = ranged(0.5, low=0, high=1)
 
 
 @dataclass
 class WorstCaseAuditConf:
+    """``conf/audit/worst_case.yaml``: Algorithm 1 of the adversarial-examiner paper, batched over instances."""
+
     name: str = "worst_case"
     run: str = "advaudit.audits.worst_case.run"
-    metric: Optional[str] = "examine/E_T"
-    budget: int = 500
+    metric: Optional[str] = "examine/E_T"  # the paper's metric; examine/worst is the worst valid case found
+    budget: int = 500  # per instance, in budget_unit (checked with the report budgets in validation)
+    # queries (model evaluations) | iterations (examiner steps of q queries; the paper's T: RL updates
+    # of 32 samples, BO proposals)
     budget_unit: BudgetUnit = BudgetUnit.queries
-    report_budgets: List[int] = field(default_factory=lambda: [0, 100, 300, 500])
-    mode: Mode = Mode.weakness
+    report_budgets: List[int] = field(default_factory=lambda: [0, 100, 300, 500])  # in budget_unit; each <= budget
+    mode: Mode = Mode.weakness  # weakness: minimise the true-class prob; strength: maximise it (Sec. 4.6)
+    # stratified: per class, instances drawn with the seed: every checkpoint examined with one seed gets
+    # the same instances (a paired design). best_per_class (the paper, the reproductions): per class, the
+    # val instance with the highest true-class prob *for this checkpoint*, so checkpoints are examined on
+    # different instances
     selection: Selection = Selection.stratified
     selection_split: Split = Split.val
-    selection_renders: int = 10
-    n_instances: Optional[int] = None
-    fixed_random: List[str] = field(default_factory=list)
-    calibrated: bool = False
-    factor_share: Any = None  # null or a mapping (checked in validation)
+    selection_renders: int = ranged(10, low=1, integer=True)  # best_per_class: random renders per candidate
+    # null: one per class (stratified, best_per_class); stratified spreads N over the classes in turn;
+    # required for selection=random
+    n_instances: Optional[int] = ranged(None, low=1, integer=True)
+    fixed_random: List[str] = field(default_factory=list)  # factors drawn once per instance, not searched (paper: the 3 sun angles)
+    calibrated: bool = False  # the paper's loss is the raw post-softmax probability
+    # null or e.g. {factor: camera_elevation, abs_above: 30}: share of final vs random examples beyond
+    # the threshold (paper Section 4.4; checked in validation)
+    factor_share: Any = None
     validity: ValidityConf = field(default_factory=ValidityConf)
-    judge: Optional[str] = None  # an independent target.pt that only measures the worst cases (never selects)
-    checkpoint_every: int = 10
-    stop_after_steps: Optional[int] = None
+    # validity where it matters: an independent strong model (a target.pt trained on this world, not the
+    # validity reference) names each instance's worst valid case; the report gives the share it still
+    # classifies correctly (and its accuracy under random conditions). It never changes the examination.
+    judge: Optional[str] = None
+    checkpoint_every: int = ranged(10, low=1, integer=True)  # steps between examiner checkpoints (resume)
+    stop_after_steps: Optional[int] = ranged(None, low=0, integer=True)  # testing aid: stop (as if killed) after this many steps
 
 
 @dataclass
 class SearchFeaturesConf:
-    components: int = 20
+    # PCA of the inputs: the derived feature space of spread/clustering/meta-model
+    components: int = ranged(20, low=1, integer=True)
 
 
 @dataclass
 class ErrorSearchAuditConf:
+    """``conf/audit/error_search.yaml``: find a model's confident mistakes in an unlabeled pool with few
+    labels (adversarial distance papers). The method is chosen by the ``search`` group (whose settings,
+    ``conf/search/methods.yaml``, hold every method's parameters); every method in ``compare`` runs on
+    the same pools."""
+
     name: str = "error_search"
     run: str = "advaudit.audits.error_search.run"
     split: Split = Split.test
+    # override the target's own dataset config (e.g. a shifted test set): as for audit=evaluate,
+    # +dataset@audit.dataset=<conf/dataset option> or a block with _target_
     dataset: Any = None
-    critical_class: Any = 0
-    tau: float = 0.65
-    box: Any = "auto"  # auto | observed | [low, high]
-    pool_size: int = 2000
-    replications: int = 1000
-    budget: int = 50
-    pool_chunk: int = 100
+    critical_class: Any = 0  # name or index: search among items predicted as this class
+    tau: float = ranged(0.65, low=0, high=1)  # ... with calibrated confidence above tau
+    # attack box and MAE unit: auto ([0, 1] for images, observed per-feature range for tables) | observed | [low, high]
+    box: Any = "auto"
+    pool_size: int = 2000  # P items per simulated unlabeled pool (checked with the budget in validation)
+    replications: int = ranged(1000, low=1, integer=True)  # R pools
+    budget: int = 50  # B oracle queries per pool
+    pool_chunk: int = ranged(100, low=1, integer=True)  # pools processed together (memory: chunk * P * anchors floats)
     features: SearchFeaturesConf = field(default_factory=SearchFeaturesConf)
     compare: List[str] = field(default_factory=list)
     report_at: List[int] = field(default_factory=list)
     metric: Optional[str] = None
+    # true: pools of min(pool_size, eligible items), the largest the data allow; false: more than the
+    # eligible items is an error
     clamp_pool_size: bool = False
 
 
 @dataclass
 class FaultTestsAuditConf:
+    """``conf/audit/fault_tests.yaml``: confident targeted failing tests from a conditional generator's
+    early activations (generative fault tests paper), next to pixel-space PGD tests from the same seeds."""
+
     name: str = "fault_tests"
     run: str = "advaudit.audits.fault_tests.run"
-    source_class: Any = 0
-    target_class: Any = 1
-    n_seeds: int = 200
-    k: int = 2
-    eps: float = 4.0
-    budget: FaultBudget = FaultBudget.fixed
-    kappa: float = 1.0
-    lr: float = 0.003
-    max_steps: int = 400
-    chunk: int = 200
+    source_class: Any = 0  # seeds are generated as this class (name or index)
+    target_class: Any = 1  # the confident mistake to reach; null = untargeted
+    n_seeds: int = ranged(200, low=1, integer=True)
+    k: int = ranged(2, low=1, high=3, integer=True)  # perturb the outputs of the first k generator blocks (of 3 hidden blocks)
+    eps: float = ranged(4.0, low=0, low_open=True)  # L2 budget over all perturbations (in units of per-neuron activation std)
+    budget: FaultBudget = FaultBudget.fixed  # fixed | annealed (1 + 0.1 t, capped at eps: the authors' code)
+    kappa: float = ranged(1.0, low=0)  # confidence margin on the logits
+    lr: float = ranged(0.003, learning_rate=True)
+    max_steps: int = ranged(400, low=1, integer=True)
+    # seeds searched together (both directions share a chunk); docs/RESULTS.md measures the walk's cost
+    # at chunks of 400
+    chunk: int = ranged(400, low=1, integer=True)
+    # pixel baselines: PGD with the same margin loss; {} to skip. foolbox = foolbox 3's L2PGD/LinfPGD
+    # (every step, every image); advaudit = own PGD that keeps each image's first success (smaller change)
     pixel_engine: PixelEngine = PixelEngine.foolbox
     pixel: Dict[str, Any] = field(default_factory=dict)
-    transfer_targets: List[str] = field(default_factory=list)
+    transfer_targets: List[str] = field(default_factory=list)  # other classifiers to score the tests on (RQ3)
     metric: Optional[str] = None
-    fault_feature: Any = None  # null, {kind, direction} or a list of them (checked in validation)
+    # injected-fault check (RQ1): {kind: patch|brightness|size, direction: +1|-1} or a list of them: per
+    # kind of test and feature, the share of failing tests whose feature moved from seed to test in that
+    # direction (feature/<kind>/moved_share, with a 95% interval over tests; _valid: valid tests only)
+    # and the mean signed change (shift_mean). The first feature is also reported as feature_moved_share.
+    fault_feature: Any = None
+    # independent validity judge: a classifier of another architecture trained on real data (never the
+    # target); a failing test is valid when the judge still gives it the seed's class (valid_share).
+    # With a judge, transfer accuracies (RQ3) count valid tests only.
     judge: Optional[str] = None
+    # also test the reverse direction (target_class seeds -> source_class) in the same batched walk;
+    # reported under faults/reverse/<kind>/..., with each fault_feature's direction negated
     both_directions: bool = False
 
 
 @dataclass
 class GalleryAuditConf:
+    """``conf/audit/gallery.yaml``: one PNG per instance, a row per factor, its range swept left to
+    right (no target needed)."""
+
     name: str = "gallery"
     run: str = "advaudit.audits.gallery.run"
     split: Split = Split.test
-    n_instances: int = 3
-    steps: int = 7
-    base: float = 0.5
-    base_overrides: Any = None  # null or {factor: unit-cube value}
+    n_instances: int = ranged(3, low=1, integer=True)
+    steps: int = ranged(7, low=2, integer=True)
+    base: float = ranged(0.5, low=0, high=1)  # unit-cube position of the factors not being swept
+    base_overrides: Any = None  # null or {factor: unit-cube value}, e.g. {sun_energy: 0.8}
 
 
 @dataclass
 class EvaluateAuditConf:
+    """``conf/audit/evaluate.yaml``: accuracy, ECE, per-class accuracy, reliability diagram and
+    confusion matrix on the test split."""
+
     name: str = "evaluate"
     run: str = "advaudit.audits.evaluate.run"
     metric: Optional[str] = None
     split: Split = Split.test
+    # a dataset config to evaluate on instead of the target's own (e.g. a shifted test set), with the
+    # target's classes in its order: a conf/dataset option with +dataset@audit.dataset=fashion_mnist (then
+    # audit.dataset.<key>=... as for dataset=), or a block audit.dataset={_target_: ..., limit: {test: 500}}
     dataset: Any = None
 
 
 # -- examiner -----------------------------------------------------------------------------------
 @dataclass
 class RandomExaminerConf:
+    """``conf/examiner/random.yaml``: uniform random search (the standard protocol)."""
+
+    _target_: str = "advaudit.examiners.random_search.RandomExaminer"
+    _partial_: bool = True  # the audit supplies n_instances, n_dims, seed, device, periodic
     name: str = "random"
-    q: int = 32
+    q: int = ranged(32, low=1, integer=True)  # candidates per instance per step
 
 
 @dataclass
 class OptunaExaminerConf:
+    """``conf/examiner/tpe.yaml``: Optuna TPE, one study per instance (ask/tell)."""
+
+    _target_: str = "advaudit.examiners.optuna_examiner.OptunaExaminer"
+    _partial_: bool = True  # the audit supplies n_instances, n_dims, seed, device, periodic
     name: str = "tpe"
-    q: int = 1
+    sampler: str = "tpe"  # tpe | cmaes
+    q: int = ranged(1, low=1, integer=True)
+
+
+@dataclass
+class CMAESExaminerConf(OptunaExaminerConf):
+    """``conf/examiner/cmaes.yaml``: Optuna CMA-ES, one study per instance (ask/tell); needs the cmaes package."""
+
+    name: str = "cmaes"
+    sampler: str = "cmaes"
 
 
 @dataclass
 class BOExaminerConf:
+    """``conf/examiner/bo.yaml``: GP-UCB, one GP per instance batched in one BoTorch SingleTaskGP
+    (``batch_shape=[N]``); :class:`advaudit.examiners.bo.BOExaminer` takes its defaults from here."""
+
+    _target_: str = "advaudit.examiners.bo.BOExaminer"
+    _partial_: bool = True  # the audit supplies n_instances, n_dims, seed, device, periodic
     name: str = "bo"
-    q: int = 1
-    beta: float = 6.635776
-    n_init: int = 2
-    refit_every: int = 10
-    refit_growth: float = 1.3
-    fit_maxiter: int = 40
-    fit_max_points: int = 128
-    raw_samples: int = 256
-    restarts: int = 4
-    adam_steps: int = 15
-    adam_lr: float = 0.03
-    acquisition_dtype: str = "float32"  # float32 | float64: the variance product L^-1 k (issue 15)
-    refine: str = "local"  # local | adam (issue 15)
+    q: int = ranged(1, low=1, integer=True)
+    beta: float = ranged(6.635776, low=0, low_open=True)  # = kappa^2 with bayes_opt's kappa = 2.576
+    n_init: int = ranged(2, low=1, integer=True)  # random points first (paper: 2)
+    refit_every: int = ranged(10, low=1, integer=True)  # refit hyperparameters (warm-started) when the data grew by >= 10 points
+    refit_growth: float = ranged(1.3, low=1)  # ... and by >= 30% since the last fit (~14 fits over 500 queries)
+    fit_maxiter: int = ranged(40, low=1, integer=True)
+    fit_max_points: int = ranged(128, low=1, integer=True)  # hyperparameters fitted on <= 128 points per instance (posterior uses all)
+    raw_samples: int = ranged(256, low=1, integer=True)  # Sobol points screened per step (plus 16 around each instance's best point)
+    restarts: int = ranged(4, low=1, integer=True)  # best screened points refined per instance
+    adam_steps: int = ranged(15, low=0, integer=True)  # adam only
+    adam_lr: float = ranged(0.03, learning_rate=True)  # adam only
+    # float32 | float64: dtype of the acquisition's copy of L^-1 (the factor is grown in float64)
+    acquisition_dtype: str = "float32"
+    # local: rounds of perturbations (one product with L^-1 per round) | adam: gradient steps
+    refine: str = "local"
+    # local: one round per scale (perturbation std in GP lengthscales)
     local_scales: List[float] = field(default_factory=lambda: [0.4, 0.15, 0.05, 0.02])
-    local_samples: int = 24
+    local_samples: int = ranged(24, low=1, integer=True)  # local: perturbations per start and round
 
 
 @dataclass
 class RLExaminerConf:
+    """``conf/examiner/rl.yaml``: LSTM policy + REINFORCE (paper: 100 bins, embedding 30, hidden 30, Adam
+    1e-3, batch 32); one policy update per q=32 queries: the paper's "T iterations" = T updates = 32*T
+    queries.
+
+    Choice of baseline and lr, measured (benchmarks/rl_concentration_synthetic.py, docs/RESULTS.md: a
+    planted region of 1/3 volume on one of 9 factors, 10 instances, 2 seeds): share of the last 2
+    updates' proposals in the region after 100 updates: ema 0.55, batch_mean 0.54, none 0.37 (lr 0.001);
+    ema 1.00, batch_mean 1.00, none 0.99 (lr 0.01); after 250 updates all reach 0.97-1.00. A baseline
+    (ema or batch_mean: equal within the intervals) doubles the early progress over none, so ema stays
+    the default (resumable state). With budgets under ~250 updates use examiner.lr=0.01
+    (benchmarks/planted_weakness.sh does).
+    """
+
+    _target_: str = "advaudit.examiners.rl.RLExaminer"
+    _partial_: bool = True  # the audit supplies n_instances, n_dims, seed, device, periodic
     name: str = "rl"
-    q: int = 32
-    bins: int = 100
-    embedding: int = 30
-    hidden: int = 30
-    lr: float = 0.001
-    baseline_decay: float = 0.9
-    baseline: RLBaseline = RLBaseline.ema
-    order: Optional[List[int]] = None
+    q: int = ranged(32, low=1, integer=True)
+    bins: int = ranged(100, low=2, integer=True)
+    embedding: int = ranged(30, low=1, integer=True)
+    hidden: int = ranged(30, low=1, integer=True)
+    lr: float = ranged(0.001, learning_rate=True)  # the paper's; 0.01 concentrates in 100 updates where 0.001 needs ~250
+    baseline_decay: float = ranged(0.9, low=0, high=1, high_open=True)  # ema only
+    baseline: RLBaseline = RLBaseline.ema  # REINFORCE baseline: ema | batch_mean | none (paper Eq. 5 has none)
+    order: Optional[List[int]] = None  # factor indices in sampling order (Section 4.5); null = declared order
 
 
 # -- world --------------------------------------------------------------------------------------
@@ -234,7 +337,8 @@ class ShapesWorldConf:
     image_size: int = 32
     instances_per_class: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
     seed: int = 0
-    factors: Any = None  # null or a mapping (checked in validation)
+    # narrow, widen or fix factors: {camera_elevation: [-30, 30], sun_energy: 2.5} (checked in validation)
+    factors: Any = None
     classes: Optional[List[str]] = None
     shadows: bool = True
     device: str = "auto"
@@ -254,11 +358,15 @@ class MeshWorldConf:
     """``conf/world/meshes.yaml`` (MeshWorld, Mitsuba 3); wire with ``defaults: [meshes_schema, _self_]``."""
 
     _target_: str = "advaudit.worlds.meshes.MeshWorld"
+    # a mesh folder: ShapeNetCore v2 (<synset>/<model>/models/model_normalized.obj), ModelNet
+    # (<class>/{train,test}/*.off) or <class>/*.{obj,ply,stl,glb,off}; `builtin`: ShapeWorld's
+    # objects exported as meshes into the cache (nothing downloads)
     root: str = "builtin"
     layout: str = "auto"
     classes: Optional[List[str]] = None
+    # shares for layouts without a split (ModelNet keeps its own, val carved from train)
     split_fractions: Dict[str, float] = field(default_factory=lambda: {"train": 0.7, "val": 0.1, "test": 0.2})
-    instances_per_class: Any = None
+    instances_per_class: Any = None  # caps per class and split (null: all), e.g. {train: null, val: 10, test: 10}
     builtin_instances: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
     seed: int = 0
     up_axis: str = "auto"
@@ -269,8 +377,9 @@ class MeshWorldConf:
     ambient: float = 0.15
     exposure: float = 1.0
     ground: bool = True
-    batch_cameras: bool = False
-    factors: Any = None  # null or a mapping (checked in validation)
+    batch_cameras: bool = False  # one pass per instance for queries sharing all 8 lighting factors (measured: no faster on CPU)
+    # narrow, widen or fix factors: {camera_elevation: [-30, 30], sun_energy: 2.5} (checked in validation)
+    factors: Any = None
     cache_dir: Optional[str] = None
     device: str = "auto"
     threads: Optional[int] = None
@@ -278,8 +387,12 @@ class MeshWorldConf:
 
 # -- search -------------------------------------------------------------------------------------
 @dataclass
-class LowessConf:
-    frac: float = 0.1
+class LowessConf(Ranged):
+    """statsmodels ``lowess`` arguments (``frac``, ``it``, ``delta``), the distance (``log``) and where
+    the fit is made (``per_pool``: on each pool's items, else once on all items)."""
+
+    config_path: ClassVar[str] = "search.<method>.lowess"
+    frac: float = ranged(0.1, low=0, high=1, low_open=True)
     it: int = 3
     delta: float = 0.0
     log: bool = True
@@ -288,15 +401,20 @@ class LowessConf:
 
 @dataclass
 class DecisionAttackConf:
+    # hsj (advaudit's batched HopSkipJump) | boundary | hop_skip_jump (foolbox 3)
     method: AttackMethod = AttackMethod.hsj
-    steps: int = 6  # the default of conf/search/methods.yaml (issue 15: rank rho 0.90 vs converged)
-    gradient_queries: int = 16
+    # hsj iterations / foolbox steps (boundary needs ~25000 to converge); 6 hsj steps ~ 240 queries/item,
+    # rank rho 0.90 vs converged (4 steps: 0.87), 2,000 items in 222 s on one CPU thread (docs/RESULTS.md)
+    steps: int = ranged(6, low=1, integer=True)
+    gradient_queries: int = ranged(16, low=1, integer=True)  # hsj: probes of the first gradient estimate (grows with sqrt(step))
     max_gradient_queries: int = 32
-    binary_steps: int = 8
-    chunk: int = 500
+    binary_steps: int = ranged(8, low=1, integer=True)  # hsj: bisections per return to the boundary
+    chunk: int = ranged(500, low=1, integer=True)  # items attacked together; each finished chunk is saved (resume)
     seed: int = 0
-    params: Dict[str, Any] = field(default_factory=dict)
-    probe_resolution: Optional[int] = None  # hsj: gradient probes on an r x r grid, upsampled (issue 15)
+    params: Dict[str, Any] = field(default_factory=dict)  # extra foolbox constructor arguments
+    # hsj, images: gradient probes on an r x r grid, upsampled (null: full resolution; r ranked worse on
+    # Fashion-MNIST)
+    probe_resolution: Optional[int] = ranged(None, low=1, integer=True)
 
 
 @dataclass
@@ -306,22 +424,26 @@ class AdversarialDistanceConf:
 
 
 @dataclass
-class PseudoModelConf:
+class PseudoModelConf(Ranged):
+    """GAD's pseudo-model (:func:`advaudit.search.pseudo_model.extract_pseudo_model`)."""
+
+    config_path: ClassVar[str] = "search.gad.pseudo_model"
+    # lhs (Latin hypercube over the data's ranges) | pool (the unlabeled items) | neighbourhood (pool + jitter)
     design: Design = Design.lhs
-    jitter: float = 0.1
-    design_size: int = 50000
-    hidden: List[int] = field(default_factory=lambda: [128, 128, 64, 32])
-    epochs: int = 20
-    lr: float = 0.001
-    batch_size: int = 256
+    jitter: float = 0.1  # neighbourhood: noise std as a share of each feature's range
+    design_size: int = ranged(50000, low=10, integer=True)
+    hidden: List[int] = field(default_factory=lambda: [128, 128, 64, 32])  # + the output layer = the paper's 5 dense layers
+    epochs: int = ranged(20, low=1, integer=True)
+    lr: float = ranged(0.001, learning_rate=True)
+    batch_size: int = ranged(256, low=1, integer=True)
     seed: int = 0
 
 
 @dataclass
 class GADAttackConf:
-    step: float = 0.01
-    max_steps: int = 500
-    chunk: int = 100000
+    step: float = ranged(0.01, low=0, low_open=True)  # sign step per feature, as a share of the feature's range
+    max_steps: int = ranged(500, low=1, integer=True)  # then "never flipped": kept, marked, out of the LOWESS fit
+    chunk: int = ranged(100000, low=1, integer=True)
 
 
 @dataclass
@@ -353,8 +475,13 @@ class DatasetConf:
     batch_size: int = 128
     val_fraction: float = 0.1
     seed: int = 0
-    limit: Any = None  # null or {split: cap} (checked in validation)
-    classes: Optional[List[Any]] = None
+    limit: Any = None  # null or {train: n, val: n, test: n}: seeded random caps for quick runs (checked in validation)
+    classes: Optional[List[Any]] = None  # keep only these classes (names or indices), renumbered in this order
+    # bias injection on the training split (advaudit.data.bias):
+    #   drop_subgroup: {class: c, attribute: a, low: l, high: h}
+    #   max_per_group: {m: 10, group: instance|class}
+    #   test_grayscale: true          (test-time shift)
+    #   spurious: {class: c, kind: patch|brightness|column, strength: 1.0, fraction: 1.0}
     bias: Dict[str, Any] = field(default_factory=dict)
     num_workers: int = 0
 
@@ -362,7 +489,7 @@ class DatasetConf:
 @dataclass
 class FashionMNISTDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.fashion_mnist.FashionMNISTDataModule"
-    root: str = "/usr/share/datasets/fashion-mnist"
+    root: str = "/usr/share/datasets/fashion-mnist"  # the four idx .gz files (Debian package dataset-fashion-mnist)
 
 
 @dataclass
@@ -374,6 +501,7 @@ class DigitsDatasetConf(DatasetConf):
 @dataclass
 class TabularDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.sklearn_sets.TabularDataModule"
+    # bundled: breast_cancer | wine | digits | iris (sklearn), fair | anes96 (statsmodels); or path=<file.csv> with label_column
     name: str = "breast_cancer"
     path: Optional[str] = None
     label_column: str = "label"
@@ -383,11 +511,11 @@ class TabularDatasetConf(DatasetConf):
 @dataclass
 class ImageFolderDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.folders.ImageFolderDataModule"
-    root: str = MISSING
+    root: str = MISSING  # root/<class>/*.png, or root/train/<class> + root/test/<class>
     image_size: int = 32
     channels: int = 3
     test_fraction: float = 0.2
-    strict: bool = False
+    strict: bool = False  # unreadable image files: false = named in a warning and skipped (counted); true = refused
 
 
 @dataclass
@@ -404,13 +532,16 @@ class ShapesDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.shapes.ShapesDataModule"
     m: int = 10
     m_eval: int = 10
-    fresh: bool = False  # new random training conditions every epoch (issue 11)
+    # true: m NEW random conditions per training instance every epoch (seeded per epoch; val/test
+    # fixed): strong targets. false: one fixed set (paper, Table 3)
+    fresh: bool = False
     image_size: int = 32
     instances_per_class: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
     world_seed: int = 0
     shadows: bool = True
-    factors: Any = None  # null or a mapping (checked in validation)
-    eval_factors: Any = None  # null or a mapping (checked in validation)
+    # training-time factor bounds, e.g. {camera_elevation: [-30, 30]} (paper Section 4.4; checked in validation)
+    factors: Any = None
+    eval_factors: Any = None  # validation/test factor bounds (null: the world's full Table-1 bounds)
     cache_dir: Optional[str] = None
     val_fraction: float = 0.0
 
@@ -422,11 +553,12 @@ class MeshesDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.meshes.MeshesDataModule"
     m: int = 10
     m_eval: int = 10
-    fresh: bool = False
+    fresh: bool = False  # new random training conditions every epoch (as dataset=shapes)
     image_size: int = 32
     world: Dict[str, Any] = field(default_factory=dict)
-    factors: Any = None  # null or a mapping (checked in validation)
-    eval_factors: Any = None  # null or a mapping (checked in validation)
+    # training-time factor bounds, e.g. {camera_elevation: [-30, 30]} (paper Section 4.4; checked in validation)
+    factors: Any = None
+    eval_factors: Any = None  # validation/test factor bounds (null: the world's full Table-1 bounds)
     cache_dir: Optional[str] = None
     val_fraction: float = 0.0
 
@@ -440,7 +572,8 @@ class ClassifierModelConf:
     arch: str = MISSING
     arch_params: Dict[str, Any] = field(default_factory=dict)  # the architecture's own keyword arguments
     optimizer: Any = None  # a _target_ block (_partial_: true), given the parameters at the call site
-    adversarial: Any = None  # null or PGD settings {norm, eps, steps, step_size} (checked in validation)
+    # PGD adversarial training: null or {norm: linf|l2, eps: 0.1, steps: 7, step_size: null} (checked in validation)
+    adversarial: Any = None
 
 
 @dataclass
@@ -458,18 +591,30 @@ class GeneratorModelConf:
     """``conf/model/generator.yaml``: the conditional generator of the fault tests."""
 
     kind: str = "generator"
+    # how it learns: adversarial (a critic on the dataset's images: the DCGAN) or rendered (fitted to the
+    # world's renders of the scenes its latents name; dataset=shapes only: advaudit/models/rendered_generator.py)
     objective: str = "adversarial"
     latent_dim: int = 64
     width: int = 32
-    trunk_layers: int = 0
+    trunk_layers: int = 0  # hidden linear + ReLU layers of trunk_width before block 0's linear (0: the DCGAN's single linear)
     trunk_width: int = 512
     lr: float = 0.0002
+    # rendered objective only: batches per epoch (each a fresh draw of scenes) and the extra weight of
+    # object pixels in its L1 loss
     steps_per_epoch: int = 200
     object_weight: float = 4.0
-    class_weight: float = 1.0
-    diversity_weight: float = 1.0
+    class_weight: float = 1.0  # auxiliary classification loss on the critic's class head (AC-GAN)
+    diversity_weight: float = 1.0  # mode-seeking term against generators that ignore the latent
+    # optional: a classifier of the same data trained on the real images; reports the share of generated
+    # samples it assigns to their class (generator/class_agreement) and its accuracy on real test images
     quality_target: Optional[str] = None
+    # optional: refuse a generator whose class agreement is below this share (needs quality_target); a
+    # refused one is saved as checkpoints/generator_below_gate.pt and the fault-test audit will not use it
     quality_gate: Optional[float] = None
+    # optional: a frozen classifier trained on the real images (never the quality_target) whose
+    # cross-entropy on the fakes' classes the generator also minimises (x teacher_weight): the class
+    # signal for data whose classes the critic's own head learns slowly (on ShapeWorld the generator
+    # learnt to fool it rather than to draw the classes: docs/RESULTS.md)
     class_teacher: Optional[str] = None
     teacher_weight: float = 1.0
 
@@ -535,6 +680,7 @@ SCHEMAS: list[tuple[str | None, str, type]] = [
     ("audit", "evaluate_schema", EvaluateAuditConf),
     ("examiner", "random_schema", RandomExaminerConf),
     ("examiner", "optuna_schema", OptunaExaminerConf),
+    ("examiner", "cmaes_schema", CMAESExaminerConf),
     ("examiner", "bo_schema", BOExaminerConf),
     ("examiner", "rl_schema", RLExaminerConf),
     ("world", "shapes_schema", ShapesWorldConf),

@@ -2,9 +2,10 @@
 
 Types and choices are checked by Hydra at composition (:mod:`advaudit.config.schemas`); here,
 before any data is loaded or any model scored, :func:`validate` checks what a type cannot say:
-bounds with ``low <= high``, report budgets within the budget, budgets the examiner can honour,
-positive learning rates and epochs, pool sizes, that every file the run needs is there and is a
-file, and that no key is one nothing reads (:mod:`advaudit.config.known_keys`). Every problem found is reported together, in one message, each naming its key and the
+the range rules declared next to each schema field (:mod:`advaudit.config.ranges`), and the rules
+that tie keys together: bounds with ``low <= high``, report budgets within the budget, budgets the
+examiner can honour, pool sizes, that every file the run needs is there and is a file, and that no
+key is one nothing reads (:mod:`advaudit.config.known_keys`). Every problem found is reported together, in one message, each naming its key and the
 nearest valid value; settings that are legal but probably not what the user meant get a one-line
 warning. Nothing is changed: a request is honoured exactly or refused.
 """
@@ -12,7 +13,6 @@ warning. Nothing is changed: a request is honoured exactly or refused.
 from __future__ import annotations
 
 import importlib
-import math
 from enum import Enum
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from advaudit.config.known_keys import unknown_argument_problems, unknown_key_problems
+from advaudit.config.ranges import Rule, range_problems
 from advaudit.errors import AdvauditError, unknown_keys_message, warn
 from advaudit.files import describe_path
 from advaudit.models.imported.spec import parse_target_spec
@@ -58,23 +59,15 @@ class Checks:
 
     def number(self, node: Any, key: str, path: str, low: float | None = None, high: float | None = None,
                low_open: bool = False, integer: bool = False) -> None:
-        """``node[key]`` (when set) within ``[low, high]`` (``(low, ...`` with ``low_open``)."""
-        value = _get(node, key)
-        if value is None:
-            return
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            self.problems.append(f"{path}={value!r} must be a number")
-            return
-        if integer and int(value) != value:
-            self.problems.append(f"{path}={value} must be a whole number")
-        if not math.isfinite(float(value)):
-            self.problems.append(f"{path}={value} must be finite")
-            return
-        if low is not None and (value <= low if low_open else value < low):
-            bound = f"> {low}" if low_open else f">= {low}"
-            self.problems.append(f"{path}={value} must be {bound}" + ("" if low_open else f"; the nearest valid value is {low}"))
-        if high is not None and value > high:
-            self.problems.append(f"{path}={value} must be <= {high}; the nearest valid value is {high}")
+        """``node[key]`` (when set) within ``[low, high]`` (``(low, ...`` with ``low_open``): a range rule
+        of a key no schema of advaudit's declares (a Lightning trainer's, an optimizer's)."""
+        problem = Rule(low=low, high=high, low_open=low_open, integer=integer).problem(path, _get(node, key))
+        if problem is not None:
+            self.problems.append(problem)
+
+    def ranges(self, node: Any, path: str) -> None:
+        """The range rules of every schema field in ``node`` (at ``path``): :mod:`advaudit.config.ranges`."""
+        self.problems += range_problems(node, path, self.warnings)
 
     def raise_if_any(self) -> None:
         for message in self.warnings:
@@ -156,11 +149,9 @@ def _check_train(cfg: DictConfig, checks: Checks) -> None:
 
 
 def _check_learning_rate(checks: Checks, lr: Any, key: str) -> None:
-    if lr is None:
-        return
-    if checks.require(isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr) and lr > 0,
-                      f"{key}={lr} must be a positive number (e.g. {key}=0.001)"):
-        checks.warn(lr > 1, f"{key}={lr} is unusually large for a learning rate; training will likely diverge")
+    rule = Rule(learning_rate=True)
+    if checks.require((problem := rule.problem(key, lr)) is None, problem or ""):
+        checks.warn((warning := rule.warning(key, lr)) is not None, warning or "")
 
 
 def _check_dataset(dataset: Any, key: str, checks: Checks) -> None:
@@ -223,9 +214,7 @@ def _check_examine(cfg: DictConfig, checks: Checks) -> None:
     elif name == "fault_tests":
         _check_fault_tests(audit, cfg.get("generator"), checks)
     elif name == "gallery":
-        checks.number(audit, "n_instances", "audit.n_instances", low=1, integer=True)
-        checks.number(audit, "steps", "audit.steps", low=2, integer=True)
-        checks.number(audit, "base", "audit.base", low=0, high=1)
+        checks.ranges(audit, "audit")
         _check_factor_names(world, (_plain(_get(audit, "base_overrides")) or {}).keys(), "audit.base_overrides", checks)
     if name in ("evaluate", "error_search"):
         _check_audit_dataset(_get(audit, "dataset"), checks)
@@ -261,8 +250,9 @@ def _check_worst_case(audit: DictConfig, examiner: DictConfig | None, world: Dic
     budget = _get(audit, "budget")
     unit = str(_get(audit, "budget_unit") or "queries")
     q = int(_get(examiner, "q") or 1) if examiner is not None else 1
+    checks.ranges(audit, "audit")
     if examiner is not None:
-        checks.number(examiner, "q", "examiner.q", low=1, integer=True)
+        checks.ranges(examiner, "examiner")
         _check_examiner(examiner, checks)
     if checks.require(isinstance(budget, int) and budget >= 1,
                       f"audit.budget={budget}: the examination budget ({unit} per instance) must be >= 1; "
@@ -282,18 +272,11 @@ def _check_worst_case(audit: DictConfig, examiner: DictConfig | None, world: Dic
                        f"({unit}); report at budgets within it (e.g. audit.report_budgets={inside}) or raise "
                        f"audit.budget to {max(outside + [budget])}")
         checks.warn(len(set(reports)) != len(reports), f"audit.report_budgets={reports} repeats a budget")
-    for key in ("selection_renders", "checkpoint_every"):
-        checks.number(audit, key, f"audit.{key}", low=1, integer=True)
-    checks.number(audit, "n_instances", "audit.n_instances", low=1, integer=True)
-    checks.number(audit, "stop_after_steps", "audit.stop_after_steps", low=0, integer=True)
     if str(_get(audit, "selection")) == "random":
         checks.require(_get(audit, "n_instances") is not None,
                        "audit.selection=random needs audit.n_instances=<how many instances to draw>")
     validity = _get(audit, "validity")
     if validity is not None:
-        checks.number(validity, "min_height_px", "audit.validity.min_height_px", low=0)
-        checks.number(validity, "reference_min_prob", "audit.validity.reference_min_prob", low=0, high=1)
-        checks.number(validity, "min_content_kept", "audit.validity.min_content_kept", low=0, high=1)
         reference = _get(validity, "reference")
         if reference:
             _check_file(checks, reference, "audit.validity.reference", "a target.pt used as the reference judge")
@@ -306,27 +289,11 @@ def _check_worst_case(audit: DictConfig, examiner: DictConfig | None, world: Dic
 
 
 def _check_examiner(examiner: DictConfig, checks: Checks) -> None:
-    name = str(_get(examiner, "name"))
-    if name == "bo":
-        checks.number(examiner, "beta", "examiner.beta", low=0, low_open=True)
-        for key in ("n_init", "restarts", "raw_samples", "fit_maxiter", "fit_max_points", "refit_every"):
-            checks.number(examiner, key, f"examiner.{key}", low=1, integer=True)
-        checks.number(examiner, "adam_steps", "examiner.adam_steps", low=0, integer=True)
-        _check_learning_rate(checks, _get(examiner, "adam_lr"), "examiner.adam_lr")
-        checks.number(examiner, "refit_growth", "examiner.refit_growth", low=1)
-        checks.number(examiner, "local_samples", "examiner.local_samples", low=1, integer=True)
-        refine = _get(examiner, "refine")
-        checks.require(refine in (None, "local", "adam"), f"examiner.refine={refine!r}; use local or adam")
-        raw, restarts = _get(examiner, "raw_samples"), _get(examiner, "restarts")
-        if isinstance(raw, int) and isinstance(restarts, int):
-            checks.require(raw >= restarts, f"examiner.raw_samples={raw} < examiner.restarts={restarts}; "
-                           f"set examiner.raw_samples>={restarts}")
-    elif name == "rl":
-        checks.number(examiner, "bins", "examiner.bins", low=2, integer=True)
-        for key in ("embedding", "hidden"):
-            checks.number(examiner, key, f"examiner.{key}", low=1, integer=True)
-        _check_learning_rate(checks, _get(examiner, "lr"), "examiner.lr")
-        checks.number(examiner, "baseline_decay", "examiner.baseline_decay", low=0, high=1)
+    """The examiner's keys that tie together (single-field ranges: its schema)."""
+    raw, restarts = _get(examiner, "raw_samples"), _get(examiner, "restarts")
+    if isinstance(raw, int) and isinstance(restarts, int):
+        checks.require(raw >= restarts, f"examiner.raw_samples={raw} < examiner.restarts={restarts}; "
+                       f"set examiner.raw_samples>={restarts}")
 
 
 def _check_error_search(audit: DictConfig, search: DictConfig | None, checks: Checks) -> None:
@@ -340,12 +307,7 @@ def _check_error_search(audit: DictConfig, search: DictConfig | None, checks: Ch
     if ok_pool and ok_budget:
         checks.require(budget <= pool_size, f"audit.budget={budget} queries exceed audit.pool_size={pool_size} "
                        f"items; set audit.budget<={pool_size} or audit.pool_size>={budget}")
-    for key in ("replications", "pool_chunk"):
-        checks.number(audit, key, f"audit.{key}", low=1, integer=True)
-    checks.number(audit, "tau", "audit.tau", low=0, high=1)
-    features = _get(audit, "features")
-    if features is not None:
-        checks.number(features, "components", "audit.features.components", low=1, integer=True)
+    checks.ranges(audit, "audit")
     if ok_budget:
         report_at = _plain(_get(audit, "report_at")) or []
         beyond = [k for k in report_at if k > budget]
@@ -356,35 +318,14 @@ def _check_error_search(audit: DictConfig, search: DictConfig | None, checks: Ch
     unknown = [m for m in compare if m not in SEARCH_METHODS]
     checks.require(not unknown, f"audit.compare names unknown methods {unknown}; use {list(SEARCH_METHODS)}")
     if search is not None:
-        for method in ("adversarial_distance", "gad"):
-            settings = _get(search, method)
-            if settings is None:
-                continue
-            lowess = _get(settings, "lowess")
-            if lowess is not None:
-                checks.number(lowess, "frac", f"search.{method}.lowess.frac", low=0, high=1, low_open=True)
-            attack = _get(settings, "attack")
-            if attack is not None:
-                for key in ("steps", "max_steps", "chunk", "binary_steps", "gradient_queries", "probe_resolution"):
-                    checks.number(attack, key, f"search.{method}.attack.{key}", low=1, integer=True)
-                checks.number(attack, "step", f"search.{method}.attack.step", low=0, low_open=True)
-        pseudo = _get(_get(search, "gad"), "pseudo_model")
-        if pseudo is not None:
-            for key in ("design_size", "epochs", "batch_size"):
-                checks.number(pseudo, key, f"search.gad.pseudo_model.{key}", low=1, integer=True)
-            _check_learning_rate(checks, _get(pseudo, "lr"), "search.gad.pseudo_model.lr")
+        checks.ranges(search, "search")
 
 
 def _check_fault_tests(audit: DictConfig, generator: Any, checks: Checks) -> None:
     if checks.require(generator is not None, "audit=fault_tests needs generator=<path/to/generator.pt> "
                       "(written by train.py model=generator)"):
         _check_file(checks, generator, "generator", "a generator.pt written by train.py model=generator")
-    for key in ("n_seeds", "max_steps", "chunk"):
-        checks.number(audit, key, f"audit.{key}", low=1, integer=True)
-    checks.number(audit, "k", "audit.k", low=1, high=3, integer=True)
-    checks.number(audit, "eps", "audit.eps", low=0, low_open=True)
-    checks.number(audit, "kappa", "audit.kappa", low=0)
-    _check_learning_rate(checks, _get(audit, "lr"), "audit.lr")
+    checks.ranges(audit, "audit")
     for i, path in enumerate(_plain(_get(audit, "transfer_targets")) or []):
         _check_file(checks, path, f"audit.transfer_targets[{i}]", "a target.pt written by train.py")
     features = _plain(_get(audit, "fault_feature")) or []

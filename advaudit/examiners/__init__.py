@@ -1,40 +1,89 @@
-"""Sequential black-box optimisers over S, one per instance, batched: random, BO, RL, Optuna."""
+"""Sequential black-box optimisers over S, one per instance, batched: random, BO, RL, Optuna.
+
+An examiner is plugged in as one class plus one YAML option of the ``examiner`` group whose
+``_target_`` names the class (``_partial_: true``: the audit supplies the rest). Its settings are
+the class's keyword arguments; the worst-case audit adds :data:`SUPPLIED` (``n_instances``,
+``n_dims``, ``seed``, ``device``, ``periodic``), which every examiner takes. ``name`` labels the
+examiner in reports and is not passed. A key the class does not take is refused, never dropped.
+"""
 
 from __future__ import annotations
 
-import importlib
+import inspect
 from typing import Any, Sequence
 
 import torch
+from hydra.utils import get_object, instantiate
+from omegaconf import OmegaConf
 
+from advaudit.config.schemas import SCHEMAS
 from advaudit.confutil import plain
-from advaudit.errors import AdvauditError
+from advaudit.errors import AdvauditError, require, unknown_keys_message
 from advaudit.examiners.protocol import Examiner
 
-__all__ = ["Examiner", "build_examiner", "EXAMINERS"]
+__all__ = ["Examiner", "build_examiner", "builtin_examiner", "SUPPLIED"]
 
-EXAMINERS = {
-    "random": "advaudit.examiners.random_search:RandomExaminer",
-    "bo": "advaudit.examiners.bo:BOExaminer",
-    "rl": "advaudit.examiners.rl:RLExaminer",
-    "tpe": "advaudit.examiners.optuna_examiner:OptunaExaminer",
-    "cmaes": "advaudit.examiners.optuna_examiner:OptunaExaminer",
-}
+#: the constructor arguments the audit supplies to every examiner
+SUPPLIED = ("n_instances", "n_dims", "seed", "device", "periodic")
+#: keys of an examiner block that are not constructor arguments: its label, and Hydra's own
+LABEL_KEYS = ("name",)
+
+
+def builtin_examiner(name: str, **options: Any) -> dict[str, Any]:
+    """The config of advaudit's examiner ``name`` (its schema's defaults, ``_target_`` included) with
+    ``options`` changed: what ``examiner=<name>`` composes to, for scripts and tests."""
+    schemas = {schema.name: schema for group, _, schema in SCHEMAS if group == "examiner"}
+    require(name in schemas, f"unknown examiner {name!r}; use one of {sorted(schemas)} (or a block with _target_)")
+    defaults = OmegaConf.to_container(OmegaConf.structured(schemas[name]), enum_to_str=True)
+    return {**defaults, **options}
 
 
 def build_examiner(examiner_cfg: Any, n_instances: int, n_dims: int, seed: int = 0,
                    device: str | torch.device = "cpu", periodic: Sequence[bool] | None = None) -> Examiner:
-    """An examiner from ``cfg.examiner`` (``name`` plus its options) for N instances x C dims;
-    ``periodic`` flags the dims that are circles (the world's periodic factors; random search
-    ignores it, uniform on an interval is uniform on the circle)."""
+    """The examiner ``cfg.examiner`` describes, for N instances x C dims.
+
+    Args:
+        examiner_cfg: a block with ``_target_`` (the examiner's class) and its settings; a block with
+            only ``name`` (and settings) means advaudit's examiner of that name (:func:`builtin_examiner`).
+        n_instances, n_dims: N and C.
+        seed: the examination's seed.
+        device: where the examiner runs (the target's device).
+        periodic: ``[C]`` flags of the dims that are circles (the world's periodic factors).
+
+    Raises:
+        AdvauditError: one line naming a key the class does not take, with the ones it does.
+    """
     options = dict(plain(examiner_cfg, {}))
-    name = options.pop("name", None)
-    options.pop("budget_note", None)
-    if name not in EXAMINERS:
-        raise AdvauditError(f"unknown examiner {name!r}; use one of {sorted(EXAMINERS)}")
-    module, _, cls = EXAMINERS[name].partition(":")
-    if name in ("tpe", "cmaes"):
-        options["sampler"] = name
-    return getattr(importlib.import_module(module), cls)(
-        n_instances=n_instances, n_dims=n_dims, seed=seed, device=device,
-        periodic=None if periodic is None else [bool(p) for p in periodic], **options)
+    if "_target_" not in options:
+        name = str(options.pop("name", None))
+        options = builtin_examiner(name, **options)
+    for key in LABEL_KEYS:
+        options.pop(key, None)
+    target = str(options["_target_"])
+    _refuse_unknown(target, options)
+    options["_partial_"] = True
+    make = instantiate(OmegaConf.create(options))
+    return make(n_instances=n_instances, n_dims=n_dims, seed=seed, device=device,
+                periodic=None if periodic is None else [bool(p) for p in periodic])
+
+
+def _refuse_unknown(target: str, options: dict[str, Any]) -> None:
+    """Every setting in ``options`` is a keyword argument of ``target``; none is one the audit supplies."""
+    try:
+        parameters = inspect.signature(get_object(target)).parameters
+    except Exception as error:  # noqa: BLE001  (not importable: say which, on one line)
+        cause = error.__cause__ or error
+        raise AdvauditError(f"examiner._target_={target} cannot be imported ({type(cause).__name__}: "
+                            f"{str(cause).splitlines()[0] if str(cause) else ''})") from None
+    settings = [key for key in options if not key.startswith("_")]
+    supplied = [key for key in settings if key in SUPPLIED]
+    require(not supplied, f"examiner.{supplied[0] if supplied else ''} is supplied by the audit (it gives every "
+            f"examiner {', '.join(SUPPLIED)}); remove it from the examiner's config")
+    missing = [key for key in SUPPLIED if key not in parameters]
+    require(not missing, f"{target} does not take {', '.join(missing)}; an examiner's constructor takes the "
+            f"arguments the audit supplies ({', '.join(SUPPLIED)}) besides its own settings")
+    accepted = [name for name, p in parameters.items() if name != "self" and name not in SUPPLIED
+                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [key for key in settings if key not in accepted]
+    require(not unknown, unknown_keys_message("examiner", unknown, accepted) + f" ({target} takes these settings; "
+            f"the audit supplies {', '.join(SUPPLIED)})")

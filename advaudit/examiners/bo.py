@@ -58,6 +58,7 @@ import torch
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
+from advaudit.config.schemas import BOExaminerConf
 from advaudit.errors import require
 from advaudit.examiners.gp_factor import (GrowingFactor, circular_rbf_module, rbf_kernel, require_reproducible_gp,
                                           scaled_features)
@@ -71,10 +72,14 @@ _HYPER_PREFIXES = ("covar_module.", "likelihood.", "mean_module.")
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _REFINE = ("local", "adam")
 _MAX_LOCAL_STD = 0.25  # unit-cube cap on a local perturbation's std
+_DEFAULTS = BOExaminerConf  # its class attributes are the schema's defaults
 
 
 class BOExaminer(HistoryMixin):
     """Batched GP-UCB (see module docstring).
+
+    The settings' defaults are those of :class:`advaudit.config.schemas.BOExaminerConf` (the one place
+    they are declared, with their range rules, checked before an audit starts).
 
     Args:
         n_instances, n_dims: problem sizes; ``q`` must be 1 (sequential GP-UCB as in the paper).
@@ -100,20 +105,20 @@ class BOExaminer(HistoryMixin):
     instance count and the error, and is counted in ``failed_fits`` (saved in the state).
     """
 
-    def __init__(self, n_instances: int, n_dims: int, q: int = 1, beta: float = 6.635776,
-                 n_init: int = 2, refit_every: int = 10, refit_growth: float = 1.3, fit_maxiter: int = 40,
-                 fit_max_points: int = 128, raw_samples: int = 256, restarts: int = 4,
-                 refine: str = "local", local_scales: Sequence[float] = (0.4, 0.15, 0.05, 0.02), local_samples: int = 24,
-                 adam_steps: int = 15, adam_lr: float = 0.03, acquisition_dtype: str = "float32",
-                 seed: int = 0, device: str | torch.device = "cpu", periodic: Sequence[bool] | None = None,
-                 **_: Any) -> None:
+    def __init__(self, n_instances: int, n_dims: int, q: int = _DEFAULTS.q, beta: float = _DEFAULTS.beta,
+                 n_init: int = _DEFAULTS.n_init, refit_every: int = _DEFAULTS.refit_every,
+                 refit_growth: float = _DEFAULTS.refit_growth, fit_maxiter: int = _DEFAULTS.fit_maxiter,
+                 fit_max_points: int = _DEFAULTS.fit_max_points, raw_samples: int = _DEFAULTS.raw_samples,
+                 restarts: int = _DEFAULTS.restarts, refine: str = _DEFAULTS.refine,
+                 local_scales: Sequence[float] | None = None, local_samples: int = _DEFAULTS.local_samples,
+                 adam_steps: int = _DEFAULTS.adam_steps, adam_lr: float = _DEFAULTS.adam_lr,
+                 acquisition_dtype: str = _DEFAULTS.acquisition_dtype,
+                 seed: int = 0, device: str | torch.device = "cpu", periodic: Sequence[bool] | None = None) -> None:
+        local_scales = BOExaminerConf().local_scales if local_scales is None else local_scales
         require(q == 1, f"BO proposes one point per step (q=1); got q={q}")
-        require(n_init >= 1, f"n_init={n_init} must be >= 1")
-        require(restarts >= 1 and raw_samples >= 1, f"restarts={restarts} and raw_samples={raw_samples} must be >= 1")
         require(acquisition_dtype in _DTYPES, f"acquisition_dtype={acquisition_dtype!r}; use one of {sorted(_DTYPES)}")
         require(refine in _REFINE, f"refine={refine!r}; use one of {list(_REFINE)}")
-        require(local_samples >= 1 and all(float(x) > 0 for x in local_scales),
-                f"local_samples={local_samples} must be >= 1 and local_scales={list(local_scales)} positive")
+        require(all(float(x) > 0 for x in local_scales), f"local_scales={list(local_scales)} must be positive")
         self._init_history(n_instances, n_dims, 1)
         self.device = torch.device(device)
         self.periodic = periodic_dims(periodic, n_dims)

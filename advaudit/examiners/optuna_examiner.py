@@ -20,6 +20,7 @@ import optuna
 import torch
 from torch import Tensor
 
+from advaudit.config.schemas import OptunaExaminerConf
 from advaudit.errors import AdvauditError
 from advaudit.examiners.protocol import HistoryMixin, periodic_dims
 
@@ -39,8 +40,8 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
 class OptunaExaminer(HistoryMixin):
     """ask/tell over ``N`` Optuna studies with sampler ``sampler`` (``tpe`` or ``cmaes``)."""
 
-    def __init__(self, n_instances: int, n_dims: int, sampler: str = "tpe", q: int = 1, seed: int = 0,
-                 periodic: Any = None, **_: Any) -> None:
+    def __init__(self, n_instances: int, n_dims: int, sampler: str = OptunaExaminerConf.sampler, q: int = OptunaExaminerConf.q, seed: int = 0,
+                 device: str | torch.device = "cpu", periodic: Any = None) -> None:
         self._init_history(n_instances, n_dims, q)
         self.sampler_name, self.seed = sampler, int(seed)
         self.periodic = periodic_dims(periodic, n_dims)

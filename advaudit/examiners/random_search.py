@@ -7,13 +7,17 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from advaudit.config.schemas import RandomExaminerConf
 from advaudit.examiners.protocol import HistoryMixin
 
 
 class RandomExaminer(HistoryMixin):
     """Samples ``q`` uniform candidates per instance per step (seeded)."""
 
-    def __init__(self, n_instances: int, n_dims: int, q: int = 1, seed: int = 0, **_: Any) -> None:
+    def __init__(self, n_instances: int, n_dims: int, q: int = RandomExaminerConf.q, seed: int = 0, device: str | torch.device = "cpu",
+                 periodic: Any = None) -> None:
+        """``device`` and ``periodic`` are taken as every examiner takes them; uniform draws on the unit
+        cube need neither (uniform on an interval is uniform on its circle)."""
         self._init_history(n_instances, n_dims, q)
         self.generator = torch.Generator().manual_seed(int(seed))
 

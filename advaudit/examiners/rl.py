@@ -21,6 +21,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 
+from advaudit.config.schemas import RLExaminerConf
 from advaudit.errors import require
 from advaudit.examiners.protocol import HistoryMixin, periodic_dims
 
@@ -108,6 +109,9 @@ class BatchedLSTMPolicy(pl.LightningModule):
 BASELINES = ("ema", "batch_mean", "none")
 
 
+_DEFAULTS = RLExaminerConf  # its class attributes are the schema's defaults
+
+
 class RLExaminer(HistoryMixin):
     """REINFORCE examiner (paper Section 2.2): ``q`` samples per policy update (paper: 32).
 
@@ -123,16 +127,17 @@ class RLExaminer(HistoryMixin):
 
     Args:
         order: factor indices in sampling order (default 0..C-1; Section 4.5 compares orders).
-        baseline: ``ema`` | ``batch_mean`` | ``none`` (see above; the default in
-            ``conf/examiner/rl.yaml`` is chosen by measurement, docs/RESULTS.md).
+        baseline: ``ema`` | ``batch_mean`` | ``none`` (see above; the default is chosen by measurement:
+            :class:`advaudit.config.schemas.RLExaminerConf`, where every default here is declared).
         baseline_decay: the ``ema`` baseline's decay per update.
         periodic: one flag per dim: which dims are circles (module docstring).
     """
 
-    def __init__(self, n_instances: int, n_dims: int, q: int = 32, bins: int = 100, embedding: int = 30,
-                 hidden: int = 30, lr: float = 1e-3, baseline: str = "ema", baseline_decay: float = 0.9,
+    def __init__(self, n_instances: int, n_dims: int, q: int = _DEFAULTS.q, bins: int = _DEFAULTS.bins,
+                 embedding: int = _DEFAULTS.embedding, hidden: int = _DEFAULTS.hidden, lr: float = _DEFAULTS.lr,
+                 baseline: str = _DEFAULTS.baseline.value, baseline_decay: float = _DEFAULTS.baseline_decay,
                  order: Sequence[int] | None = None, seed: int = 0, device: str | torch.device = "cpu",
-                 periodic: Sequence[bool] | None = None, **_: Any) -> None:
+                 periodic: Sequence[bool] | None = None) -> None:
         self._init_history(n_instances, n_dims, q)
         self.periodic = periodic_dims(periodic, n_dims)
         self.order = list(order) if order is not None else list(range(n_dims))
@@ -141,7 +146,6 @@ class RLExaminer(HistoryMixin):
         self.optimizer = self.policy.configure_optimizers()
         self.generator = torch.Generator(device=torch.device(device)).manual_seed(int(seed))
         require(baseline in BASELINES, f"examiner.baseline={baseline!r}; use one of {list(BASELINES)}")
-        require(0.0 <= baseline_decay < 1.0, f"examiner.baseline_decay={baseline_decay} must be in [0, 1)")
         self.baseline_kind = baseline
         self.baseline = torch.zeros(n_instances, device=device)
         self.baseline_ready = False

@@ -7,31 +7,14 @@ items. Items whose attack failed are kept, marked, out of the fit, and ranked la
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
-
 import numpy as np
 import torch
 from torch import Tensor
 
+from advaudit.config.schemas import LowessConf
 from advaudit.core.progress import progress
 from advaudit.errors import require
 from advaudit.search.lowess import lowess_fit
-
-
-@dataclass
-class LowessSettings:
-    """statsmodels ``lowess`` arguments (kept in config: ``frac``, ``it``, ``delta``) and the distance."""
-
-    frac: float = 0.1
-    it: int = 3
-    delta: float = 0.0
-    log: bool = True
-
-    @classmethod
-    def from_config(cls, lowess: Mapping[str, Any]) -> "LowessSettings":
-        """The settings of a method's ``lowess`` config (``per_pool`` is the scoring's, not lowess's)."""
-        return cls(**{k: v for k, v in lowess.items() if k != "per_pool"})
 
 
 def distance_values(mae: Tensor, log: bool) -> Tensor:
@@ -39,26 +22,26 @@ def distance_values(mae: Tensor, log: bool) -> Tensor:
     return mae.double().clamp_min(1e-12).log() if log else mae.double()
 
 
-def adversarial_distance(distance: np.ndarray, confidence: np.ndarray, settings: LowessSettings) -> np.ndarray:
+def adversarial_distance(distance: np.ndarray, confidence: np.ndarray, settings: LowessConf) -> np.ndarray:
     """``[P]`` AdvDist for one pool: ``distance - lowess(distance ~ confidence)``; NaN where the attack failed."""
     fitted = lowess_fit(distance, confidence, frac=settings.frac, it=settings.it, delta=settings.delta)
     return distance - fitted
 
 
-def pool_scores(distance: Tensor, confidence: Tensor, pools: Tensor, settings: LowessSettings,
-                per_pool: bool = True) -> Tensor:
+def pool_scores(distance: Tensor, confidence: Tensor, pools: Tensor, settings: LowessConf) -> Tensor:
     """AdvDist for every pool ``[R, P]`` (lower = query first; failed attacks get ``+inf``).
 
     Args:
         distance: ``[n]`` (log-)MAE per eligible item, NaN for failed attacks.
         confidence: ``[n]`` calibrated confidence of the predicted (critical) class.
         pools: ``[R, P]`` item indices.
-        per_pool: refit ``F`` on each pool's items (the authors' protocol); else fit once on all items.
+        settings: the LOWESS settings; ``settings.per_pool`` refits ``F`` on each pool's items (the
+            authors' protocol), else ``F`` is fitted once on all items.
     """
     require(distance.shape == confidence.shape, "distance and confidence must both be [n]")
     d, p = distance.double().numpy(), confidence.double().numpy()
     index = pools.numpy()
-    if per_pool:
+    if settings.per_pool:
         rows = [adversarial_distance(d[row], p[row], settings)
                 for row in progress(index, desc="LOWESS per pool", unit="pool")]
         scores = np.stack(rows)

@@ -7,7 +7,7 @@ hypercube almost never lands near the data) with ``M_O``'s
 confidence for the class of interest and fit a DNN regressor ``M_P`` to it with Lightning (MSE).
 ``M_P`` is differentiable, so its input gradient steers the attack on ``M_O``.
 
-Choices the paper leaves open (all in ``conf/search/gad.yaml``): the regressor is an MLP on inputs
+Choices the paper leaves open (all in ``search.gad.pseudo_model``: :class:`advaudit.config.schemas.PseudoModelConf`): the regressor is an MLP on inputs
 standardised by the design's statistics with a sigmoid output (confidences lie in [0, 1]); the
 paper's "5 dense layers" is the default depth; R^2 is measured on a held-out 10% of the design.
 """
@@ -15,7 +15,6 @@ paper's "5 dense layers" is the default depth; R^2 is measured on a held-out 10%
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Callable
 
 import pytorch_lightning as pl
@@ -23,21 +22,9 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from advaudit.errors import require
+from advaudit.config.schemas import Design, PseudoModelConf
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class PseudoModelSettings:
-    design: str = "lhs"            # lhs | pool | neighbourhood
-    jitter: float = 0.1            # neighbourhood: noise std as a share of each feature's range
-    design_size: int = 50_000
-    hidden: list[int] = field(default_factory=lambda: [128, 128, 64, 32])  # + output = 5 dense layers
-    epochs: int = 20
-    lr: float = 1e-3
-    batch_size: int = 256
-    seed: int = 0
 
 
 class PseudoModel(pl.LightningModule):
@@ -99,7 +86,7 @@ def r_squared(predicted: Tensor, actual: Tensor) -> float:
     return float(1 - residual / total)
 
 
-def extract_pseudo_model(black_box: Callable[[Tensor], Tensor], data: Tensor, settings: PseudoModelSettings,
+def extract_pseudo_model(black_box: Callable[[Tensor], Tensor], data: Tensor, settings: PseudoModelConf,
                          ) -> tuple[PseudoModel, float]:
     """Fit ``M_P`` to ``black_box`` (``[B, *shape] -> [B]`` confidence of the class of interest).
 
@@ -109,12 +96,9 @@ def extract_pseudo_model(black_box: Callable[[Tensor], Tensor], data: Tensor, se
     Returns:
         The trained pseudo model (eval mode) and its R^2 on a held-out tenth of the design.
     """
-    require(settings.design in ("lhs", "pool", "neighbourhood"),
-            f"search.gad.pseudo_model.design={settings.design!r}; use lhs, pool or neighbourhood")
-    require(settings.epochs >= 1 and settings.design_size >= 10, "pseudo model needs epochs >= 1 and design_size >= 10")
-    if settings.design == "lhs":
+    if settings.design == Design.lhs:
         design = latin_hypercube(data.min(0).values, data.max(0).values, settings.design_size, settings.seed)
-    elif settings.design == "neighbourhood":
+    elif settings.design == Design.neighbourhood:
         design = neighbourhood(data, settings.design_size, settings.jitter, settings.seed)
     else:
         design = data

@@ -18,13 +18,15 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor
 
+from advaudit.config import typed
+from advaudit.config.schemas import PseudoModelConf
 from advaudit.confutil import plain
 from advaudit.core.progress import progress
 from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.errors import require
 from advaudit.search.attacks import AttackResult, attack_items, foolbox_attack
 from advaudit.search.gad_attack import sign_gradient_attack
-from advaudit.search.pseudo_model import PseudoModelSettings, extract_pseudo_model
+from advaudit.search.pseudo_model import extract_pseudo_model
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +81,7 @@ def item_distances(name: str, cfg: DictConfig, inputs: ScoreInputs, out: Path) -
     started = time.perf_counter()
     state: dict[str, Any] = {}
     if len(todo) and name == "gad":
-        settings = PseudoModelSettings(**plain(cfg.pseudo_model, {}))
+        settings = typed(PseudoModelConf, cfg.pseudo_model)
         black_box = lambda b: inputs.target.predict_proba(b)[:, inputs.critical_class]  # noqa: E731
         state["pseudo_model"], facts["pseudo_r2"] = extract_pseudo_model(black_box, inputs.all_items, settings)
         append_jsonl(out / "scores" / "gad_pseudo_model.jsonl", {"r2": facts["pseudo_r2"]})

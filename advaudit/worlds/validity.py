@@ -17,13 +17,12 @@ model. advaudit checks every proposal and counts failures only on valid ones:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
 
 import torch
 from torch import Tensor
 
+from advaudit.config.schemas import ValidityConf
 from advaudit.errors import require
 from advaudit.models import load_target
 from advaudit.worlds.protocol import Instances, World
@@ -31,42 +30,16 @@ from advaudit.worlds.protocol import Instances, World
 REFERENCE_CHECK = "reference"
 
 
-@dataclass(frozen=True)
-class ValidityRules:
-    """The configurable rules (``audit.validity``); see the module docstring."""
-
-    in_frame: bool = True
-    min_height_px: int = 6
-    min_content_kept: float = 0.8
-    reference: str | None = None
-    reference_min_prob: float = 0.5
-
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any] | None) -> "ValidityRules":
-        """Rules from ``audit.validity`` (missing keys keep their defaults; unknown keys are named)."""
-        options = dict(cfg or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - known)
-        require(not unknown, f"audit.validity has unknown keys {unknown}; use {sorted(known)}")
-        rules = cls(**options)
-        require(rules.min_height_px >= 0, f"audit.validity.min_height_px={rules.min_height_px} must be >= 0")
-        require(0.0 <= rules.min_content_kept <= 1.0,
-                f"audit.validity.min_content_kept={rules.min_content_kept} must be in [0, 1]")
-        require(0.0 <= rules.reference_min_prob <= 1.0,
-                f"audit.validity.reference_min_prob={rules.reference_min_prob} must be in [0, 1]")
-        return rules
-
-
 class ValidityJudge:
     """Renders conditions and says which of them preserve the label.
 
     Args:
         world: the world under examination.
-        rules: :class:`ValidityRules`.
+        rules: the ``audit.validity`` settings (:class:`advaudit.config.schemas.ValidityConf`).
         device: where the reference judge runs (the target's device).
     """
 
-    def __init__(self, world: World, rules: ValidityRules, device: str | torch.device = "cpu") -> None:
+    def __init__(self, world: World, rules: ValidityConf, device: str | torch.device = "cpu") -> None:
         self.world, self.rules = world, rules
         self.reference = None
         self.reference_world = world

@@ -12,7 +12,8 @@ from advaudit.models.target import TorchTarget
 from advaudit.search.attacks import (attack_box, attack_items, batched_hop_skip_jump, foolbox_attack,
                                      inference_logits, label_function, mae, nearest_differently_labelled)
 from advaudit.search.gad_attack import sign_gradient_attack
-from advaudit.search.pseudo_model import PseudoModelSettings, extract_pseudo_model, latin_hypercube
+from advaudit.config.schemas import PseudoModelConf
+from advaudit.search.pseudo_model import extract_pseudo_model, latin_hypercube
 
 
 def linear_model(d: int = 16, seed: int = 0) -> nn.Linear:
@@ -91,11 +92,11 @@ def test_pseudo_model_learns_a_smooth_black_box() -> None:
     design = latin_hypercube(data.min(0).values, data.max(0).values, 1000, seed=0)
     assert design.shape == (1000, 3)
     assert bool((design >= data.min(0).values).all() and (design <= data.max(0).values).all())
-    model, r2 = extract_pseudo_model(black_box, data, PseudoModelSettings(design_size=3000, hidden=[32, 32],
-                                                                          epochs=15, lr=3e-3))
+    model, r2 = extract_pseudo_model(black_box, data, PseudoModelConf(design_size=3000, hidden=[32, 32],
+                                                                      epochs=15, lr=3e-3))
     assert r2 > 0.9
     with pytest.raises(AdvauditError, match="lhs, pool or neighbourhood"):
-        extract_pseudo_model(black_box, data, PseudoModelSettings(design="grid"))
+        extract_pseudo_model(black_box, data, PseudoModelConf(design="grid"))
 
 
 def test_attack_box_is_the_data_box_not_each_pixels_observed_range() -> None:

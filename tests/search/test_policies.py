@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from advaudit.search.adversarial_distance import LowessSettings, pool_scores
+from advaudit.config.schemas import LowessConf
+from advaudit.search.adversarial_distance import pool_scores
 from advaudit.search.baselines import build_policy, elbow_kmeans, fit_logistic, kmeans
 from advaudit.search.coverage import coverage_utility_curve
 from advaudit.search.metrics import oracle_ceiling, sdr_curve
@@ -97,11 +98,11 @@ def test_adversarial_distance_ranking_puts_failed_attacks_last() -> None:
     distance[:10] -= 1.0          # ten items far closer to the boundary than their confidence predicts
     distance[10:15] = float("nan")  # failed attacks
     pools = torch.arange(200)[None].repeat(2, 1)
-    scores = pool_scores(distance, confidence, pools, LowessSettings(frac=0.3))
+    scores = pool_scores(distance, confidence, pools, LowessConf(frac=0.3))
     order = scores[0].argsort()
     assert set(order[:10].tolist()) == set(range(10))
     assert set(order[-5:].tolist()) == set(range(10, 15)) and torch.isinf(scores[0, 10:15]).all()
-    once = pool_scores(distance, confidence, pools, LowessSettings(frac=0.3), per_pool=False)
+    once = pool_scores(distance, confidence, pools, LowessConf(frac=0.3, per_pool=False))
     assert set(once[0].argsort()[:10].tolist()) == set(range(10))
 
 

@@ -9,7 +9,9 @@ from advaudit.data.base import ArrayDataModule
 from advaudit.data.split import Split
 from advaudit.errors import AdvauditError
 from advaudit.worlds.transforms import TransformWorld
-from advaudit.worlds.validity import ValidityJudge, ValidityRules
+from advaudit.config import typed
+from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.validity import ValidityJudge
 
 
 def _squares() -> torch.Tensor:
@@ -39,7 +41,7 @@ def _conditions(**values: float) -> torch.Tensor:
 
 
 def _in_frame(s: torch.Tensor, min_content_kept: float) -> list[bool]:
-    _, checks = WORLD.render_checked(WORLD.instances("test"), s, ValidityRules(min_content_kept=min_content_kept))
+    _, checks = WORLD.render_checked(WORLD.instances("test"), s, ValidityConf(min_content_kept=min_content_kept))
     return checks["in_frame"].tolist()
 
 
@@ -64,9 +66,9 @@ def test_shrinking_keeps_all_content_once_corrected_for_area() -> None:
 
 def test_the_judge_counts_the_content_check_from_audit_rules() -> None:
     # catches: the judge not applying TransformWorld's check, or min_content_kept not passed through
-    judge = ValidityJudge(WORLD, ValidityRules(min_content_kept=0.51))
+    judge = ValidityJudge(WORLD, ValidityConf(min_content_kept=0.51))
     assert judge.checks == ["in_frame"]
     _, valid, _ = judge.render(WORLD.instances("test"), _conditions(translate_x=0.125))
     assert valid.tolist() == [[True], [False]]
     with pytest.raises(AdvauditError, match="min_content_kept"):
-        ValidityRules.from_config({"min_content_kept": 1.5})
+        typed(ValidityConf, {"min_content_kept": 1.5})

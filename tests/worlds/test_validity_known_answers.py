@@ -10,7 +10,8 @@ from advaudit.errors import AdvauditError
 from advaudit.worlds import validity
 from advaudit.worlds.protocol import unit_to_factor
 from advaudit.worlds.shapes import ShapeWorld
-from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, ValidityRules, mask_checks
+from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, mask_checks
 
 WORLD = ShapeWorld(image_size=16, instances_per_class={"test": 1}, classes=["mug", "chair"])
 
@@ -42,11 +43,11 @@ def test_shape_world_judge_refuses_objects_shorter_than_min_height_px() -> None:
     assert min(height) >= 2  # the objects are visible at this condition
     for i, h in enumerate(height):
         one, s_one = z.subset(torch.tensor([i])), s[i:i + 1]
-        judge = ValidityJudge(WORLD, ValidityRules(in_frame=False, min_height_px=h))
+        judge = ValidityJudge(WORLD, ValidityConf(in_frame=False, min_height_px=h))
         assert judge.checks == ["min_height"]
         _, valid, checks = judge.render(one, s_one)
         assert valid.tolist() == [[True]] and checks["min_height"].tolist() == [[True]]
-        _, valid, checks = ValidityJudge(WORLD, ValidityRules(in_frame=False, min_height_px=h + 1)).render(one, s_one)
+        _, valid, checks = ValidityJudge(WORLD, ValidityConf(in_frame=False, min_height_px=h + 1)).render(one, s_one)
         assert valid.tolist() == [[False]] and checks["min_height"].tolist() == [[False]]
 
 
@@ -65,7 +66,7 @@ class _Reference:
 
 def _judge_with(monkeypatch, reference: _Reference, **rules) -> ValidityJudge:
     monkeypatch.setattr(validity, "load_target", lambda path, map_location="cpu": reference)
-    return ValidityJudge(WORLD, ValidityRules(in_frame=False, min_height_px=0, reference="ref.pt", **rules))
+    return ValidityJudge(WORLD, ValidityConf(in_frame=False, min_height_px=0, reference="ref.pt", **rules))
 
 
 def test_reference_counts_only_confident_correct_answers(monkeypatch) -> None:

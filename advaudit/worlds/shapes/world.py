@@ -137,7 +137,7 @@ class ShapeWorld:
 
     def render_checked(self, z: Instances, s: Tensor, rules: Any) -> tuple[Tensor, dict[str, Tensor]]:
         """Images ``[N*q, 3, H, W]`` and, from the same ray-casting pass, the label-preservation checks
-        (each ``[N*q]`` bool, True = passed; ``rules`` is a :class:`~advaudit.worlds.validity.ValidityRules`):
+        (each ``[N*q]`` bool, True = passed; ``rules`` is a :class:`~advaudit.worlds.validity.ValidityConf`):
 
         - ``in_frame``: no object pixel on the image border (the whole object is visible);
         - ``min_height``: the object spans at least ``rules.min_height_px`` pixels along its longer

@@ -192,7 +192,7 @@ class FaultTestsAuditConf:
     kappa: float = ranged(1.0, low=0)  # confidence margin on the logits
     lr: float = ranged(0.003, learning_rate=True)
     max_steps: int = ranged(400, low=1, integer=True)
-    # seeds searched together (both directions share a chunk); docs/RESULTS.md measures the walk's cost
+    # seeds searched together (both directions share a chunk); docs/results/fault-tests.md measures the walk's cost
     # at chunks of 400
     chunk: int = ranged(400, low=1, integer=True)
     # pixel baselines: PGD with the same margin loss; {} to skip. foolbox = foolbox 3's L2PGD/LinfPGD
@@ -308,7 +308,7 @@ class RLExaminerConf:
     1e-3, batch 32); one policy update per q=32 queries: the paper's "T iterations" = T updates = 32*T
     queries.
 
-    Choice of baseline and lr, measured (benchmarks/rl_concentration_synthetic.py, docs/RESULTS.md: a
+    Choice of baseline and lr, measured (benchmarks/rl_concentration_synthetic.py, docs/results/worst-case.md: a
     planted region of 1/3 volume on one of 9 factors, 10 instances, 2 seeds): share of the last 2
     updates' proposals in the region after 100 updates: ema 0.55, batch_mean 0.54, none 0.37 (lr 0.001);
     ema 1.00, batch_mean 1.00, none 0.99 (lr 0.01); after 250 updates all reach 0.97-1.00. A baseline
@@ -404,7 +404,7 @@ class DecisionAttackConf:
     # hsj (advaudit's batched HopSkipJump) | boundary | hop_skip_jump (foolbox 3)
     method: AttackMethod = AttackMethod.hsj
     # hsj iterations / foolbox steps (boundary needs ~25000 to converge); 6 hsj steps ~ 240 queries/item,
-    # rank rho 0.90 vs converged (4 steps: 0.87), 2,000 items in 222 s on one CPU thread (docs/RESULTS.md)
+    # rank rho 0.90 vs converged (4 steps: 0.87), 2,000 items in 222 s on one CPU thread (docs/results/error-search.md)
     steps: int = ranged(6, low=1, integer=True)
     gradient_queries: int = ranged(16, low=1, integer=True)  # hsj: probes of the first gradient estimate (grows with sqrt(step))
     max_gradient_queries: int = 32
@@ -614,7 +614,7 @@ class GeneratorModelConf:
     # optional: a frozen classifier trained on the real images (never the quality_target) whose
     # cross-entropy on the fakes' classes the generator also minimises (x teacher_weight): the class
     # signal for data whose classes the critic's own head learns slowly (on ShapeWorld the generator
-    # learnt to fool it rather than to draw the classes: docs/RESULTS.md)
+    # learnt to fool it rather than to draw the classes: docs/results/fault-tests.md)
     class_teacher: Optional[str] = None
     teacher_weight: float = 1.0
 

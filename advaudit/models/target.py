@@ -57,7 +57,7 @@ class TorchTarget(nn.Module):
         """Store the net's 4-D weights channels-last (NHWC) if it takes images on a CPU; returns ``self``.
 
         oneDNN's CPU convolutions run 1.4-2x faster with NHWC weights, forward and input gradients
-        alike (docs/RESULTS.md, "Performance (issue 15)"); inputs may stay NCHW (the convolution
+        alike (docs/results/performance.md); inputs may stay NCHW (the convolution
         converts them). Logits agree with the NCHW net to float rounding (~1e-6), not bit for bit.
         Tables and accelerators are left as they are (not measured there).
         """

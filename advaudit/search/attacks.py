@@ -81,7 +81,7 @@ def label_function(target: Any, batch_size: int = 128) -> LabelFn:
     Torch targets: the argmax of the logits (temperature never changes it) of
     :func:`inference_logits`, computed on the target's device under ``torch.inference_mode`` in
     batches of ``batch_size`` (on a CPU, 128 images of a small CNN keep the activations in cache:
-    faster than 256 or one large batch, see docs/RESULTS.md), returned on the input's device with
+    faster than 256 or one large batch, see docs/results/performance.md), returned on the input's device with
     one finiteness check per call. Other targets (scikit-learn black boxes):
     ``predict_proba(x).argmax(1)``.
     """
@@ -247,7 +247,7 @@ def batched_hop_skip_jump(x: Tensor, label_fn: LabelFn, starts: Tensor, steps: i
             upsample them bilinearly to the image size (QEBA's spatial subspace, Li et al. 2020): in
             784 dimensions k sign probes recover only a cosine of about sqrt(2k / (pi d)) with the
             boundary normal; on a 14 x 14 grid d is 4x smaller. ``None``: full-resolution probes (HSJ).
-            On Fashion-MNIST it ranked *worse* against converged distances (docs/RESULTS.md).
+            On Fashion-MNIST it ranked *worse* against converged distances (docs/results/error-search.md).
 
     Queries per item: about ``binary_steps + steps * (probes + binary_steps + 1..10)``.
     """

@@ -1,7 +1,7 @@
 """The published error-search methods, each batched over ``R`` pools (see :mod:`advaudit.search.policy`).
 
 Choices the papers leave open are arguments here and in ``conf/audit/error_search.yaml``, and are
-listed in docs/RESULTS.md:
+listed in docs/audits/error-search.md:
 
 ``ranking``: static order by a score (adversarial distance, GAD, ``low_confidence`` = confidence
     ascending, ``random`` = a seeded permutation).

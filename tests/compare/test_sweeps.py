@@ -110,7 +110,7 @@ def test_sweep_with_a_bad_path_finishes_the_others_and_exits_non_zero(tiny_fmnis
     import advaudit.cli
 
     if not hasattr(advaudit.cli, "run_cli"):
-        pytest.skip("needs the multirun failure record of issue 18 (advaudit.cli.run_cli)")
+        pytest.skip("needs the multirun failure record (advaudit.cli.run_cli)")
     sweep = tmp_path / "sweep"
     listing = tmp_path / "targets.txt"
     listing.write_text(f"{tmp_path}/missing/target.pt\n{tiny_fmnist_target}\n")

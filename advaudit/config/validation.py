@@ -240,8 +240,12 @@ def _check_world(world: DictConfig, checks: Checks) -> None:
     image_size = _get(world, "image_size")
     if image_size is not None:
         checks.require(8 <= image_size <= 512, f"world.image_size={image_size}; use 8..512 pixels")
-    for split, count in (_plain(_get(world, "instances_per_class")) or {}).items():
-        checks.require(isinstance(count, int) and count >= 1, f"world.instances_per_class.{split}={count} must be >= 1")
+    counts = _plain(_get(world, "instances_per_class"))
+    # advaudit's worlds take {split: count}; a world of the user's own may take one count for every split
+    named = counts.items() if isinstance(counts, dict) else [] if counts is None else [(None, counts)]
+    for split, count in named:
+        key = "world.instances_per_class" + ("" if split is None else f".{split}")
+        checks.require(isinstance(count, int) and count >= 1, f"{key}={count} must be >= 1")
     _check_factors(world, "world.factors", "factors", checks)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from advaudit.models.io import load_target
-from advaudit.core.intervals import mean_with_ci
+from advaudit.core.intervals import format_summary, mean_with_ci
 from advaudit.runtime import configure_threads
 from advaudit.worlds.meshes import MeshWorld
 from advaudit.worlds.meshes.export_shapes import export_shapes
@@ -79,7 +79,7 @@ def main() -> None:
                "acc_gap": mean_with_ci(acc_s - acc_m), "shapeworld_true_prob": mean_with_ci(prob_s),
                "meshworld_true_prob": mean_with_ci(prob_m), "true_prob_gap": mean_with_ci(prob_s - prob_m)}
         rows.append(row)
-        fmt = lambda d: f"{d['mean']:.3f} [{d['lo']:.3f}, {d['hi']:.3f}]"  # noqa: E731
+        fmt = lambda d: format_summary(d, 3)  # noqa: E731
         print(f"{path}: accuracy ShapeWorld {fmt(row['shapeworld_acc'])} vs Mitsuba {fmt(row['meshworld_acc'])}, "
               f"gap {fmt(row['acc_gap'])}; true-class prob {fmt(row['shapeworld_true_prob'])} vs "
               f"{fmt(row['meshworld_true_prob'])}, gap {fmt(row['true_prob_gap'])}", flush=True)

@@ -20,6 +20,7 @@ from advaudit.compare.metrics import metrics_for
 from advaudit.compare.power import estimate_power, instances_needed, pilot_from_pairs
 from advaudit.compare.records import discover_runs
 from advaudit.compare.stats import paired_difference, paired_frame
+from advaudit.core.intervals import format_interval
 
 
 def main() -> None:
@@ -55,7 +56,7 @@ def main() -> None:
                                         for k in args.k}}
                     rows.append(row)
                     print(f"{row['examiner']:6s} {weak.split('/')[-3]:>16s} {metric.key:22s} "
-                          f"diff {row['diff']:+.3f} [{row['lo']:+.3f}, {row['hi']:+.3f}] {row['test']} "
+                          f"diff {format_interval(row['diff'], row['lo'], row['hi'], 3, sign=True)} {row['test']} "
                           f"p={row['p']:.3g} (pilot {pilot.n_instances} inst x {pilot.seeds_per_instance:.2f}) "
                           + " ".join(f"{k}:{v:.2f}" for k, v in row["power"].items())
                           + " n80 " + " ".join(f"{k}:{v}" for k, v in row["n_for_80"].items()), flush=True)

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom, chi2, wilcoxon
 
+from advaudit.core.intervals import format_interval
 from advaudit.errors import require
 
 ALPHA = 0.05
@@ -204,13 +205,14 @@ def pair_power(pairs: pd.DataFrame, binary: bool, alpha: float = ALPHA, replicat
 
 def power_words(estimate: PowerEstimate, needed: int | None, n_max: int, alpha: float = ALPHA) -> str:
     """A plain-words sentence: is this comparison under-powered, and what would be enough?"""
-    design = f"{estimate.n_instances} paired instances x {estimate.n_seeds} seed{'s' if estimate.n_seeds > 1 else ''}"
-    share = f"{estimate.power:.0%} [{estimate.lo:.0%}, {estimate.hi:.0%}]"
+    seeds = f"{estimate.n_seeds} seed{'s' if estimate.n_seeds > 1 else ''}"
+    design = f"{estimate.n_instances} paired instances x {seeds}"
+    share = format_interval(estimate.power, estimate.lo, estimate.hi, digits=0, percent=True)
     if needed is None:
         enough = (f"even {n_max} paired instances would not reach 80% (the difference seen here is too small "
                   f"or absent)")
     else:
-        enough = f"about {needed} paired instances at {estimate.n_seeds} seed{'s' if estimate.n_seeds > 1 else ''} reach 80%"
+        enough = f"about {needed} paired instances at {seeds} reach 80%"
     if estimate.power >= TARGET_POWER:
         return (f"Power: adequate; with {design} a difference as large as the one seen here is detected at "
                 f"{alpha:.0%} in {share} of resampled repetitions ({enough}).")

@@ -98,11 +98,15 @@ def wilcoxon_p(diffs: np.ndarray) -> np.ndarray:
     """
     p = np.ones(diffs.shape[0])
     nonzero = np.any(diffs != 0, axis=1)
-    if nonzero.any():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # scipy warns on ties/zeros at small n (normal approximation)
-            p[nonzero] = wilcoxon(diffs[nonzero], axis=1, zero_method="wilcox",
-                                  alternative="two-sided").pvalue
+    has_zero = np.any(diffs == 0, axis=1)
+    # scipy picks its method once per call: one row with a zero would send every row of the batch
+    # to the permutation test (2^n statistics at n <= 13); rows without zeros take the exact test,
+    # as each would alone in stats._wilcoxon
+    for rows in (nonzero & ~has_zero, nonzero & has_zero):
+        if rows.any():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # scipy warns on ties/zeros at small n (normal approximation)
+                p[rows] = wilcoxon(diffs[rows], axis=1, zero_method="wilcox", alternative="two-sided").pvalue
     return p
 
 

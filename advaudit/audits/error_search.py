@@ -36,11 +36,11 @@ from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import ScoreOrder
 from advaudit.search.coverage import coverage_utility_curve, pool_diameter
 from advaudit.search.features import pca_features
+from advaudit.search.methods import Scorer, build_method
 from advaudit.search.metrics import oracle_ceiling, pool_mean_and_sd, sdr_curve, spread_curve
 from advaudit.search.oracle import TerminalOracle
 from advaudit.search.policy import PoolBatch, label_oracle, run_policy
 from advaudit.search.pools import draw_pools, eligible
-from advaudit.search.methods import Scorer, build_method
 from advaudit.search.scorers import ScoreInputs
 
 log = logging.getLogger(__name__)

@@ -36,7 +36,7 @@ from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import ScoreOrder
 from advaudit.search.coverage import coverage_utility_curve, pool_diameter
 from advaudit.search.features import pca_features
-from advaudit.search.methods import Scorer, build_method
+from advaudit.search.methods import build_method, is_scorer
 from advaudit.search.metrics import oracle_ceiling, pool_mean_and_sd, sdr_curve, spread_curve
 from advaudit.search.oracle import TerminalOracle
 from advaudit.search.policy import PoolBatch, label_oracle, run_policy
@@ -67,7 +67,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     methods = [str(search.name)] + [m for m in plain(audit.compare, []) if m != search.name]
     makers = {name: build_method(search, name) for name in methods}
-    scorers = {name: method for name, make in makers.items() if isinstance(method := make(), Scorer)}
+    scorers = {name: method for name, make in makers.items() if is_scorer(method := make(), name)}
     facts: dict[str, Any] = {}
     item_scores: dict[str, torch.Tensor] = {}
     distances: dict[str, torch.Tensor] = {}

@@ -40,7 +40,7 @@ from advaudit.errors import AdvauditError, require, unknown_keys_message
 from advaudit.search.policy import QueryPolicy
 from advaudit.search.scorers import ScoreInputs
 
-__all__ = ["Scorer", "MethodFactory", "method_names", "build_method"]
+__all__ = ["Scorer", "MethodFactory", "method_names", "build_method", "is_scorer"]
 
 #: keys of ``search`` that are not methods: the name of the method reported first
 LABEL_KEYS = ("name",)
@@ -91,6 +91,21 @@ def build_method(search: Any, name: str) -> MethodFactory:
     _refuse_unknown(f"search.{name}", target, options)
     options["_partial_"] = True
     return instantiate(OmegaConf.create(options))
+
+
+def is_scorer(method: object, name: str) -> bool:
+    """Whether the object ``search.<name>`` built is a :class:`Scorer` (else it is a policy).
+
+    Raises:
+        AdvauditError: one line when it is neither (no ``item_values`` / ``pool_scores``, nor
+            ``start`` / ``next`` / ``observe``).
+    """
+    if isinstance(method, Scorer):
+        return True
+    require(all(callable(getattr(method, step, None)) for step in ("start", "next", "observe")),
+            f"search.{name} builds a {type(method).__name__}, which is neither a scorer (item_values, pool_scores) "
+            "nor a policy (start, next, observe): advaudit.search.methods")
+    return False
 
 
 def _refuse_unknown(where: str, target: str, options: dict[str, Any]) -> None:

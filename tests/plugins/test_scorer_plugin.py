@@ -21,7 +21,7 @@ from torch import Tensor
 
 from advaudit.core.records import read_json, read_jsonl
 from advaudit.errors import AdvauditError
-from advaudit.search.methods import Scorer, build_method
+from advaudit.search.methods import Scorer, build_method, is_scorer
 from advaudit.search.scorers import ScoreInputs
 from tests.conftest import REPO, compose_config
 
@@ -130,6 +130,10 @@ def test_building_the_plugged_in_scorer_refuses_a_key_it_does_not_take() -> None
                                             r"search.by_confidence.power for search.by_confidence.powr\? "
                                             r"\(tests.plugins.test_scorer_plugin.ByConfidence takes these settings\)$"):
         build_method(search, "by_confidence")
+    neither = {"name": "x", "x": {"_target_": "pathlib.PurePosixPath", "_partial_": True}}
+    with pytest.raises(AdvauditError, match=r"^search.x builds a PurePosixPath, which is neither a scorer"):
+        is_scorer(build_method(neither, "x")(), "x")
+    assert is_scorer(scorer, "by_confidence")
     search["by_confidence"] = {**search["by_confidence"], "_target_": "tests.plugins.no_such_module.Scorer"}
     with pytest.raises(AdvauditError, match=r"^search.by_confidence._target_=tests.plugins.no_such_module.Scorer "
                                             r"cannot be imported"):

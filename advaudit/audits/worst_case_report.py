@@ -232,8 +232,11 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
         threshold = float(share["abs_above"])
         result["examine/share_outside_final"] = float((np.abs(final_s[:, column]) > threshold).mean())
         result["examine/share_outside_random"] = float((random_s[..., column].abs() > threshold).float().mean())
-    result.update(label_kept(history, labels, q, worst_index, worst_s, random_s, audit.get("judge"), world, z,
-                             device, seed))
+    kept, judge_correct = label_kept(history, labels, q, worst_index, worst_s, random_s, audit.get("judge"), world,
+                                     z, device, seed)
+    result.update(kept)
+    for row, correct in zip(result["per_instance"], judge_correct):
+        row["judge_correct"] = correct
     random_valid_flat = random_valid.reshape(-1).numpy()
     result.update({
         "examine/random_accuracy": float(random_ok.mean()),
@@ -264,7 +267,8 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
 
 
 def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index: np.ndarray, worst_s: torch.Tensor,
-               random_s: torch.Tensor, judge_path: Any, world: Any, z: Any, device: Any, seed: int) -> dict[str, Any]:
+               random_s: torch.Tensor, judge_path: Any, world: Any, z: Any, device: Any,
+               seed: int) -> tuple[dict[str, Any], list[bool | None]]:
     """Validity where it matters: on the examiner's worst cases, not on random conditions.
 
     - ``examine/worst_raw_valid``: share of instances whose lowest true-class probability over *all*
@@ -276,6 +280,9 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
       ``examine/judge_correct_worst`` (+ ``/lo``, ``/hi``), the share of the instances' worst valid
       cases the judge still classifies correctly, and ``examine/judge_correct_random``, its accuracy
       on random conditions of the same instances.
+
+    Returns the summary and, per instance ``[N]``, whether the judge names its worst valid case
+    correctly (``None`` without a judge or without a valid proposal).
     """
     p, valid = history["true_prob"], history["valid"]
     raw_worst = p.argmin(1)
@@ -283,7 +290,7 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
     out: dict[str, Any] = {"examine/worst_raw_valid": float(valid[np.arange(len(p)), raw_worst].mean()),
                            "examine/final_invalid_share": float(1 - valid[:, last:].mean())}
     if not judge_path:
-        return out
+        return out, [None] * len(p)
     judge = ValidityJudge(world, ValidityConf(in_frame=False, min_height_px=0, min_content_kept=0.0,
                                               reference=str(judge_path), reference_min_prob=0.0), device=device)
     _, _, checks = judge.render(z, worst_s.unsqueeze(1).to(device))
@@ -293,7 +300,8 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
     out.update(_with_ci("examine/judge_correct_worst", correct, seed) if len(correct) else {})
     out["examine/judge_correct_random"] = float(random_checks[REFERENCE_CHECK].float().mean())
     out["judge"] = str(judge_path)
-    return out
+    verdicts = checks[REFERENCE_CHECK][:, 0].tolist()
+    return out, [bool(verdicts[i]) if has_worst[i] else None for i in range(len(p))]
 
 
 def factor_summary(values: np.ndarray, factor: Any) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from advaudit.config.known_keys import unknown_argument_problems, unknown_key_pr
 from advaudit.config.ranges import Rule, range_problems
 from advaudit.errors import AdvauditError, unknown_keys_message, warn
 from advaudit.files import describe_path
-from advaudit.models.imported.spec import parse_target_spec
+from advaudit.models.imported.spec import ADVAUDIT_FILE_KEYS, parse_target_spec
 
 #: factor names of the worlds advaudit ships, by ``_target_`` (other worlds are checked by themselves)
 _WORLD_FACTORS = {
@@ -405,7 +405,7 @@ def _check_target(checks: Checks, target: Any, seed: Any) -> None:
     block = OmegaConf.to_container(target, resolve=True) if isinstance(target, DictConfig) else dict(target)
     if block.get("path") is not None:
         _check_file(checks, block["path"], "target.path", "the model file")
-    if set(block) <= {"path", "trusted_types", "name", "format"}:
+    if set(block) <= set(ADVAUDIT_FILE_KEYS):
         return  # an advaudit target file named by a block: it describes itself
     try:
         parse_target_spec(block, int(seed) if isinstance(seed, int) else 0)

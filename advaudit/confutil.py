@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from typing import Any, Mapping, Sequence
 
 from hydra.utils import get_object
@@ -45,12 +46,17 @@ def named_object(target: str, where: str) -> Any:
     Raises:
         AdvauditError: one line saying why it cannot be imported.
     """
+    hydra_log = logging.getLogger("hydra.utils")  # it logs the failure over several lines; ours is the one line
+    level = hydra_log.level
+    hydra_log.setLevel(logging.CRITICAL)
     try:
         return get_object(target)
     except Exception as error:  # noqa: BLE001  (not importable: say which, on one line)
         cause = error.__cause__ or error
         raise AdvauditError(f"{where}._target_={target} cannot be imported ({type(cause).__name__}: "
                             f"{str(cause).splitlines()[0] if str(cause) else ''})") from None
+    finally:
+        hydra_log.setLevel(level)
 
 
 def refuse_unknown_arguments(where: str, part: str, options: Mapping[str, Any], supplied: Sequence[str],

@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from advaudit.audits.common import load_audit_target, target_datamodule
+from advaudit.errors import AdvauditError
 from advaudit.models.io import load_target
+from advaudit.tasks import named_function
 from tests.conftest import REPO
 
 ARCH = "parts_test_nets.TinyNet"
@@ -185,3 +187,17 @@ def test_an_audit_defined_only_here_runs_from_examine_py(plugged: dict[str, Any]
     assert record["audit"] == "census" and record["census/classes"] == 10 and record["census/double_level"] == 1.0
     assert written["census/zero_class"] == record["census/zero_class"] and 0 <= written["census/zero_class"] < 10
     assert record["config"]["audit"]["run"] == {"_target_": "tests.plugins.test_parts.census", "_partial_": True}
+
+
+def test_a_function_block_that_cannot_run_is_one_line() -> None:
+    with pytest.raises(AdvauditError, match=r"^audit.run._target_=my_audits.nope.run cannot be imported "
+                                            r"\(ModuleNotFoundError: No module named 'my_audits'\)$"):
+        named_function(OmegaConf.create({"_target_": "my_audits.nope.run", "_partial_": True}), "audit.run")
+    with pytest.raises(AdvauditError, match=r"^model.train must be a block \{_target_: <module.function>, "
+                                            r"_partial_: true\}.*not 'classifier'$"):
+        named_function("classifier", "model.train")
+    with pytest.raises(AdvauditError, match=r"^audit.run must be a block"):
+        named_function(OmegaConf.create({"_target_": "tests.plugins.test_parts.census"}), "audit.run")
+    run = named_function(OmegaConf.create({"_target_": "tests.plugins.test_parts.census", "_partial_": True}),
+                         "audit.run")
+    assert run.func is census

@@ -83,9 +83,10 @@ def named_function(block: Any, where: str) -> Callable[[DictConfig], dict[str, A
     Raises:
         AdvauditError: one line when the block is not such a block or its ``_target_`` cannot be imported.
     """
+    given = OmegaConf.to_container(block) if isinstance(block, DictConfig) else block
     require(isinstance(block, DictConfig) and "_target_" in block and block.get("_partial_") is True,
             f"{where} must be a block {{_target_: <module.function>, _partial_: true}} naming a function the task "
-            f"calls with the run's config, not {OmegaConf.to_container(block) if isinstance(block, DictConfig) else block!r}")
+            f"calls with the run's config, not {given!r}")
     named_object(str(block._target_), where)
     return instantiate(block)
 

@@ -7,9 +7,9 @@ plugs in the same way (docs/extending.md). Every net takes *normalised* input
 ``[B, *input_shape]`` and returns logits ``[B, num_classes]``.
 
 A checkpoint stores the architecture as plain data: its ``_target_`` (``meta["arch"]``) and its
-keyword arguments (``meta["arch_params"]``). Rebuilding one never imports a module because the file
-names it: advaudit's own (:data:`BUILTIN`) are rebuilt as they are, an architecture outside
-advaudit only when the user's config names that same ``_target_`` (:func:`checkpoint_architecture`).
+keyword arguments (``meta["arch_params"]``). Rebuilding one never runs code because the file names
+it: advaudit's own (:data:`BUILTIN`) are rebuilt as they are, any other ``_target_`` only when the
+user's config names that same one (:func:`checkpoint_architecture`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from advaudit.errors import AdvauditError, require
 
 #: the keyword arguments training gives every architecture, besides its own settings
 SUPPLIED = ("input_shape", "num_classes")
-#: the module of advaudit's own architectures: a checkpoint naming one of them is rebuilt without asking
-BUILTIN = "advaudit.models.nets."
-#: the names checkpoints written before architectures were named by ``_target_`` store in ``meta["arch"]``,
-#: each the architecture it always meant
+#: advaudit's own architectures, each under the short name that checkpoints written before architectures
+#: were named by ``_target_`` store in ``meta["arch"]``. A checkpoint naming one of these ``_target_`` (or
+#: short names) is rebuilt from the file alone; an architecture added to this module is added here too.
 LEGACY_NAMES = {
     "cnn": "advaudit.models.nets.SmallCNN",
     "mlp": "advaudit.models.nets.MLP",
@@ -35,6 +34,10 @@ LEGACY_NAMES = {
     "resnet18": "advaudit.models.nets.resnet18",
     "resnet34": "advaudit.models.nets.resnet34",
 }
+#: the ``_target_`` of advaudit's own architectures. Only these are built because a file names them: any
+#: other callable (even one of this module's helpers, such as :func:`build_net`, which imports what its
+#: ``target`` argument names) needs the user's config to name it
+BUILTIN = frozenset(LEGACY_NAMES.values())
 
 
 def split_arch(block: Any) -> tuple[str, dict[str, Any]]:
@@ -54,18 +57,20 @@ def build_net(target: str, input_shape: Sequence[int], num_classes: int, **param
     closest one it does), as is one of :data:`SUPPLIED`.
     """
     refuse_unknown_arguments("model.arch", "architecture", {"_target_": target, **params}, SUPPLIED, "training")
-    net = named_object(target, "model.arch")(input_shape=tuple(int(d) for d in input_shape), num_classes=int(num_classes), **params)
+    make = named_object(target, "model.arch")
+    net = make(input_shape=tuple(int(d) for d in input_shape), num_classes=int(num_classes), **params)
     require(isinstance(net, nn.Module), f"model.arch._target_={target} built a {type(net).__name__}, not a "
             "torch.nn.Module; an architecture maps normalised inputs [B, *input_shape] to logits [B, num_classes]")
     return net
 
 
-def checkpoint_architecture(meta: Mapping[str, Any], source: str, trusted: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
+def checkpoint_architecture(meta: Mapping[str, Any], source: str,
+                            trusted: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
     """The ``(_target_, keyword arguments)`` a checkpoint's ``meta`` records, once it may be imported.
 
-    Old checkpoints name advaudit's architectures by :data:`LEGACY_NAMES`. An architecture outside
-    advaudit (not under :data:`BUILTIN`) is accepted only when it is in ``trusted``: the ``_target_``
-    the user's config names (``target.architecture``), never because the file says so.
+    Old checkpoints name advaudit's architectures by :data:`LEGACY_NAMES`. Any ``_target_`` but
+    advaudit's own (:data:`BUILTIN`) is accepted only when it is in ``trusted``: the ``_target_`` the
+    user's config names (``target.architecture``), never because the file says so.
 
     Raises:
         AdvauditError: one line naming the architecture and the config that allows it.
@@ -73,10 +78,10 @@ def checkpoint_architecture(meta: Mapping[str, Any], source: str, trusted: Seque
     arch = str(meta["arch"])
     target = LEGACY_NAMES.get(arch, arch)
     params = dict(meta.get("arch_params") or {})
-    if target.startswith(BUILTIN) or target in trusted:
+    if target in BUILTIN or target in trusted:
         return target, params
     require("." in target, f"{source} names architecture {arch!r}, which is not one of advaudit's "
-            f"({sorted(LEGACY_NAMES)} or a _target_ under {BUILTIN}); re-export it with train.py")
+            f"({', '.join(sorted(LEGACY_NAMES))}); re-export it with train.py")
     named = f" (your config names {', '.join(trusted)})" if trusted else ""
     raise AdvauditError(f"{source} was trained with architecture {target}, which is not advaudit's own; a file never "
                         f"makes advaudit import code, so name it in your config{named}: "

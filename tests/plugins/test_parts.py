@@ -153,7 +153,8 @@ def test_an_architecture_defined_only_here_trains_and_is_examined(plugged: dict[
     result = plugged["evaluate"]
     assert result["code"] == 0, result["stderr"][-3000:]
     evaluated = json.loads((root / "evaluate" / "result.json").read_text())
-    assert evaluated["status"] == "ok" and evaluated["target_loading"] == f"code named in the config (architecture: {ARCH})"
+    assert evaluated["status"] == "ok"
+    assert evaluated["target_loading"] == f"code named in the config (architecture: {ARCH})"
     # the accuracy examine.py reports is the rebuilt network's own on the digits test split
     monkeypatch.syspath_prepend(str(plugged["nets"]))
     target = load_target(checkpoint, architectures=[ARCH])

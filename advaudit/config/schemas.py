@@ -87,6 +87,15 @@ class Oracle(str, Enum):
 
 # -- audit --------------------------------------------------------------------------------------
 @dataclass
+class FunctionConf:
+    """A function named by ``_target_`` that the task calls with the run's config: ``audit.run`` (the audit's
+    loop, ``run(cfg) -> dict``) and ``model.train`` (the model's training, ``train(cfg) -> dict``)."""
+
+    _target_: str = MISSING
+    _partial_: bool = True  # the task supplies cfg
+
+
+@dataclass
 class ValidityConf(Ranged):
     """``audit.validity``: a failure counts only where the label is preserved (examiner paper Sec. 2.1);
     every proposal is judged (:class:`advaudit.worlds.validity.ValidityJudge`)."""
@@ -108,7 +117,7 @@ class WorstCaseAuditConf:
     """``conf/audit/worst_case.yaml``: Algorithm 1 of the adversarial-examiner paper, batched over instances."""
 
     name: str = "worst_case"
-    run: str = "advaudit.audits.worst_case.run"
+    run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.worst_case.run"))
     metric: Optional[str] = "examine/E_T"  # the paper's metric; examine/worst is the worst valid case found
     budget: int = 500  # per instance, in budget_unit (checked with the report budgets in validation)
     # queries (model evaluations) | iterations (examiner steps of q queries; the paper's T: RL updates
@@ -154,7 +163,7 @@ class ErrorSearchAuditConf:
     the same pools."""
 
     name: str = "error_search"
-    run: str = "advaudit.audits.error_search.run"
+    run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.error_search.run"))
     split: Split = Split.test
     # override the target's own dataset config (e.g. a shifted test set): as for audit=evaluate,
     # +dataset@audit.dataset=<conf/dataset option> or a block with _target_
@@ -182,7 +191,7 @@ class FaultTestsAuditConf:
     early activations (generative fault tests paper), next to pixel-space PGD tests from the same seeds."""
 
     name: str = "fault_tests"
-    run: str = "advaudit.audits.fault_tests.run"
+    run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.fault_tests.run"))
     source_class: Any = 0  # seeds are generated as this class (name or index)
     target_class: Any = 1  # the confident mistake to reach; null = untargeted
     n_seeds: int = ranged(200, low=1, integer=True)
@@ -221,7 +230,7 @@ class GalleryAuditConf:
     right (no target needed)."""
 
     name: str = "gallery"
-    run: str = "advaudit.audits.gallery.run"
+    run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.gallery.run"))
     split: Split = Split.test
     n_instances: int = ranged(3, low=1, integer=True)
     steps: int = ranged(7, low=2, integer=True)
@@ -235,7 +244,7 @@ class EvaluateAuditConf:
     confusion matrix on the test split."""
 
     name: str = "evaluate"
-    run: str = "advaudit.audits.evaluate.run"
+    run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.evaluate.run"))
     metric: Optional[str] = None
     split: Split = Split.test
     # a dataset config to evaluate on instead of the target's own (e.g. a shifted test set), with the
@@ -568,9 +577,12 @@ class MeshesDatasetConf(DatasetConf):
 class ClassifierModelConf:
     """``conf/model/{cnn,mlp,alexnet,resnet18,resnet34}.yaml``: a torch classifier trained by train.py."""
 
-    kind: str = "classifier"
-    arch: str = MISSING
-    arch_params: Dict[str, Any] = field(default_factory=dict)  # the architecture's own keyword arguments
+    name: Optional[str] = None  # the label of tables and W&B tags
+    # the net: {_target_: <class or builder>, _partial_: true, <its own keyword arguments>}; training supplies
+    # input_shape and num_classes (advaudit.models.nets)
+    arch: Any = MISSING
+    train: FunctionConf = field(default_factory=lambda: FunctionConf(
+        "advaudit.models.classifier_training.train_classifier"))
     optimizer: Any = None  # a _target_ block (_partial_: true), given the parameters at the call site
     # PGD adversarial training: null or {norm: linf|l2, eps: 0.1, steps: 7, step_size: null} (checked in validation)
     adversarial: Any = None
@@ -580,7 +592,7 @@ class ClassifierModelConf:
 class SklearnModelConf:
     """``conf/model/{svm,logreg}.yaml``: a scikit-learn black box grid-searched on a table."""
 
-    kind: str = "sklearn"
+    train: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.models.sklearn_training.train_sklearn"))
     estimator: str = MISSING
     params: Dict[str, Any] = field(default_factory=dict)
     grid: Dict[str, Any] = field(default_factory=dict)
@@ -590,7 +602,8 @@ class SklearnModelConf:
 class GeneratorModelConf:
     """``conf/model/generator.yaml``: the conditional generator of the fault tests."""
 
-    kind: str = "generator"
+    train: FunctionConf = field(default_factory=lambda: FunctionConf(
+        "advaudit.models.generator_training.train_generator"))
     # how it learns: adversarial (a critic on the dataset's images: the DCGAN) or rendered (fitted to the
     # world's renders of the scenes its latents name; dataset=shapes only: advaudit/models/rendered_generator.py)
     objective: str = "adversarial"

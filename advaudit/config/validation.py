@@ -21,9 +21,10 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from advaudit.config.known_keys import unknown_argument_problems, unknown_key_problems
 from advaudit.config.ranges import Rule, range_problems
+from advaudit.config.schemas import SklearnModelConf
 from advaudit.errors import AdvauditError, unknown_keys_message, warn
 from advaudit.files import describe_path
-from advaudit.models.imported.spec import parse_target_spec
+from advaudit.models.imported.spec import ADVAUDIT_FILE_KEYS, parse_target_spec
 
 #: factor names of the worlds advaudit ships, by ``_target_`` (other worlds are checked by themselves)
 _WORLD_FACTORS = {
@@ -37,6 +38,8 @@ _WORLD_FACTORS = {
 SEARCH_METHODS = ("adversarial_distance", "gad", "random", "low_confidence", "lakkaraju", "bansal_weld",
                   "facility_locations")
 TARGETLESS_AUDITS = ("gallery",)
+#: the training function of scikit-learn black boxes, which fit tables only
+SKLEARN_TRAINING = SklearnModelConf().train._target_
 #: the settings of PGD adversarial training (``model.adversarial``: advaudit.models.classifier.pgd_attack)
 PGD_KEYS = ("norm", "eps", "steps", "step_size", "random_start")
 
@@ -141,7 +144,7 @@ def _check_train(cfg: DictConfig, checks: Checks) -> None:
         if quality:
             _check_file(checks, quality, "model.quality_target", "a classifier target.pt written by train.py")
     dataset = cfg.get("dataset")
-    if model is not None and _get(model, "kind") == "sklearn" and dataset is not None:
+    if model is not None and _get(_get(model, "train"), "_target_") == SKLEARN_TRAINING and dataset is not None:
         checks.require(str(_get(dataset, "_target_")).endswith("TabularDataModule"),
                        f"model={_get(model, 'estimator')} is a black box for tables; use dataset=tabular "
                        "(or a torch model for images)")
@@ -405,7 +408,7 @@ def _check_target(checks: Checks, target: Any, seed: Any) -> None:
     block = OmegaConf.to_container(target, resolve=True) if isinstance(target, DictConfig) else dict(target)
     if block.get("path") is not None:
         _check_file(checks, block["path"], "target.path", "the model file")
-    if set(block) <= {"path", "trusted_types", "name", "format"}:
+    if set(block) <= set(ADVAUDIT_FILE_KEYS):
         return  # an advaudit target file named by a block: it describes itself
     try:
         parse_target_spec(block, int(seed) if isinstance(seed, int) else 0)

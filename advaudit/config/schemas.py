@@ -710,9 +710,15 @@ class ExamineConf:
     """``conf/examine.yaml``: root keys typed, groups checked by their own schemas."""
 
     task_name: str = "examine"
+    # the model under audit: a target file (train.py's target.pt, or one written by `advaudit import`), or a
+    # block describing a model trained elsewhere ({model: {_target_: ...}, path: weights, class_names: [...],
+    # input_shape: [...], normalization: ...}; TorchScript, torch.export, ONNX, skops files need only path:
+    # README "Audit a model you already have"); a list sweeps with -m, target=glob:PATTERN / list:FILE too
     target: Any = None
     seed: int = 0
+    # fault_tests: the conditional generator (generator.pt written by train.py model=generator)
     generator: Optional[str] = None
+    # error_search oracle: labels (ground truth, for experiments) | cli (a person answers in the terminal)
     oracle: Oracle = Oracle.labels
     # torch intra-op threads (null = all cores; a launcher sets ADVAUDIT_THREADS per job); BLAS pools are capped at 1
     threads: Optional[int] = ranged(None, low=1, integer=True)

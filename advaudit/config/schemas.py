@@ -118,9 +118,10 @@ class ValidityConf(Ranged):
 
 
 @dataclass
-class WorstCaseAuditConf:
+class WorstCaseAuditConf(Ranged):
     """``conf/audit/worst_case.yaml``: Algorithm 1 of the adversarial-examiner paper, batched over instances."""
 
+    config_path: ClassVar[str] = "audit"
     name: str = "worst_case"
     run: str = "advaudit.audits.worst_case.run"
     metric: Optional[str] = "examine/E_T"  # the paper's metric; examine/worst is the worst valid case found
@@ -191,10 +192,11 @@ class ErrorSearchAuditConf:
 
 
 @dataclass
-class FaultTestsAuditConf:
+class FaultTestsAuditConf(Ranged):
     """``conf/audit/fault_tests.yaml``: confident targeted failing tests from a conditional generator's
     early activations (generative fault tests paper), next to pixel-space PGD tests from the same seeds."""
 
+    config_path: ClassVar[str] = "audit"
     name: str = "fault_tests"
     run: str = "advaudit.audits.fault_tests.run"
     source_class: Any = 0  # seeds are generated as this class (name or index)
@@ -230,10 +232,11 @@ class FaultTestsAuditConf:
 
 
 @dataclass
-class GalleryAuditConf:
+class GalleryAuditConf(Ranged):
     """``conf/audit/gallery.yaml``: one PNG per instance, a row per factor, its range swept left to
     right (no target needed)."""
 
+    config_path: ClassVar[str] = "audit"
     name: str = "gallery"
     run: str = "advaudit.audits.gallery.run"
     split: Split = Split.test
@@ -244,10 +247,11 @@ class GalleryAuditConf:
 
 
 @dataclass
-class EvaluateAuditConf:
+class EvaluateAuditConf(Ranged):
     """``conf/audit/evaluate.yaml``: accuracy, ECE, per-class accuracy, reliability diagram and
     confusion matrix on the test split."""
 
+    config_path: ClassVar[str] = "audit"
     name: str = "evaluate"
     run: str = "advaudit.audits.evaluate.run"
     metric: Optional[str] = None

@@ -7,10 +7,13 @@ of type 'str' could not be converted to Integer"), ``audit.mode=weak`` ("Invalid
 expected one of [weakness, strength]"), ``+audit.bugdet=8`` (not in the schema).
 
 The dataclass is the one place a default lives: a YAML option sets only what differs from its
-schema. A rule on one number sits next to its field (:func:`advaudit.config.ranges.ranged`) and is
-checked wherever the schema is used; rules that relate several keys (``low <= high``, report
-budgets within the budget, ...) live in :mod:`advaudit.config.validation`, which runs once before a
-task starts. Audits and examiners receive these objects typed (:func:`advaudit.config.typed`).
+schema (``tests/config/test_one_declaration.py`` holds every option to that). A rule on one setting
+sits next to its field (:func:`advaudit.config.ranges.ranged`; a rule several fields share is one
+named :class:`~advaudit.config.ranges.Rule`, e.g. ``IMAGE_SIZE``) and is checked wherever the schema
+is used; keys of blocks another library defines have theirs in ``KEY_RULES``. Rules that relate
+several keys (``low <= high``, report budgets within the budget, ...) live in
+:mod:`advaudit.config.validation`, which runs once before a task starts. Audits and examiners
+receive these objects typed (:func:`advaudit.config.typed`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from advaudit.core.records import read_jsonl
 from advaudit.models.tracking import open_wandb
 from advaudit.core.intervals import format_interval, mean_with_ci
 from advaudit.worlds.protocol import factor_to_unit
-from advaudit.config.schemas import ValidityConf
+from advaudit.config.schemas import Mode, ValidityConf, WorstCaseAuditConf
 from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
 
 
@@ -158,11 +158,11 @@ def _tsne_plot(final_u: np.ndarray, final_ok: np.ndarray, random_u: np.ndarray, 
     return save_figure(fig, path)
 
 
-def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space: Any, out: Path,
-                         seconds: float, calibrated: bool, judge: Any, q: int, budgets: list[int]) -> dict[str, Any]:
+def summarise_and_report(cfg: DictConfig, audit: WorstCaseAuditConf, world: Any, target: Any, z: Any, space: Any,
+                         out: Path, seconds: float, judge: Any, q: int, budgets: list[int]) -> dict[str, Any]:
     """Compute the metrics at each budget, draw the plots, write report.md, log to W&B; return the result."""
-    audit = cfg.audit
-    strength = audit.mode == "strength"
+    strength = audit.mode == Mode.strength
+    calibrated = audit.calibrated
     seed = int(cfg.seed)
     history = load_history(out, len(z))
     true_prob = history["true_prob"]
@@ -172,9 +172,8 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
     labels = z.labels.cpu().numpy()
     device = getattr(world, "device", "cpu")
     result = examination_metrics(history, labels, q, budgets, strength, seed)
-    result["budget_unit"] = str(audit.get("budget_unit", "queries"))
-    method = audit.get("selection", "stratified")
-    result["instance_selection"] = selection_design(str(getattr(method, "value", method)))
+    result["budget_unit"] = audit.budget_unit.value
+    result["instance_selection"] = selection_design(audit.selection.value)
     e_final = metrics.e_t(true_prob, q, queries)
     worst_final = metrics.worst(true_prob, history["valid"], queries, strength)
     failed = metrics.failed(history["predicted"], history["valid"], labels, queries)
@@ -226,13 +225,13 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
     final_s = history["s"][:, -k:].reshape(-1, history["s"].shape[-1])
     result["final_factors"] = {f.name: factor_summary(final_s[:, i], f) for i, f in enumerate(world.factors)
                                if i in space.free}
-    share = audit.get("factor_share")
+    share = audit.factor_share
     if share:
         column = factor_names.index(share["factor"])
         threshold = float(share["abs_above"])
         result["examine/share_outside_final"] = float((np.abs(final_s[:, column]) > threshold).mean())
         result["examine/share_outside_random"] = float((random_s[..., column].abs() > threshold).float().mean())
-    kept, judge_correct = label_kept(history, labels, q, worst_index, worst_s, random_s, audit.get("judge"), world,
+    kept, judge_correct = label_kept(history, labels, q, worst_index, worst_s, random_s, audit.judge, world,
                                      z, device, seed)
     result.update(kept)
     for row, correct in zip(result["per_instance"], judge_correct):
@@ -251,7 +250,7 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
         "plots": {k2: str(v) for k2, v in plots.items()},
     })
     report = out / "report.md"
-    report.write_text(_markdown(cfg, result, plots))
+    report.write_text(_markdown(cfg, audit, result, plots))
     result["report"] = str(report)
     with open_wandb(cfg, job_type="examine", name=f"worst_case-{cfg.examiner.name}") as wb:
         curve = metrics.e_t_curve(true_prob, q).mean(0)
@@ -338,7 +337,7 @@ def _judge_line(result: dict[str, Any]) -> str:
             f"({100 * result['examine/judge_correct_random']:.0f}% of random conditions)")
 
 
-def _markdown(cfg: DictConfig, result: dict[str, Any], plots: dict[str, Path]) -> str:
+def _markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any], plots: dict[str, Path]) -> str:
     rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T@{queries}')} | "
                      f"{_fmt(result, f'examine/worst@{queries}')} |"
                      for b in result["budgets"] for queries in [b["queries"]])
@@ -354,7 +353,7 @@ def _markdown(cfg: DictConfig, result: dict[str, Any], plots: dict[str, Path]) -
     return f"""# Worst-case audit
 
 - target: `{cfg.target}`
-- examiner: `{cfg.examiner.name}`, mode `{cfg.audit.mode}`, {result['n_instances']} instances,
+- examiner: `{cfg.examiner.name}`, mode `{audit.mode.value}`, {result['n_instances']} instances,
   {result['queries_per_instance']} queries each in iterations of q = {result['q']}
   ({result['queries_per_second'] or 0:.0f} queries/s)
 - **E_T = {_fmt(result, 'examine/E_T')}**: the paper's metric (Algorithm 1), mean true-class probability

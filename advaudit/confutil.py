@@ -1,10 +1,15 @@
-"""Small helpers for OmegaConf nodes."""
+"""Small helpers for OmegaConf nodes and for parts built by ``_target_``."""
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+import logging
+from typing import Any, Mapping, Sequence
 
+from hydra.utils import get_object
 from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from advaudit.errors import AdvauditError, require, unknown_keys_message
 
 
 def override_value(value: Any) -> str:
@@ -33,3 +38,60 @@ def plain(node: Any, default: Any = None) -> Any:
     if isinstance(node, (DictConfig, ListConfig)):
         return OmegaConf.to_container(node, resolve=True)
     return default if node is None else node
+
+
+def named_object(target: str, where: str) -> Any:
+    """The class or function the dotted path ``target`` names (imported), for the block at ``where``.
+
+    Raises:
+        AdvauditError: one line saying why it cannot be imported.
+    """
+    hydra_log = logging.getLogger("hydra.utils")  # it logs the failure over several lines; ours is the one line
+    level = hydra_log.level
+    hydra_log.setLevel(logging.CRITICAL)
+    try:
+        return get_object(target)
+    except Exception as error:  # noqa: BLE001  (not importable: say which, on one line)
+        cause = error.__cause__ or error
+        raise AdvauditError(f"{where}._target_={target} cannot be imported ({type(cause).__name__}: "
+                            f"{str(cause).splitlines()[0] if str(cause) else ''})") from None
+    finally:
+        hydra_log.setLevel(level)
+
+
+def refuse_unknown_arguments(where: str, part: str, options: Mapping[str, Any], supplied: Sequence[str],
+                             supplier: str) -> None:
+    """Check a ``_target_`` block before it is built: every setting is one the callable takes.
+
+    A part (an examiner, an architecture) is a class or function named by ``options["_target_"]``;
+    its settings are the block's other keys (those starting with ``_`` are Hydra's), and the caller
+    (``supplier``, e.g. "the audit") gives it ``supplied`` keyword arguments at build time.
+
+    Args:
+        where: the block's dotted config path, for messages (``examiner``, ``model.arch``).
+        part: what the callable is, for messages (``examiner``, ``architecture``).
+        options: the block as plain data, ``_target_`` included.
+        supplied: keyword arguments the caller passes; the callable must take them, the config must not set them.
+        supplier: who passes them, for messages.
+
+    Raises:
+        AdvauditError: one line: the callable cannot be imported, a setting is one the caller supplies,
+            the callable does not take a supplied argument, or a setting it does not take (with the
+            closest one it does).
+    """
+    target = str(options["_target_"])
+    parameters = inspect.signature(named_object(target, where)).parameters
+    given = ", ".join(supplied)
+    settings = [str(key) for key in options if not str(key).startswith("_")]
+    clash = [key for key in settings if key in supplied]
+    require(not clash, f"{where}.{clash[0] if clash else ''} is supplied by {supplier} (it gives every "
+            f"{part} {given}); remove it from the {part}'s config")
+    missing = [key for key in supplied if key not in parameters]
+    article = "an" if part[:1] in "aeiou" else "a"
+    require(not missing, f"{target} does not take {', '.join(missing)}; {article} {part}'s constructor takes the "
+            f"arguments {supplier} supplies ({given}) besides its own settings")
+    accepted = [name for name, p in parameters.items() if name != "self" and name not in supplied
+                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [key for key in settings if key not in accepted]
+    require(not unknown, unknown_keys_message(where, unknown, accepted) + f" ({target} takes these settings; "
+            f"{supplier} supplies {given})")

@@ -2,37 +2,26 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 from functools import wraps
 from pathlib import Path
 from typing import Any, Callable
 
+from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from advaudit.config import plain_config, validate
+from advaudit.confutil import named_object
 from advaudit.core.records import write_json
 from advaudit.core.run_records import RunDirConflict, claim_run_dir, write_failure
 from advaudit.core.wandb_run import finish_any_wandb_run
-from advaudit.errors import AdvauditError, require
+from advaudit.errors import require
 from advaudit.models.imported.spec import target_label
 from advaudit.models.imported.store import trust_record
 from advaudit.runtime import configure_threads, seed_everything
 
 log = logging.getLogger(__name__)
-
-TRAINERS: dict[str, str] = {
-    "classifier": "advaudit.models.classifier_training:train_classifier",
-    "sklearn": "advaudit.models.sklearn_training:train_sklearn",
-    "generator": "advaudit.models.generator_training:train_generator",
-}
-
-
-def _resolve(spec: str) -> Callable[[DictConfig], dict[str, Any]]:
-    module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)
-
 
 Task = Callable[[DictConfig], dict[str, Any]]
 
@@ -87,22 +76,32 @@ def _summary(cfg: DictConfig) -> dict[str, Any]:
     return container
 
 
+def named_function(block: Any, where: str) -> Callable[[DictConfig], dict[str, Any]]:
+    """The function a ``{_target_: ..., _partial_: true}`` block of the config names, to be called with the
+    run's config (``audit.run``, ``model.train``). Code runs here because the user's config names it.
+
+    Raises:
+        AdvauditError: one line when the block is not such a block or its ``_target_`` cannot be imported.
+    """
+    given = OmegaConf.to_container(block) if isinstance(block, DictConfig) else block
+    require(isinstance(block, DictConfig) and "_target_" in block and block.get("_partial_") is True,
+            f"{where} must be a block {{_target_: <module.function>, _partial_: true}} naming a function the task "
+            f"calls with the run's config, not {given!r}")
+    named_object(str(block._target_), where)
+    return instantiate(block)
+
+
 @task_wrapper(claims_dir=True)
 def train(cfg: DictConfig) -> dict[str, Any]:
-    """Train ``cfg.model`` on ``cfg.dataset``; dispatches on ``cfg.model.kind`` (see TRAINERS)."""
-    kind = cfg.model.get("kind", "classifier")
-    require(kind in TRAINERS, f"model.kind={kind!r} is unknown; use one of {sorted(TRAINERS)}")
-    return {"task": "train", "model_kind": kind, **_resolve(TRAINERS[kind])(cfg)}
+    """Train ``cfg.model`` on ``cfg.dataset`` with the function ``cfg.model.train`` names."""
+    fit = named_function(cfg.model.get("train"), "model.train")
+    return {"task": "train", "trainer": str(cfg.model.train._target_), **fit(cfg)}
 
 
 @task_wrapper()
 def examine(cfg: DictConfig) -> dict[str, Any]:
-    """Run the audit named by ``cfg.audit.run`` (a function in ``advaudit.audits``)."""
-    spec = str(cfg.audit.run)
-    if not spec.startswith("advaudit.audits."):
-        raise AdvauditError(f"audit.run={spec!r} must name a function in advaudit.audits")
-    module, _, name = spec.rpartition(".")
-    run = getattr(importlib.import_module(module), name)
+    """Run the audit whose loop ``cfg.audit.run`` names (``run(cfg) -> dict``)."""
+    run = named_function(cfg.audit.get("run"), "audit.run")
     target = cfg.get("target")
     identity = {"target": target_label(target), "target_loading": trust_record(target)} if target is not None else {}
     return {"task": "examine", "audit": cfg.audit.name, "target": None, **identity, **run(cfg)}

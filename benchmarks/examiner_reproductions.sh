@@ -67,8 +67,8 @@ targets)  # TARGETS="..." trains only those
   for name in ${TARGETS:-resnet18_fresh alexnet_fresh resnet18_m1 resnet18_m2 resnet18_m5 resnet18_m10 resnet18_elev30}; do
     case $name in
       resnet18_fresh) train resnet18_fresh train_fresh ;;
-      alexnet_fresh) train alexnet_fresh train_fresh model=alexnet model.arch_params.width=32 ;;
-      resnet18_m*) train "$name" train_shapes dataset.m="${name#resnet18_m}" model.arch_params.width=$M_WIDTH ;;
+      alexnet_fresh) train alexnet_fresh train_fresh model=alexnet model.arch.width=32 ;;
+      resnet18_m*) train "$name" train_shapes dataset.m="${name#resnet18_m}" model.arch.width=$M_WIDTH ;;
       resnet18_elev30) train resnet18_elev30 train_fresh 'dataset.factors={camera_elevation:[-30,30]}' ;;
       *) echo "TARGETS: unknown target $name" >&2; exit 2 ;;
     esac

@@ -47,6 +47,7 @@ def compose_config(name: str, overrides: list[str], run_dir: Path):
     GlobalHydra.instance().clear()
     return cfg
 
+RESNET18 = "advaudit.models.nets.resnet18"
 CLASSES = ["bottle", "can", "mug", "vase", "barrel", "table", "chair", "lamp", "bowl", "stool"]
 
 
@@ -55,15 +56,15 @@ def make_forms(root: Path, width: int) -> dict[str, object]:
     world = ShapeWorld(image_size=32)
     torch.manual_seed(0)
     shape = [3, 32, 32]
-    net = build_net("resnet18", shape, 10, width=width).eval()
+    net = build_net(RESNET18, shape, 10, width=width).eval()
     norm = {"mean": [0.45, 0.45, 0.45], "std": [0.25, 0.25, 0.25]}
-    meta = {"arch": "resnet18", "arch_params": {"width": width}, "class_names": list(world.class_names),
+    meta = {"arch": RESNET18, "arch_params": {"width": width}, "class_names": list(world.class_names),
             "input_shape": shape, "normalization": norm}
     native = save_target(TorchTarget(net, meta).eval(), root / "native.pt")
     torch.save(net.state_dict(), root / "weights.pt")
     common = {"class_names": list(world.class_names), "input_shape": shape, "normalization": norm}
-    block = {"model": {"_target_": "advaudit.models.nets.build_net", "arch": "resnet18", "input_shape": shape,
-                       "num_classes": 10, "width": width}, "path": str(root / "weights.pt"), **common}
+    block = {"model": {"_target_": RESNET18, "input_shape": shape, "num_classes": 10, "width": width},
+             "path": str(root / "weights.pt"), **common}
     torch.jit.trace(net, torch.rand(4, *shape)).save(str(root / "net.ts"))
     torch.onnx.export(net, (torch.rand(4, *shape),), str(root / "net.onnx"), dynamo=True,
                       dynamic_shapes={"x": {0: "batch"}}, verbose=False)

@@ -20,7 +20,7 @@ def test_train_cnn_writes_result_and_loadable_checkpoint(make_cfg) -> None:
     cfg = make_cfg("train", ["model=cnn", *TINY_FMNIST, "dataset.limit.train=1500"])
     result = train(cfg)
     saved = json.loads((Path(cfg.paths.output_dir) / "result.json").read_text())
-    assert saved["checkpoint"] == result["checkpoint"] and saved["config"]["model"]["arch"] == "cnn"
+    assert saved["checkpoint"] == result["checkpoint"] and saved["config"]["model"]["name"] == "cnn"
     assert result["test/acc"] > 0.5  # 10 classes, chance is 0.1
     assert result["temperature"] > 0 and 0 <= result["val/ece_after"] <= 1
     assert load_target(result["checkpoint"]).class_names[-1] == "ankle-boot"
@@ -61,7 +61,7 @@ def test_training_step_loss_is_the_loss_on_the_pgd_adversarial() -> None:
     torch.manual_seed(0)
     meta = {"arch": "mlp", "arch_params": {}, "class_names": ["a", "b", "c"], "input_shape": [1, 4, 4],
             "normalization": {"mean": [0.5], "std": [0.25]}}
-    target = TorchTarget(build_net("mlp", [1, 4, 4], 3), meta)
+    target = TorchTarget(build_net("advaudit.models.nets.MLP", [1, 4, 4], 3), meta)
     settings = {"norm": "linf", "eps": 0.1, "steps": 3}
     module = ClassifierModule(target, torch.optim.SGD, adversarial=settings)
     x, y = torch.rand(16, 1, 4, 4), torch.arange(16) % 3
@@ -108,7 +108,7 @@ def test_multirun_2x2_writes_four_results(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     results = sorted(tmp_path.rglob("result.json"))
     assert len(results) == 4
-    combos = {(json.loads(p.read_text())["config"]["model"]["arch"], json.loads(p.read_text())["config"]["seed"])
+    combos = {(json.loads(p.read_text())["config"]["model"]["name"], json.loads(p.read_text())["config"]["seed"])
               for p in results}
     assert combos == {("cnn", 1), ("cnn", 2), ("mlp", 1), ("mlp", 2)}
 
@@ -137,7 +137,7 @@ def test_a_training_run_is_tracked_in_wandb_like_an_audit(make_cfg, tmp_path: Pa
     [run] = offline_runs(tmp_path / "run")
     assert run["finished"] and run["group"] == "train-2026-01-02_03-04-05" and run["job_type"] == "train"
     assert run["config"]["dataset"]["factors"] == {"camera_roll": [0, 300]}
-    assert run["config"]["model"]["arch"] == "cnn" and run["config"]["seed"] == 7
+    assert run["config"]["model"]["name"] == "cnn" and run["config"]["seed"] == 7
     assert run["config"]["paths"]["output_dir"] == str(tmp_path / "run")   # resolved, not ${...}
     assert {"demo", "train", "cnn", "seed=7"} <= set(run["tags"])
     assert run["summary"]["test/acc"] == pytest.approx(result["test/acc"])

@@ -1,1 +1,1 @@
-"""The audit loops, each ``run(cfg) -> dict`` named by ``cfg.audit.run``, and the reports they write."""
+"""The audit loops, each ``run(cfg) -> dict`` named by ``cfg.audit.run._target_``, and the reports they write."""

@@ -15,6 +15,8 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
+from advaudit.config import typed
+from advaudit.config.schemas import EvaluateAuditConf
 from advaudit.core.plots import plt, reliability_diagram, save_figure
 from advaudit.models.calibration import expected_calibration_error, reliability_table
 from advaudit.models.imported.spec import OTHER_CLASS
@@ -27,9 +29,10 @@ def confusion_matrix(predicted: torch.Tensor, y: torch.Tensor, k: int) -> torch.
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
+    audit = typed(EvaluateAuditConf, cfg.audit)
     target = load_audit_target(cfg)
-    datamodule = target_datamodule(target, cfg.audit.get("dataset"))
-    split = datamodule.split(cfg.audit.get("split", "test"))
+    datamodule = target_datamodule(target, audit.dataset)
+    split = datamodule.split(audit.split.value)
     target.check_input(split.x)
     probs = target.predict_proba(split.x).cpu()
     predicted = probs.argmax(1)

@@ -22,6 +22,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from advaudit.audits.common import load_audit_target
+from advaudit.config import typed
+from advaudit.config.schemas import FaultBudget, FaultTestsAuditConf
 from advaudit.confutil import plain
 from advaudit.core.plots import image_grid, plt, save_figure
 from advaudit.core.records import write_json
@@ -44,7 +46,7 @@ PIXEL_ENGINES = {"foolbox": foolbox_pixel_tests, "advaudit": pixel_tests}
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    audit = cfg.audit
+    audit = typed(FaultTestsAuditConf, cfg.audit)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     target = load_audit_target(cfg).eval()
@@ -62,21 +64,20 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     destination = None if audit.target_class is None else class_index(audit.target_class, target.class_names)
     require(destination != source, f"source and target class are both {target.class_names[source]!r}; pick a "
             "different audit.target_class (or null for untargeted tests)")
-    both = bool(audit.get("both_directions", False))
+    both = audit.both_directions
     require(not both or destination is not None, "audit.both_directions=true needs audit.target_class (the "
             "reverse direction tests target_class seeds towards source_class); set one or turn it off")
-    require(float(audit.eps) > 0, f"audit.eps={audit.eps} must be > 0 (the L2 budget on the perturbation)")
     for p in generator.parameters():
         p.requires_grad_(False)
     model = target  # an nn.Module whose forward gives uncalibrated logits
 
-    features = _fault_features(audit.get("fault_feature"))
+    features = _fault_features(audit.fault_feature)
     judge = None
-    if audit.get("judge"):
-        judge = load_target(str(audit.judge), map_location=str(device)).eval()
+    if audit.judge:
+        judge = load_target(audit.judge, map_location=str(device)).eval()
         require(judge.class_names == target.class_names, f"the judge (audit.judge) knows classes {judge.class_names}, "
                 f"the target {target.class_names}; train the judge on the target's classes")
-    n = int(audit.n_seeds)
+    n = audit.n_seeds
     # each direction: (prefix in the summary, seed class, target class, sign of the fault's direction);
     # its seeds are rows [i n, (i + 1) n) of the one batch that both directions walk together
     directions = [("", source, destination, 1.0)] + [("reverse/", destination, source, -1.0)] * both
@@ -88,11 +89,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                                                       for _, _, to, _ in directions])
     total = len(z)
     kinds: dict[str, FaultResult] = {}
-    chunk = int(audit.chunk)
+    chunk = audit.chunk
     # finished chunks are reused by a rerun only when the settings that make that kind of test match:
     # a rerun that adds transfer targets re-scores saved tests; one that changes only the pixel
     # baseline keeps the generator tests
-    audit_settings = OmegaConf.to_container(audit, resolve=True)
+    audit_settings = OmegaConf.to_container(cfg.audit, resolve=True)
 
     def fingerprint(*keys: str) -> str:
         shared = ("source_class", "target_class", "n_seeds", "chunk", "kappa", "both_directions")
@@ -100,22 +101,21 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                            {key: audit_settings.get(key) for key in shared + keys}], sort_keys=True, default=str)
 
     kinds["generator"] = _chunked(lambda s: generator_tests(
-        generator, model, z[s], y0[s], None if y1 is None else y1[s], k=int(audit.k), eps=float(audit.eps),
-        kappa=float(audit.kappa), lr=float(audit.lr), max_steps=int(audit.max_steps),
-        anneal=audit.budget == "annealed", show_progress=True), total, chunk, out / "chunks" / "generator",
+        generator, model, z[s], y0[s], None if y1 is None else y1[s], k=audit.k, eps=audit.eps,
+        kappa=audit.kappa, lr=audit.lr, max_steps=audit.max_steps,
+        anneal=audit.budget == FaultBudget.annealed, show_progress=True), total, chunk, out / "chunks" / "generator",
         fingerprint("k", "eps", "budget", "lr", "max_steps"))
-    engine = str(audit.get("pixel_engine", "foolbox"))
-    require(engine in PIXEL_ENGINES, f"audit.pixel_engine={engine!r}; use one of {sorted(PIXEL_ENGINES)}")
-    for norm, settings in plain(audit.pixel, {}).items():
+    engine = audit.pixel_engine.value
+    for norm, settings in audit.pixel.items():
         kinds[f"pixel_{norm}"] = _chunked(lambda s, st=settings, nm=norm: PIXEL_ENGINES[engine](
             model, seeds[s], y0[s], None if y1 is None else y1[s], eps=float(st["eps"]), norm=nm,
-            kappa=float(audit.kappa), steps=int(st["steps"])), total, chunk, out / "chunks" / f"pixel_{norm}",
+            kappa=audit.kappa, steps=int(st["steps"])), total, chunk, out / "chunks" / f"pixel_{norm}",
             fingerprint("pixel_engine", "pixel"))
 
     summary: dict[str, Any] = {"faults/n_seeds": n, "faults/source": target.class_names[source],
                                "faults/target": None if destination is None else target.class_names[destination],
-                               "faults/budget": str(audit.budget), "faults/pixel_engine": engine,
-                               "faults/eps": float(audit.eps), "faults/k": int(audit.k),
+                               "faults/budget": audit.budget.value, "faults/pixel_engine": engine,
+                               "faults/eps": audit.eps, "faults/k": audit.k,
                                "faults/both_directions": both,
                                # the generator's quality gate as recorded at training (None: not gated)
                                "faults/generator_class_agreement": (meta.get("quality") or {}).get("class_agreement"),
@@ -129,7 +129,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     probabilities = {"seeds": target.predict_proba(seeds).cpu(),
                      **{kind: target.predict_proba(result.tests).cpu() for kind, result in kinds.items()}}
     others = {Path(str(path)).parent.parent.name: load_target(str(path), map_location=str(device)).eval()
-              for path in plain(audit.get("transfer_targets"), []) or []}
+              for path in audit.transfer_targets}
     distances: dict[str, dict[str, torch.Tensor]] = {}
     views: dict[str, tuple[torch.Tensor, FaultResult]] = {}
     titles: dict[str, list[str]] = {}

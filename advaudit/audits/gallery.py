@@ -13,8 +13,9 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
+from advaudit.config import typed
+from advaudit.config.schemas import GalleryAuditConf
 from advaudit.core.plots import plt, save_figure
-from advaudit.errors import require
 from advaudit.models.tracking import open_wandb
 from advaudit.worlds import build_world
 from advaudit.worlds.protocol import unit_to_factor
@@ -30,16 +31,15 @@ def sweep_conditions(n_factors: int, steps: int, base: float, overrides: dict[in
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
+    audit = typed(GalleryAuditConf, cfg.audit)
     world = build_world(cfg.world)
-    audit = cfg.audit
-    steps = int(audit.steps)
-    require(steps >= 2, f"audit.steps={steps}; a sweep needs at least 2 values")
-    z = world.instances(audit.split)
-    index = torch.linspace(0, len(z) - 1, int(audit.n_instances)).round().long()
+    steps = audit.steps
+    z = world.instances(audit.split.value)
+    index = torch.linspace(0, len(z) - 1, audit.n_instances).round().long()
     z = z.subset(index)
     names = [f.name for f in world.factors]
-    overrides = {names.index(k): float(v) for k, v in (audit.get("base_overrides") or {}).items()}
-    u = sweep_conditions(len(names), steps, float(audit.base), overrides)
+    overrides = {names.index(k): float(v) for k, v in (audit.base_overrides or {}).items()}
+    u = sweep_conditions(len(names), steps, audit.base, overrides)
     out = Path(cfg.paths.output_dir)
     paths = []
     for i in range(len(z)):

@@ -30,7 +30,7 @@ from advaudit.audits.common import load_audit_target
 from advaudit.audits.instance_selection import select_instances
 from advaudit.audits.worst_case_report import summarise_and_report
 from advaudit.config import typed
-from advaudit.config.schemas import ValidityConf
+from advaudit.config.schemas import BudgetUnit, Mode, WorstCaseAuditConf
 from advaudit.confutil import plain
 from advaudit.core.progress import progress
 from advaudit.core.records import append_jsonl, read_jsonl
@@ -130,48 +130,44 @@ def _checkpoint(out: Path, key: str, examiner: Any, step: int, budget: int, seco
     tmp.replace(out / STATE_FILE)
 
 
-def budget_in_queries(audit: DictConfig, q: int) -> tuple[int, list[int]]:
-    """``audit.budget`` and ``audit.report_budgets`` in queries per instance (``budget_unit`` is a choice
-    of the schema; :func:`advaudit.config.validate` has refused budgets that cannot be honoured)."""
-    unit = str(getattr(audit.get("budget_unit", "queries"), "value", audit.get("budget_unit", "queries")))
-    budget = int(audit.budget)
-    reports = [int(b) for b in (audit.get("report_budgets") or [])]
-    per = q if unit == "iterations" else 1
-    return budget * per, sorted({b * per for b in reports} | {budget * per})
+def budget_in_queries(audit: WorstCaseAuditConf, q: int) -> tuple[int, list[int]]:
+    """``audit.budget`` and ``audit.report_budgets`` in queries per instance (:func:`advaudit.config.validate`
+    has refused budgets that cannot be honoured)."""
+    per = q if audit.budget_unit == BudgetUnit.iterations else 1
+    return audit.budget * per, sorted({b * per for b in audit.report_budgets} | {audit.budget * per})
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Examine ``cfg.target`` in ``cfg.world`` with ``cfg.examiner``; returns the examination's metrics."""
-    audit = cfg.audit
-    rules = typed(ValidityConf, audit.get("validity"))
+    audit = typed(WorstCaseAuditConf, cfg.audit)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     target = load_audit_target(cfg)
     world = build_world(cfg.world)
     check_target_fits(world, target)
     seed = int(cfg.seed)
-    calibrated = bool(audit.get("calibrated", False))
-    z = select_instances(world, target, audit.selection_split, audit.selection, audit.get("n_instances"),
-                         int(audit.selection_renders), seed, calibrated)
-    space = ConditionSpace(list(world.factors), list(audit.get("fixed_random") or []), len(z),
+    calibrated = audit.calibrated
+    z = select_instances(world, target, audit.selection_split.value, audit.selection.value, audit.n_instances,
+                         audit.selection_renders, seed, calibrated)
+    space = ConditionSpace(list(world.factors), list(audit.fixed_random), len(z),
                            torch.Generator().manual_seed(seed + 1))
     device = getattr(world, "device", torch.device("cpu"))
-    judge = ValidityJudge(world, rules, device=target.device if hasattr(target, "device") else device)
+    judge = ValidityJudge(world, audit.validity, device=target.device if hasattr(target, "device") else device)
     examiner = build_examiner(cfg.examiner, len(z), len(space.free), seed=seed, device=device,
                               periodic=periodic_mask(space.free_factors))
     budget, report_budgets = budget_in_queries(audit, examiner.q)
     steps = math.ceil(budget / examiner.q)
     key = _run_key(cfg)
     start_step, seconds_before = _resume(out, key, examiner, budget)
-    strength = audit.mode == "strength"
-    stop_after = audit.get("stop_after_steps")
+    strength = audit.mode == Mode.strength
+    stop_after = audit.stop_after_steps
     labels = z.labels.cpu()
     started = time.perf_counter()
     done = min(start_step * examiner.q, budget)
     bar = progress(total=budget * len(z), initial=done * len(z),
                    desc=f"examining {len(z)} instances ({cfg.examiner.name})", unit="query")
     for step in range(start_step, steps):
-        if stop_after is not None and step - start_step >= int(stop_after):
+        if stop_after is not None and step - start_step >= stop_after:
             bar.close()
             raise KeyboardInterrupt(f"stopped after {stop_after} steps (audit.stop_after_steps)")
         take = min(examiner.q, budget - step * examiner.q)  # a partial last iteration honours the budget
@@ -189,9 +185,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
              "valid": valid[i].tolist(), "checks": {name: c[i].tolist() for name, c in checks.items()}}
             for i in range(len(z))])
         bar.update(take * len(z))
-        if (step + 1) % int(audit.checkpoint_every) == 0 or step + 1 == steps:
+        if (step + 1) % audit.checkpoint_every == 0 or step + 1 == steps:
             _checkpoint(out, key, examiner, step + 1, budget, seconds_before + time.perf_counter() - started)
     bar.close()
     seconds = seconds_before + time.perf_counter() - started
-    return summarise_and_report(cfg, world, target, z, space, out, seconds, calibrated, judge,
-                                examiner.q, report_budgets)
+    return summarise_and_report(cfg, audit, world, target, z, space, out, seconds, judge, examiner.q,
+                                report_budgets)

@@ -27,7 +27,7 @@ from advaudit.core.records import read_jsonl
 from advaudit.models.tracking import open_wandb
 from advaudit.core.intervals import format_interval, mean_with_ci
 from advaudit.worlds.protocol import factor_to_unit
-from advaudit.config.schemas import ValidityConf
+from advaudit.config.schemas import Mode, ValidityConf, WorstCaseAuditConf
 from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
 
 
@@ -158,11 +158,11 @@ def _tsne_plot(final_u: np.ndarray, final_ok: np.ndarray, random_u: np.ndarray, 
     return save_figure(fig, path)
 
 
-def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space: Any, out: Path,
-                         seconds: float, calibrated: bool, judge: Any, q: int, budgets: list[int]) -> dict[str, Any]:
+def summarise_and_report(cfg: DictConfig, audit: WorstCaseAuditConf, world: Any, target: Any, z: Any, space: Any,
+                         out: Path, seconds: float, judge: Any, q: int, budgets: list[int]) -> dict[str, Any]:
     """Compute the metrics at each budget, draw the plots, write report.md, log to W&B; return the result."""
-    audit = cfg.audit
-    strength = audit.mode == "strength"
+    strength = audit.mode == Mode.strength
+    calibrated = audit.calibrated
     seed = int(cfg.seed)
     history = load_history(out, len(z))
     true_prob = history["true_prob"]
@@ -172,9 +172,8 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
     labels = z.labels.cpu().numpy()
     device = getattr(world, "device", "cpu")
     result = examination_metrics(history, labels, q, budgets, strength, seed)
-    result["budget_unit"] = str(audit.get("budget_unit", "queries"))
-    method = audit.get("selection", "stratified")
-    result["instance_selection"] = selection_design(str(getattr(method, "value", method)))
+    result["budget_unit"] = audit.budget_unit.value
+    result["instance_selection"] = selection_design(audit.selection.value)
     e_final = metrics.e_t(true_prob, q, queries)
     worst_final = metrics.worst(true_prob, history["valid"], queries, strength)
     failed = metrics.failed(history["predicted"], history["valid"], labels, queries)
@@ -226,14 +225,17 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
     final_s = history["s"][:, -k:].reshape(-1, history["s"].shape[-1])
     result["final_factors"] = {f.name: factor_summary(final_s[:, i], f) for i, f in enumerate(world.factors)
                                if i in space.free}
-    share = audit.get("factor_share")
+    share = audit.factor_share
     if share:
         column = factor_names.index(share["factor"])
         threshold = float(share["abs_above"])
         result["examine/share_outside_final"] = float((np.abs(final_s[:, column]) > threshold).mean())
         result["examine/share_outside_random"] = float((random_s[..., column].abs() > threshold).float().mean())
-    result.update(label_kept(history, labels, q, worst_index, worst_s, random_s, audit.get("judge"), world, z,
-                             device, seed))
+    kept, judge_correct = label_kept(history, labels, q, worst_index, worst_s, random_s, audit.judge, world,
+                                     z, device, seed)
+    result.update(kept)
+    for row, correct in zip(result["per_instance"], judge_correct):
+        row["judge_correct"] = correct
     random_valid_flat = random_valid.reshape(-1).numpy()
     result.update({
         "examine/random_accuracy": float(random_ok.mean()),
@@ -248,7 +250,7 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
         "plots": {k2: str(v) for k2, v in plots.items()},
     })
     report = out / "report.md"
-    report.write_text(_markdown(cfg, result, plots))
+    report.write_text(_markdown(cfg, audit, result, plots))
     result["report"] = str(report)
     with open_wandb(cfg, job_type="examine", name=f"worst_case-{cfg.examiner.name}") as wb:
         curve = metrics.e_t_curve(true_prob, q).mean(0)
@@ -264,7 +266,8 @@ def summarise_and_report(cfg: DictConfig, world: Any, target: Any, z: Any, space
 
 
 def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index: np.ndarray, worst_s: torch.Tensor,
-               random_s: torch.Tensor, judge_path: Any, world: Any, z: Any, device: Any, seed: int) -> dict[str, Any]:
+               random_s: torch.Tensor, judge_path: Any, world: Any, z: Any, device: Any,
+               seed: int) -> tuple[dict[str, Any], list[bool | None]]:
     """Validity where it matters: on the examiner's worst cases, not on random conditions.
 
     - ``examine/worst_raw_valid``: share of instances whose lowest true-class probability over *all*
@@ -276,6 +279,9 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
       ``examine/judge_correct_worst`` (+ ``/lo``, ``/hi``), the share of the instances' worst valid
       cases the judge still classifies correctly, and ``examine/judge_correct_random``, its accuracy
       on random conditions of the same instances.
+
+    Returns the summary and, per instance ``[N]``, whether the judge names its worst valid case
+    correctly (``None`` without a judge or without a valid proposal).
     """
     p, valid = history["true_prob"], history["valid"]
     raw_worst = p.argmin(1)
@@ -283,7 +289,7 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
     out: dict[str, Any] = {"examine/worst_raw_valid": float(valid[np.arange(len(p)), raw_worst].mean()),
                            "examine/final_invalid_share": float(1 - valid[:, last:].mean())}
     if not judge_path:
-        return out
+        return out, [None] * len(p)
     judge = ValidityJudge(world, ValidityConf(in_frame=False, min_height_px=0, min_content_kept=0.0,
                                               reference=str(judge_path), reference_min_prob=0.0), device=device)
     _, _, checks = judge.render(z, worst_s.unsqueeze(1).to(device))
@@ -293,7 +299,8 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
     out.update(_with_ci("examine/judge_correct_worst", correct, seed) if len(correct) else {})
     out["examine/judge_correct_random"] = float(random_checks[REFERENCE_CHECK].float().mean())
     out["judge"] = str(judge_path)
-    return out
+    verdicts = checks[REFERENCE_CHECK][:, 0].tolist()
+    return out, [bool(verdicts[i]) if has_worst[i] else None for i in range(len(p))]
 
 
 def factor_summary(values: np.ndarray, factor: Any) -> dict[str, Any]:
@@ -330,7 +337,7 @@ def _judge_line(result: dict[str, Any]) -> str:
             f"({100 * result['examine/judge_correct_random']:.0f}% of random conditions)")
 
 
-def _markdown(cfg: DictConfig, result: dict[str, Any], plots: dict[str, Path]) -> str:
+def _markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any], plots: dict[str, Path]) -> str:
     rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T@{queries}')} | "
                      f"{_fmt(result, f'examine/worst@{queries}')} |"
                      for b in result["budgets"] for queries in [b["queries"]])
@@ -346,7 +353,7 @@ def _markdown(cfg: DictConfig, result: dict[str, Any], plots: dict[str, Path]) -
     return f"""# Worst-case audit
 
 - target: `{cfg.target}`
-- examiner: `{cfg.examiner.name}`, mode `{cfg.audit.mode}`, {result['n_instances']} instances,
+- examiner: `{cfg.examiner.name}`, mode `{audit.mode.value}`, {result['n_instances']} instances,
   {result['queries_per_instance']} queries each in iterations of q = {result['q']}
   ({result['queries_per_second'] or 0:.0f} queries/s)
 - **E_T = {_fmt(result, 'examine/E_T')}**: the paper's metric (Algorithm 1), mean true-class probability

@@ -8,7 +8,7 @@ valid one. Which keys a mapping may hold:
 * a mapping typed by a schema of :mod:`advaudit.config.schemas` (the root, ``audit``, ``examiner``,
   ``world``, ``search``, ``dataset``, ``model``, ``paths``, ...): the schema's fields (the root
   also holds Hydra's own ``hydra``);
-* a block built by ``_target_`` (``trainer``, ``model.optimizer``, each logger and callback, a
+* a block built by ``_target_`` (``trainer``, ``model.arch``, ``model.optimizer``, each logger and callback, a
   dataset block such as ``audit.dataset`` or ``world.dataset``): the schema of that ``_target_``
   where advaudit has one, else the parameters of the class or function it names, plus Hydra's
   ``_partial_`` / ``_recursive_`` / ``_convert_`` / ``_args_``. A callable that takes ``**kwargs``
@@ -16,8 +16,8 @@ valid one. Which keys a mapping may hold:
 * ``logger``, ``callbacks`` and ``search``: entries under any name, each a ``_target_`` block or null
   (``search`` also holds ``name``, the method reported first).
 
-Everything else is open by design: the user's own names (``world.factors``, ``dataset.bias``,
-``model.arch_params``) and ``target``, whose loader checks it.
+Everything else is open by design: the user's own names (``world.factors``, ``dataset.bias``)
+and ``target``, whose loader checks it.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from advaudit.config.schemas import SCHEMAS
 from advaudit.errors import unknown_keys_message
+from advaudit.models.nets import SUPPLIED as ARCHITECTURE_SUPPLIED
 
 #: keys Hydra's ``instantiate`` reads from a ``_target_`` block besides the callable's arguments
 HYDRA_INSTANTIATE_KEYS = ("_target_", "_partial_", "_recursive_", "_convert_", "_args_")
@@ -42,8 +43,10 @@ PART_GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: root keys not looked into here: Hydra's own node, and the target (its loader checks it)
 UNCHECKED_ROOT_KEYS = ("hydra", "target")
 #: parts whose block holds keys besides its callable's settings (a label, never passed), and keys the
-#: caller supplies (never set in config): an examiner's ``name``; the worst-case audit's arguments
-PART_KEYS = {"examiner": (("name",), ("n_instances", "n_dims", "seed", "device", "periodic"))}
+#: caller supplies (never set in config): an examiner's ``name``; the worst-case audit's arguments; training's
+#: arguments to an architecture
+PART_KEYS = {"examiner": (("name",), ("n_instances", "n_dims", "seed", "device", "periodic")),
+             "model.arch": ((), ARCHITECTURE_SUPPLIED)}
 #: what to do instead of an unknown key that users are known to try
 _HINTS = {
     "audit.dataset": "only audit=evaluate and audit=error_search read a dataset; the other audits take "

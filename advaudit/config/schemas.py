@@ -7,21 +7,25 @@ of type 'str' could not be converted to Integer"), ``audit.mode=weak`` ("Invalid
 expected one of [weakness, strength]"), ``+audit.bugdet=8`` (not in the schema).
 
 The dataclass is the one place a default lives: a YAML option sets only what differs from its
-schema. A rule on one number sits next to its field (:func:`advaudit.config.ranges.ranged`) and is
-checked wherever the schema is used; rules that relate several keys (``low <= high``, report
-budgets within the budget, ...) live in :mod:`advaudit.config.validation`, which runs once before a
-task starts. Audits and examiners receive these objects typed (:func:`advaudit.config.typed`).
+schema (``tests/config/test_one_declaration.py`` holds every option to that). A rule on one setting
+sits next to its field (:func:`advaudit.config.ranges.ranged`; a rule several fields share is one
+named :class:`~advaudit.config.ranges.Rule`, e.g. ``IMAGE_SIZE``) and is checked wherever the schema
+is used; keys of blocks another library defines have theirs in ``KEY_RULES``. Rules that relate
+several keys (``low <= high``, report budgets within the budget, ...) live in
+:mod:`advaudit.config.validation`, which runs once before a task starts. Audits and examiners
+receive these objects typed (:func:`advaudit.config.typed`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar, Dict, List, Optional
 
 from omegaconf import MISSING
 
-from advaudit.config.ranges import Ranged, ranged
+from advaudit.config.ranges import Ranged, Rule, ranged
 
 
 class Split(str, Enum):
@@ -85,7 +89,29 @@ class Oracle(str, Enum):
     cli = "cli"
 
 
+# -- rules shared by several fields -------------------------------------------------------------
+SPLITS = ("train", "val", "test")
+#: image side of a world or an image dataset
+IMAGE_SIZE = Rule(low=8, high=512, integer=True, message="{path}={value}; use 8..512 pixels")
+#: instances per class: one count for every split or {split: count} (null: all, where the world allows it)
+PER_CLASS = Rule(low=1, integer=True, each=True, message="{path}={value} must be >= 1")
+#: share of the training data held out for validation
+VAL_FRACTION = Rule(low=0, high=1, high_open=True, message="{path}={value} must be in [0, 1)")
+#: share of the data held out for testing, where the data has no test split of its own
+TEST_FRACTION = Rule(low=0, high=1, low_open=True, high_open=True, message="{path}={value} must be in (0, 1)")
+CHANNELS = Rule(choices=(1, 3), message="{path}={value}; use 1 (grayscale) or 3 (RGB)")
+
+
 # -- audit --------------------------------------------------------------------------------------
+@dataclass
+class FunctionConf:
+    """A function named by ``_target_`` that the task calls with the run's config: ``audit.run`` (the audit's
+    loop, ``run(cfg) -> dict``) and ``model.train`` (the model's training, ``train(cfg) -> dict``)."""
+
+    _target_: str = MISSING
+    _partial_: bool = True  # the task supplies cfg
+
+
 @dataclass
 class ValidityConf(Ranged):
     """``audit.validity``: a failure counts only where the label is preserved (examiner paper Sec. 2.1);
@@ -104,11 +130,12 @@ class ValidityConf(Ranged):
 
 
 @dataclass
-class WorstCaseAuditConf:
+class WorstCaseAuditConf(Ranged):
     """``conf/audit/worst_case.yaml``: Algorithm 1 of the adversarial-examiner paper, batched over instances."""
 
+    config_path: ClassVar[str] = "audit"
     name: str = "worst_case"
-    run: str = "advaudit.audits.worst_case.run"
+    run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.worst_case.run"))
     metric: Optional[str] = "examine/E_T"  # the paper's metric; examine/worst is the worst valid case found
     budget: int = 500  # per instance, in budget_unit (checked with the report budgets in validation)
     # queries (model evaluations) | iterations (examiner steps of q queries; the paper's T: RL updates
@@ -154,7 +181,7 @@ class ErrorSearchAuditConf:
     ``search.<name>`` (``conf/search/method/<name>.yaml``: :mod:`advaudit.search.methods`)."""
 
     name: str = "error_search"
-    run: str = "advaudit.audits.error_search.run"
+    run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.error_search.run"))
     split: Split = Split.test
     # override the target's own dataset config (e.g. a shifted test set): as for audit=evaluate,
     # +dataset@audit.dataset=<conf/dataset option> or a block with _target_
@@ -177,12 +204,13 @@ class ErrorSearchAuditConf:
 
 
 @dataclass
-class FaultTestsAuditConf:
+class FaultTestsAuditConf(Ranged):
     """``conf/audit/fault_tests.yaml``: confident targeted failing tests from a conditional generator's
     early activations (generative fault tests paper), next to pixel-space PGD tests from the same seeds."""
 
+    config_path: ClassVar[str] = "audit"
     name: str = "fault_tests"
-    run: str = "advaudit.audits.fault_tests.run"
+    run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.fault_tests.run"))
     source_class: Any = 0  # seeds are generated as this class (name or index)
     target_class: Any = 1  # the confident mistake to reach; null = untargeted
     n_seeds: int = ranged(200, low=1, integer=True)
@@ -216,12 +244,13 @@ class FaultTestsAuditConf:
 
 
 @dataclass
-class GalleryAuditConf:
+class GalleryAuditConf(Ranged):
     """``conf/audit/gallery.yaml``: one PNG per instance, a row per factor, its range swept left to
     right (no target needed)."""
 
+    config_path: ClassVar[str] = "audit"
     name: str = "gallery"
-    run: str = "advaudit.audits.gallery.run"
+    run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.gallery.run"))
     split: Split = Split.test
     n_instances: int = ranged(3, low=1, integer=True)
     steps: int = ranged(7, low=2, integer=True)
@@ -230,12 +259,13 @@ class GalleryAuditConf:
 
 
 @dataclass
-class EvaluateAuditConf:
+class EvaluateAuditConf(Ranged):
     """``conf/audit/evaluate.yaml``: accuracy, ECE, per-class accuracy, reliability diagram and
     confusion matrix on the test split."""
 
+    config_path: ClassVar[str] = "audit"
     name: str = "evaluate"
-    run: str = "advaudit.audits.evaluate.run"
+    run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.evaluate.run"))
     metric: Optional[str] = None
     split: Split = Split.test
     # a dataset config to evaluate on instead of the target's own (e.g. a shifted test set), with the
@@ -332,10 +362,19 @@ class RLExaminerConf:
 
 # -- world --------------------------------------------------------------------------------------
 @dataclass
+class WorldRulesConf:
+    """The rules a world of the user's own (a ``_target_`` with no schema here) is held to: the keys it
+    shares with advaudit's worlds; its other keys are its own."""
+
+    image_size: Optional[int] = ranged(None, rule=IMAGE_SIZE)
+    instances_per_class: Any = ranged(None, rule=PER_CLASS)
+
+
+@dataclass
 class ShapesWorldConf:
     _target_: str = "advaudit.worlds.shapes.ShapeWorld"
-    image_size: int = 32
-    instances_per_class: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
+    image_size: int = ranged(32, rule=IMAGE_SIZE)
+    instances_per_class: Dict[str, int] = ranged(factory=lambda: {"train": 40, "val": 10, "test": 10}, rule=PER_CLASS)
     seed: int = 0
     # narrow, widen or fix factors: {camera_elevation: [-30, 30], sun_energy: 2.5} (checked in validation)
     factors: Any = None
@@ -366,11 +405,12 @@ class MeshWorldConf:
     classes: Optional[List[str]] = None
     # shares for layouts without a split (ModelNet keeps its own, val carved from train)
     split_fractions: Dict[str, float] = field(default_factory=lambda: {"train": 0.7, "val": 0.1, "test": 0.2})
-    instances_per_class: Any = None  # caps per class and split (null: all), e.g. {train: null, val: 10, test: 10}
+    # caps per class and split (null: all), e.g. {train: null, val: 10, test: 10}
+    instances_per_class: Any = ranged(None, rule=PER_CLASS)
     builtin_instances: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
     seed: int = 0
     up_axis: str = "auto"
-    image_size: int = 32
+    image_size: int = ranged(32, rule=IMAGE_SIZE)
     spp: int = 16
     max_depth: int = 3
     object_radius: float = 0.6
@@ -383,6 +423,15 @@ class MeshWorldConf:
     cache_dir: Optional[str] = None
     device: str = "auto"
     threads: Optional[int] = None
+
+
+#: MeshWorld's keys that ``dataset=meshes`` sets through the data module, not in ``dataset.world``
+_MESH_DATASET_OWN = ("_target_", "image_size", "factors", "cache_dir", "device")
+
+
+def _mesh_dataset_world() -> Dict[str, Any]:
+    """``dataset=meshes``'s default ``world``: MeshWorldConf's defaults, but the keys the data module sets."""
+    return {k: v for k, v in dataclasses.asdict(MeshWorldConf()).items() if k not in _MESH_DATASET_OWN}
 
 
 # -- search -------------------------------------------------------------------------------------
@@ -467,10 +516,12 @@ class DatasetConf:
     """Keys every :class:`advaudit.data.base.ArrayDataModule` takes."""
 
     _target_: str = MISSING
-    batch_size: int = 128
-    val_fraction: float = 0.1
+    batch_size: int = ranged(128, low=1, integer=True)
+    val_fraction: float = ranged(0.1, rule=VAL_FRACTION)
     seed: int = 0
-    limit: Any = None  # null or {train: n, val: n, test: n}: seeded random caps for quick runs (checked in validation)
+    # null or {train: n, val: n, test: n}: seeded random caps for quick runs (null for a split: all of it)
+    limit: Any = ranged(None, rule=Rule(low=1, integer=True, each=True, keys=SPLITS, keys_name="split",
+                                        message="{path}={value} must be >= 1 (or null for all)"))
     classes: Optional[List[Any]] = None  # keep only these classes (names or indices), renumbered in this order
     # bias injection on the training split (advaudit.data.bias):
     #   drop_subgroup: {class: c, attribute: a, low: l, high: h}
@@ -478,7 +529,7 @@ class DatasetConf:
     #   test_grayscale: true          (test-time shift)
     #   spurious: {class: c, kind: patch|brightness|column, strength: 1.0, fraction: 1.0}
     bias: Dict[str, Any] = field(default_factory=dict)
-    num_workers: int = 0
+    num_workers: int = ranged(0, low=0, integer=True)
 
 
 @dataclass
@@ -490,7 +541,7 @@ class FashionMNISTDatasetConf(DatasetConf):
 @dataclass
 class DigitsDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.sklearn_sets.DigitsDataModule"
-    test_fraction: float = 0.25
+    test_fraction: float = ranged(0.25, rule=TEST_FRACTION)
 
 
 @dataclass
@@ -500,16 +551,16 @@ class TabularDatasetConf(DatasetConf):
     name: str = "breast_cancer"
     path: Optional[str] = None
     label_column: str = "label"
-    test_fraction: float = 0.25
+    test_fraction: float = ranged(0.25, rule=TEST_FRACTION)
 
 
 @dataclass
 class ImageFolderDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.folders.ImageFolderDataModule"
     root: str = MISSING  # root/<class>/*.png, or root/train/<class> + root/test/<class>
-    image_size: int = 32
-    channels: int = 3
-    test_fraction: float = 0.2
+    image_size: int = ranged(32, rule=IMAGE_SIZE)
+    channels: int = ranged(3, rule=CHANNELS)
+    test_fraction: float = ranged(0.2, rule=TEST_FRACTION)
     strict: bool = False  # unreadable image files: false = named in a warning and skipped (counted); true = refused
 
 
@@ -518,27 +569,27 @@ class TorchvisionDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.folders.TorchvisionDataModule"
     name: str = MISSING
     root: str = MISSING
-    image_size: int = 32
-    channels: int = 3
+    image_size: int = ranged(32, rule=IMAGE_SIZE)
+    channels: int = ranged(3, rule=CHANNELS)
 
 
 @dataclass
 class ShapesDatasetConf(DatasetConf):
     _target_: str = "advaudit.data.shapes.ShapesDataModule"
-    m: int = 10
-    m_eval: int = 10
+    m: int = ranged(10, low=1, integer=True)  # renders per training instance
+    m_eval: int = ranged(10, low=1, integer=True)  # renders per validation/test instance
     # true: m NEW random conditions per training instance every epoch (seeded per epoch; val/test
     # fixed): strong targets. false: one fixed set (paper, Table 3)
     fresh: bool = False
-    image_size: int = 32
-    instances_per_class: Dict[str, int] = field(default_factory=lambda: {"train": 40, "val": 10, "test": 10})
+    image_size: int = ranged(32, rule=IMAGE_SIZE)
+    instances_per_class: Dict[str, int] = ranged(factory=lambda: {"train": 40, "val": 10, "test": 10}, rule=PER_CLASS)
     world_seed: int = 0
     shadows: bool = True
     # training-time factor bounds, e.g. {camera_elevation: [-30, 30]} (paper Section 4.4; checked in validation)
     factors: Any = None
     eval_factors: Any = None  # validation/test factor bounds (null: the world's full Table-1 bounds)
     cache_dir: Optional[str] = None
-    val_fraction: float = 0.0
+    val_fraction: float = ranged(0.0, rule=VAL_FRACTION)
 
 
 @dataclass
@@ -546,16 +597,18 @@ class MeshesDatasetConf(DatasetConf):
     """``conf/dataset/meshes.yaml``; ``world`` takes MeshWorld's keys but ``image_size``."""
 
     _target_: str = "advaudit.data.meshes.MeshesDataModule"
-    m: int = 10
-    m_eval: int = 10
+    m: int = ranged(10, low=1, integer=True)  # renders per training instance
+    m_eval: int = ranged(10, low=1, integer=True)  # renders per validation/test instance
     fresh: bool = False  # new random training conditions every epoch (as dataset=shapes)
-    image_size: int = 32
-    world: Dict[str, Any] = field(default_factory=dict)
+    image_size: int = ranged(32, rule=IMAGE_SIZE)
+    # the world: MeshWorld's keys (conf/world/meshes.yaml: MeshWorldConf) but image_size, factors,
+    # cache_dir and device, which are the data module's (root: builtin = ShapeWorld's objects as meshes)
+    world: Dict[str, Any] = field(default_factory=_mesh_dataset_world)
     # training-time factor bounds, e.g. {camera_elevation: [-30, 30]} (paper Section 4.4; checked in validation)
     factors: Any = None
     eval_factors: Any = None  # validation/test factor bounds (null: the world's full Table-1 bounds)
     cache_dir: Optional[str] = None
-    val_fraction: float = 0.0
+    val_fraction: float = ranged(0.0, rule=VAL_FRACTION)
 
 
 # -- model ---------------------------------------------------------------------------------------
@@ -563,9 +616,12 @@ class MeshesDatasetConf(DatasetConf):
 class ClassifierModelConf:
     """``conf/model/{cnn,mlp,alexnet,resnet18,resnet34}.yaml``: a torch classifier trained by train.py."""
 
-    kind: str = "classifier"
-    arch: str = MISSING
-    arch_params: Dict[str, Any] = field(default_factory=dict)  # the architecture's own keyword arguments
+    name: Optional[str] = None  # the label of tables and W&B tags
+    # the net: {_target_: <class or builder>, _partial_: true, <its own keyword arguments>}; training supplies
+    # input_shape and num_classes (advaudit.models.nets)
+    arch: Any = MISSING
+    train: FunctionConf = field(default_factory=lambda: FunctionConf(
+        "advaudit.models.classifier_training.train_classifier"))
     optimizer: Any = None  # a _target_ block (_partial_: true), given the parameters at the call site
     # PGD adversarial training: null or {norm: linf|l2, eps: 0.1, steps: 7, step_size: null} (checked in validation)
     adversarial: Any = None
@@ -575,7 +631,7 @@ class ClassifierModelConf:
 class SklearnModelConf:
     """``conf/model/{svm,logreg}.yaml``: a scikit-learn black box grid-searched on a table."""
 
-    kind: str = "sklearn"
+    train: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.models.sklearn_training.train_sklearn"))
     estimator: str = MISSING
     params: Dict[str, Any] = field(default_factory=dict)
     grid: Dict[str, Any] = field(default_factory=dict)
@@ -585,7 +641,8 @@ class SklearnModelConf:
 class GeneratorModelConf:
     """``conf/model/generator.yaml``: the conditional generator of the fault tests."""
 
-    kind: str = "generator"
+    train: FunctionConf = field(default_factory=lambda: FunctionConf(
+        "advaudit.models.generator_training.train_generator"))
     # how it learns: adversarial (a critic on the dataset's images: the DCGAN) or rendered (fitted to the
     # world's renders of the scenes its latents name; dataset=shapes only: advaudit/models/rendered_generator.py)
     objective: str = "adversarial"
@@ -614,6 +671,25 @@ class GeneratorModelConf:
     teacher_weight: float = 1.0
 
 
+# -- keys of blocks no schema types ------------------------------------------------------------
+#: rules of keys whose blocks another library defines (Lightning's Trainer, a torch optimizer) or no
+#: schema here types field by field (the generator's settings, PGD training), by dotted key; each
+#: holds where its block is given (:func:`advaudit.config.ranges.key_rule_problems`)
+KEY_RULES: Dict[str, Rule] = {
+    "trainer.max_epochs": Rule(low=1, integer=True, message="{path}={value} trains nothing (it would save an "
+                               "untrained model); set {path}>=1 (the nearest valid value is 1)"),
+    "trainer.max_steps": Rule(low=-1, integer=True),
+    "model.optimizer.lr": Rule(learning_rate=True),
+    "model.optimizer.weight_decay": Rule(low=0),
+    "model.lr": Rule(learning_rate=True),
+    "model.latent_dim": Rule(low=1, integer=True),
+    "model.width": Rule(low=1, integer=True),
+    "model.adversarial.norm": Rule(choices=("linf", "l2"), required=True, message="{path}={value!r}; use linf or l2"),
+    "model.adversarial.eps": Rule(low=0, low_open=True),
+    "model.adversarial.steps": Rule(low=1, integer=True),
+}
+
+
 # -- paths ---------------------------------------------------------------------------------------
 @dataclass
 class PathsConf:
@@ -632,7 +708,8 @@ class TrainConf:
 
     task_name: str = "train"
     seed: int = 42
-    threads: Optional[int] = None
+    # torch intra-op threads (null = all cores; a launcher sets ADVAUDIT_THREADS per job); BLAS pools are capped at 1
+    threads: Optional[int] = ranged(None, low=1, integer=True)
     tags: List[str] = field(default_factory=list)
     optimized_metric: Optional[str] = None
     dataset: Any = None
@@ -648,11 +725,18 @@ class ExamineConf:
     """``conf/examine.yaml``: root keys typed, groups checked by their own schemas."""
 
     task_name: str = "examine"
+    # the model under audit: a target file (train.py's target.pt, or one written by `advaudit import`), or a
+    # block describing a model trained elsewhere ({model: {_target_: ...}, path: weights, class_names: [...],
+    # input_shape: [...], normalization: ...}; TorchScript, torch.export, ONNX, skops files need only path:
+    # README "Audit a model you already have"); a list sweeps with -m, target=glob:PATTERN / list:FILE too
     target: Any = None
     seed: int = 0
+    # fault_tests: the conditional generator (generator.pt written by train.py model=generator)
     generator: Optional[str] = None
+    # error_search oracle: labels (ground truth, for experiments) | cli (a person answers in the terminal)
     oracle: Oracle = Oracle.labels
-    threads: Optional[int] = None
+    # torch intra-op threads (null = all cores; a launcher sets ADVAUDIT_THREADS per job); BLAS pools are capped at 1
+    threads: Optional[int] = ranged(None, low=1, integer=True)
     device: str = "auto"
     tags: List[str] = field(default_factory=list)
     optimized_metric: Optional[str] = None

@@ -1,13 +1,31 @@
-"""One validation step before a task starts: the rules that relate several config keys.
+"""One validation step before a task starts: the rules that relate several config keys, and files.
 
-Types and choices are checked by Hydra at composition (:mod:`advaudit.config.schemas`); here,
-before any data is loaded or any model scored, :func:`validate` checks what a type cannot say:
-the range rules declared next to each schema field (:mod:`advaudit.config.ranges`), and the rules
-that tie keys together: bounds with ``low <= high``, report budgets within the budget, budgets the
-examiner can honour, pool sizes, that every file the run needs is there and is a file, and that no
-key is one nothing reads (:mod:`advaudit.config.known_keys`). Every problem found is reported together, in one message, each naming its key and the
-nearest valid value; settings that are legal but probably not what the user meant get a one-line
-warning. Nothing is changed: a request is honoured exactly or refused.
+Types and choices are checked by Hydra at composition (:mod:`advaudit.config.schemas`). A rule on one
+setting is declared next to its schema field (``ranged(...)``; :mod:`advaudit.config.ranges`), or,
+for keys of blocks another library defines (trainer, optimizer), in ``schemas.KEY_RULES``; here,
+before any data is loaded or any model scored, :func:`validate` checks those rules where the config
+uses them (an untyped block, e.g. ``audit.dataset={_target_: ...}`` or a world of the user's own, is
+held to the schema its ``_target_`` names, else to ``DatasetConf`` / ``WorldRulesConf``) and, itself,
+only what no single field can say:
+
+- keys tied together: report budgets within ``audit.budget``, ``audit.budget <= audit.pool_size``,
+  ``audit.report_at`` within the budget, ``examiner.raw_samples >= examiner.restarts``, warnings on
+  budgets an examiner cannot use (RL's first update, BO's ``n_init``), ``audit.n_instances`` for
+  ``selection=random``, and a tabular model on a table;
+- keys checked against another key's value: factor names (``world.factors``, ``dataset.factors``,
+  ``audit.fixed_random``, ``audit.factor_share``, ``audit.base_overrides``) against the factors of
+  the world the config names, each factor's ``low <= high``, compared search methods, the keys of
+  ``model.adversarial``, required keys left ``???``, a target and a generator where the audit
+  needs them, ``audit.budget >= 1`` (its message names ``audit.budget_unit``; the report budgets'
+  check needs it), and the entries of the mappings ``audit.pixel`` and ``audit.fault_feature``
+  (their keys name baselines and features);
+- files: every target, generator, judge, reference, transfer target, CSV and image folder the run
+  needs is there and is what it should be (:func:`advaudit.files.describe_path`);
+- keys nothing reads (:mod:`advaudit.config.known_keys`).
+
+Every problem found is reported together, in one message, each naming its key and the nearest valid
+value; settings that are legal but probably not what the user meant get a one-line warning. Nothing
+is changed: a request is honoured exactly or refused.
 """
 
 from __future__ import annotations
@@ -20,10 +38,12 @@ from typing import Any, Iterable, Mapping
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from advaudit.config.known_keys import unknown_argument_problems, unknown_key_problems
-from advaudit.config.ranges import Rule, range_problems
+from advaudit.config.ranges import key_rule_problems, range_problems
+from advaudit.config.schemas import (KEY_RULES, SCHEMAS, DatasetConf, ExamineConf, SklearnModelConf, TrainConf,
+                                     WorldRulesConf)
 from advaudit.errors import AdvauditError, unknown_keys_message, warn
 from advaudit.files import describe_path
-from advaudit.models.imported.spec import parse_target_spec
+from advaudit.models.imported.spec import ADVAUDIT_FILE_KEYS, parse_target_spec
 
 #: factor names of the worlds advaudit ships, by ``_target_`` (other worlds are checked by themselves)
 _WORLD_FACTORS = {
@@ -35,6 +55,8 @@ _WORLD_FACTORS = {
     "advaudit.data.meshes.MeshesDataModule": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
 }
 TARGETLESS_AUDITS = ("gallery",)
+#: the training function of scikit-learn black boxes, which fit tables only
+SKLEARN_TRAINING = SklearnModelConf().train._target_
 #: the settings of PGD adversarial training (``model.adversarial``: advaudit.models.classifier.pgd_attack)
 PGD_KEYS = ("norm", "eps", "steps", "step_size", "random_start")
 
@@ -55,17 +77,10 @@ class Checks:
         if condition:
             self.warnings.append(message)
 
-    def number(self, node: Any, key: str, path: str, low: float | None = None, high: float | None = None,
-               low_open: bool = False, integer: bool = False) -> None:
-        """``node[key]`` (when set) within ``[low, high]`` (``(low, ...`` with ``low_open``): a range rule
-        of a key no schema of advaudit's declares (a Lightning trainer's, an optimizer's)."""
-        problem = Rule(low=low, high=high, low_open=low_open, integer=integer).problem(path, _get(node, key))
-        if problem is not None:
-            self.problems.append(problem)
-
-    def ranges(self, node: Any, path: str) -> None:
-        """The range rules of every schema field in ``node`` (at ``path``): :mod:`advaudit.config.ranges`."""
-        self.problems += range_problems(node, path, self.warnings)
+    def ranges(self, node: Any, path: str, schema: type | None = None, deep: bool = True) -> None:
+        """The range rules of every schema field in ``node`` (at ``path``; ``schema`` for an untyped
+        ``node``): :mod:`advaudit.config.ranges`."""
+        self.problems += range_problems(node, path, self.warnings, schema=schema, deep=deep)
 
     def raise_if_any(self) -> None:
         for message in self.warnings:
@@ -83,7 +98,7 @@ def validate(cfg: DictConfig, task: str) -> list[str]:
         AdvauditError: listing every problem found, each with its key and a valid value.
     """
     checks = Checks()
-    checks.number(cfg, "threads", "threads", low=1, integer=True)
+    checks.ranges(cfg, "", TrainConf if task == "train" else ExamineConf, deep=False)
     checks.problems += unknown_key_problems(cfg, task)
     if task == "train":
         _check_train(cfg, checks)
@@ -109,47 +124,22 @@ def plain_config(cfg: DictConfig) -> DictConfig:
 
 # -- train ----------------------------------------------------------------------------------------
 def _check_train(cfg: DictConfig, checks: Checks) -> None:
-    trainer, model = cfg.get("trainer"), cfg.get("model")
-    if trainer is not None:
-        epochs = _get(trainer, "max_epochs")
-        if epochs is not None:
-            checks.require(isinstance(epochs, int) and epochs >= 1,
-                           f"trainer.max_epochs={epochs} trains nothing (it would save an untrained model); "
-                           "set trainer.max_epochs>=1 (the nearest valid value is 1)")
-        checks.number(trainer, "max_steps", "trainer.max_steps", low=-1, integer=True)
+    model = cfg.get("model")
+    checks.problems += key_rule_problems(cfg, KEY_RULES, checks.warnings)
     if model is not None:
-        optimizer = _get(model, "optimizer")
-        if isinstance(optimizer, Mapping) or isinstance(optimizer, DictConfig):
-            _check_learning_rate(checks, _get(optimizer, "lr"), "model.optimizer.lr")
-            checks.number(optimizer, "weight_decay", "model.optimizer.weight_decay", low=0)
-        if "lr" in model:
-            _check_learning_rate(checks, _get(model, "lr"), "model.lr")
-        for key in ("latent_dim", "width"):
-            checks.number(model, key, f"model.{key}", low=1, integer=True)
         adversarial = _get(model, "adversarial")
         if isinstance(adversarial, DictConfig):
             unknown = [str(k) for k in adversarial.keys() if k not in PGD_KEYS]
             checks.require(not unknown, unknown_keys_message("model.adversarial", unknown, PGD_KEYS))
-        if adversarial:
-            checks.require(str(_get(adversarial, "norm")) in ("linf", "l2"),
-                           f"model.adversarial.norm={_get(adversarial, 'norm')!r}; use linf or l2")
-            checks.number(adversarial, "eps", "model.adversarial.eps", low=0, low_open=True)
-            checks.number(adversarial, "steps", "model.adversarial.steps", low=1, integer=True)
         quality = _get(model, "quality_target")
         if quality:
             _check_file(checks, quality, "model.quality_target", "a classifier target.pt written by train.py")
     dataset = cfg.get("dataset")
-    if model is not None and _get(model, "kind") == "sklearn" and dataset is not None:
+    if model is not None and _get(_get(model, "train"), "_target_") == SKLEARN_TRAINING and dataset is not None:
         checks.require(str(_get(dataset, "_target_")).endswith("TabularDataModule"),
                        f"model={_get(model, 'estimator')} is a black box for tables; use dataset=tabular "
                        "(or a torch model for images)")
     _check_dataset(dataset, "dataset", checks)
-
-
-def _check_learning_rate(checks: Checks, lr: Any, key: str) -> None:
-    rule = Rule(learning_rate=True)
-    if checks.require((problem := rule.problem(key, lr)) is None, problem or ""):
-        checks.warn((warning := rule.warning(key, lr)) is not None, warning or "")
 
 
 def _check_dataset(dataset: Any, key: str, checks: Checks) -> None:
@@ -158,28 +148,7 @@ def _check_dataset(dataset: Any, key: str, checks: Checks) -> None:
     for name in ("root", "name", "_target_"):
         checks.require(not OmegaConf.is_missing(dataset, name) if name in dataset else True,
                        f"{key}.{name} is required; set {key}.{name}=<value>")
-    checks.number(dataset, "batch_size", f"{key}.batch_size", low=1, integer=True)
-    checks.number(dataset, "num_workers", f"{key}.num_workers", low=0, integer=True)
-    val_fraction = _get(dataset, "val_fraction")
-    if val_fraction is not None:
-        checks.require(0 <= val_fraction < 1, f"{key}.val_fraction={val_fraction} must be in [0, 1)")
-    test_fraction = _get(dataset, "test_fraction")
-    if test_fraction is not None:
-        checks.require(0 < test_fraction < 1, f"{key}.test_fraction={test_fraction} must be in (0, 1)")
-    channels = _get(dataset, "channels")
-    if channels is not None:
-        checks.require(channels in (1, 3), f"{key}.channels={channels}; use 1 (grayscale) or 3 (RGB)")
-    image_size = _get(dataset, "image_size")
-    if image_size is not None:
-        checks.require(8 <= image_size <= 512, f"{key}.image_size={image_size}; use 8..512 pixels")
-    for split, cap in (_plain(_get(dataset, "limit")) or {}).items():
-        checks.require(split in ("train", "val", "test"), f"{key}.limit names split {split!r}; use train, val or test")
-        if cap is not None:
-            checks.require(isinstance(cap, int) and cap >= 1, f"{key}.limit.{split}={cap} must be >= 1 (or null for all)")
-    for name in ("m", "m_eval"):
-        checks.number(dataset, name, f"{key}.{name}", low=1, integer=True)
-    for split, count in (_plain(_get(dataset, "instances_per_class")) or {}).items():
-        checks.require(isinstance(count, int) and count >= 1, f"{key}.instances_per_class.{split}={count} must be >= 1")
+    checks.ranges(dataset, key, _schema_of("dataset", dataset, DatasetConf))
     _check_factors(dataset, f"{key}.factors", "factors", checks)
     _check_factors(dataset, f"{key}.eval_factors", "eval_factors", checks)
     root = _get(dataset, "root") if "root" in dataset and not OmegaConf.is_missing(dataset, "root") else None
@@ -235,15 +204,7 @@ def _check_audit_dataset(dataset: Any, checks: Checks) -> None:
 
 
 def _check_world(world: DictConfig, checks: Checks) -> None:
-    image_size = _get(world, "image_size")
-    if image_size is not None:
-        checks.require(8 <= image_size <= 512, f"world.image_size={image_size}; use 8..512 pixels")
-    counts = _plain(_get(world, "instances_per_class"))
-    # advaudit's worlds take {split: count}; a world of the user's own may take one count for every split
-    named = counts.items() if isinstance(counts, dict) else [] if counts is None else [(None, counts)]
-    for split, count in named:
-        key = "world.instances_per_class" + ("" if split is None else f".{split}")
-        checks.require(isinstance(count, int) and count >= 1, f"{key}={count} must be >= 1")
+    checks.ranges(world, "world", _schema_of("world", world, WorldRulesConf))
     _check_factors(world, "world.factors", "factors", checks)
 
 
@@ -408,7 +369,7 @@ def _check_target(checks: Checks, target: Any, seed: Any) -> None:
     block = OmegaConf.to_container(target, resolve=True) if isinstance(target, DictConfig) else dict(target)
     if block.get("path") is not None:
         _check_file(checks, block["path"], "target.path", "the model file")
-    if set(block) <= {"path", "trusted_types", "name", "format"}:
+    if set(block) <= set(ADVAUDIT_FILE_KEYS):
         return  # an advaudit target file named by a block: it describes itself
     try:
         parse_target_spec(block, int(seed) if isinstance(seed, int) else 0)
@@ -434,6 +395,16 @@ def _check_dir(checks: Checks, path: Any, key: str, expected: str) -> None:
 
 
 # -- config access --------------------------------------------------------------------------------
+def _schema_of(group: str, node: Any, fallback: type) -> type:
+    """The schema of ``group`` whose ``_target_`` is ``node``'s (an untyped block naming one of
+    advaudit's parts), else ``fallback`` (the rules a part of the user's own is held to)."""
+    target = _get(node, "_target_")
+    for schema_group, _, schema in SCHEMAS:
+        if schema_group == group and getattr(schema, "_target_", None) == target:
+            return schema
+    return fallback
+
+
 def _get(node: Any, key: str) -> Any:
     """``node[key]`` as plain data (enums as strings), ``None`` when absent."""
     if node is None:

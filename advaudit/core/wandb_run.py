@@ -79,7 +79,7 @@ def run_tags(cfg: DictConfig, base: list[str]) -> list[str]:
     audit = OmegaConf.select(cfg, "audit.name", default=None)
     method_key = {"worst_case": "examiner.name", "error_search": "search.name"}.get(str(audit))
     values = [audit, OmegaConf.select(cfg, method_key, default=None) if method_key else None,
-              OmegaConf.select(cfg, "model.arch", default=None)]
+              OmegaConf.select(cfg, "model.name", default=None)]
     seed = OmegaConf.select(cfg, "seed", default=None)
     tags = [*base, *(str(v) for v in values if v is not None), *([f"seed={seed}"] if seed is not None else [])]
     return list(dict.fromkeys(t[:64] for t in tags if t))  # W&B tags are at most 64 characters

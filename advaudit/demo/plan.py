@@ -14,7 +14,7 @@ EXAMINE_EXPERIMENTS = ("demo/rl", "demo/bo")
 # named because a multirun checks overrides against the config before the swept experiment applies)
 QUICK_TRAIN = ["dataset=shapes", "model=resnet18", "dataset.image_size=16",
                "dataset.instances_per_class={train:6,val:2,test:2}", "dataset.m=2", "dataset.m_eval=2",
-               "trainer.max_epochs=1", "model.arch_params.width=8"]
+               "trainer.max_epochs=1", "model.arch.width=8"]
 QUICK_EXAMINE = ["world.image_size=16", "world.instances_per_class={train:6,val:2,test:2}", "audit.n_instances=6",
                  "audit.budget=3", "audit.report_budgets=[0,3]"]
 

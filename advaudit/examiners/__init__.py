@@ -9,16 +9,15 @@ examiner in reports and is not passed. A key the class does not take is refused,
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Sequence
 
 import torch
-from hydra.utils import get_object, instantiate
+from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from advaudit.config.schemas import SCHEMAS
-from advaudit.confutil import plain
-from advaudit.errors import AdvauditError, require, unknown_keys_message
+from advaudit.confutil import plain, refuse_unknown_arguments
+from advaudit.errors import require
 from advaudit.examiners.protocol import Examiner
 
 __all__ = ["Examiner", "build_examiner", "builtin_examiner", "SUPPLIED"]
@@ -69,21 +68,4 @@ def build_examiner(examiner_cfg: Any, n_instances: int, n_dims: int, seed: int =
 
 def _refuse_unknown(target: str, options: dict[str, Any]) -> None:
     """Every setting in ``options`` is a keyword argument of ``target``; none is one the audit supplies."""
-    try:
-        parameters = inspect.signature(get_object(target)).parameters
-    except Exception as error:  # noqa: BLE001  (not importable: say which, on one line)
-        cause = error.__cause__ or error
-        raise AdvauditError(f"examiner._target_={target} cannot be imported ({type(cause).__name__}: "
-                            f"{str(cause).splitlines()[0] if str(cause) else ''})") from None
-    settings = [key for key in options if not key.startswith("_")]
-    supplied = [key for key in settings if key in SUPPLIED]
-    require(not supplied, f"examiner.{supplied[0] if supplied else ''} is supplied by the audit (it gives every "
-            f"examiner {', '.join(SUPPLIED)}); remove it from the examiner's config")
-    missing = [key for key in SUPPLIED if key not in parameters]
-    require(not missing, f"{target} does not take {', '.join(missing)}; an examiner's constructor takes the "
-            f"arguments the audit supplies ({', '.join(SUPPLIED)}) besides its own settings")
-    accepted = [name for name, p in parameters.items() if name != "self" and name not in SUPPLIED
-                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    unknown = [key for key in settings if key not in accepted]
-    require(not unknown, unknown_keys_message("examiner", unknown, accepted) + f" ({target} takes these settings; "
-            f"the audit supplies {', '.join(SUPPLIED)})")
+    refuse_unknown_arguments("examiner", "examiner", {**options, "_target_": target}, SUPPLIED, "the audit")

@@ -18,7 +18,7 @@ from advaudit.models.calibration import expected_calibration_error, fit_temperat
 from advaudit.models.classifier import ClassifierModule, collect_logits
 from advaudit.models.datamodule import TrainingData
 from advaudit.models.io import save_target
-from advaudit.models.nets import build_net
+from advaudit.models.nets import build_net, split_arch
 from advaudit.models.target import TorchTarget
 from advaudit.models.tracking import finish_training_run, track_training_run
 
@@ -27,10 +27,10 @@ log = logging.getLogger(__name__)
 
 def build_target(cfg: DictConfig, datamodule: TrainingData) -> TorchTarget:
     """A fresh target for ``cfg.model`` sized to ``datamodule``'s inputs and classes."""
-    arch_params = plain(cfg.model.get("arch_params"), {})
-    net = build_net(cfg.model.arch, datamodule.input_shape, datamodule.num_classes, **arch_params)
+    arch, arch_params = split_arch(cfg.model.arch)
+    net = build_net(arch, datamodule.input_shape, datamodule.num_classes, **arch_params)
     meta = {
-        "arch": cfg.model.arch,
+        "arch": arch,
         "arch_params": arch_params,
         "class_names": datamodule.class_names,
         "input_shape": list(datamodule.input_shape),

@@ -64,7 +64,7 @@ class EpochTargets(pl.Callback):
         if trainer.is_global_zero:
             target = getattr(module, "target", None)
             require(target is not None, f"{type(module).__name__} has no target to save; epoch checkpoints need "
-                    "a classifier model (model.kind=classifier)")
+                    "a classifier model (model=cnn, mlp, alexnet, resnet18 or resnet34, or an architecture of your own)")
             save_target(target, path, extra=extra)
             self._log_artifact(trainer, path, extra)
         if self.save_top_k > 0:

@@ -1,6 +1,6 @@
 """Train a class-conditional generator with Lightning, gate its quality and save a self-describing checkpoint.
 
-``python train.py model=generator dataset=fashion_mnist`` (``model.kind: generator``); any image
+``python train.py model=generator dataset=fashion_mnist`` (``model.train`` names :func:`train_generator`); any image
 dataset works, grey or RGB (``dataset=shapes`` renders ShapeWorld: ``experiment=faults/train_shapes_generator``).
 Writes ``checkpoints/generator.pt`` and a per-class sample grid ``samples.png``. The training state is
 saved after every epoch (``checkpoints/resume.ckpt``): a run stopped by SIGINT/SIGTERM resumes from its

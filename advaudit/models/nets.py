@@ -1,40 +1,91 @@
-"""Network architectures for target classifiers, built by name from plain config.
+"""Network architectures for target classifiers, each a class or builder named by ``_target_``.
 
-Checkpoints store ``arch`` and ``arch_params`` as plain data; rebuilding goes through this
-registry only (never an import path from the file), so loading a checkpoint cannot run code.
-Every net takes *normalised* input ``[B, *input_shape]`` and returns logits ``[B, num_classes]``.
+A model config names its architecture as a block, ``model.arch: {_target_: <class or function>,
+_partial_: true, <its own keyword arguments>}``; training supplies ``input_shape`` and
+``num_classes`` (:data:`SUPPLIED`). The architectures here are advaudit's own; one of the user's
+plugs in the same way (docs/extending.md). Every net takes *normalised* input
+``[B, *input_shape]`` and returns logits ``[B, num_classes]``.
+
+A checkpoint stores the architecture as plain data: its ``_target_`` (``meta["arch"]``) and its
+keyword arguments (``meta["arch_params"]``). Rebuilding one never runs code because the file names
+it: advaudit's own (:data:`BUILTIN`) are rebuilt as they are, any other ``_target_`` only when the
+user's config names that same one (:func:`checkpoint_architecture`).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 from torch import nn
 
+from advaudit.confutil import named_object, plain, refuse_unknown_arguments
 from advaudit.errors import AdvauditError, require
 
-ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {}
+#: the keyword arguments training gives every architecture, besides its own settings
+SUPPLIED = ("input_shape", "num_classes")
+#: advaudit's own architectures, each under the short name that checkpoints written before architectures
+#: were named by ``_target_`` store in ``meta["arch"]``. A checkpoint naming one of these ``_target_`` (or
+#: short names) is rebuilt from the file alone; an architecture added to this module is added here too.
+LEGACY_NAMES = {
+    "cnn": "advaudit.models.nets.SmallCNN",
+    "mlp": "advaudit.models.nets.MLP",
+    "alexnet": "advaudit.models.nets.SmallAlexNet",
+    "resnet18": "advaudit.models.nets.resnet18",
+    "resnet34": "advaudit.models.nets.resnet34",
+}
+#: the ``_target_`` of advaudit's own architectures. Only these are built because a file names them: any
+#: other callable (even one of this module's helpers, such as :func:`build_net`, which imports what its
+#: ``target`` argument names) needs the user's config to name it
+BUILTIN = frozenset(LEGACY_NAMES.values())
 
 
-def register_architecture(name: str) -> Callable:
-    """Class/function decorator adding a builder ``(input_shape, num_classes, **params)``."""
+def split_arch(block: Any) -> tuple[str, dict[str, Any]]:
+    """A ``model.arch`` block as ``(_target_, its keyword arguments)`` (Hydra's ``_..._`` keys dropped)."""
+    options = plain(block, {})
+    require(isinstance(options, Mapping) and "_target_" in options,
+            f"model.arch must be a block naming the architecture, {{_target_: <class or function>, _partial_: true, "
+            f"<its settings>}} (conf/model/cnn.yaml is one), not {options!r}")
+    params = {str(k): v for k, v in options.items() if not str(k).startswith("_")}
+    return str(options["_target_"]), params
 
-    def add(builder: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
-        ARCHITECTURES[name] = builder
-        return builder
 
-    return add
+def build_net(target: str, input_shape: Sequence[int], num_classes: int, **params: Any) -> nn.Module:
+    """The architecture ``target`` (a dotted path) for inputs ``input_shape`` and ``num_classes`` outputs.
+
+    ``params`` are its own keyword arguments; a key it does not take is refused (one line, with the
+    closest one it does), as is one of :data:`SUPPLIED`.
+    """
+    refuse_unknown_arguments("model.arch", "architecture", {"_target_": target, **params}, SUPPLIED, "training")
+    make = named_object(target, "model.arch")
+    net = make(input_shape=tuple(int(d) for d in input_shape), num_classes=int(num_classes), **params)
+    require(isinstance(net, nn.Module), f"model.arch._target_={target} built a {type(net).__name__}, not a "
+            "torch.nn.Module; an architecture maps normalised inputs [B, *input_shape] to logits [B, num_classes]")
+    return net
 
 
-def build_net(arch: str, input_shape: Sequence[int], num_classes: int, **params) -> nn.Module:
-    """Build architecture ``arch`` for inputs ``input_shape`` and ``num_classes`` outputs."""
-    if arch not in ARCHITECTURES:
-        raise AdvauditError(f"unknown architecture {arch!r}; use one of {sorted(ARCHITECTURES)}")
-    try:
-        return ARCHITECTURES[arch](tuple(input_shape), int(num_classes), **params)
-    except TypeError as error:
-        raise AdvauditError(f"bad parameters for architecture {arch!r}: {error}") from None
+def checkpoint_architecture(meta: Mapping[str, Any], source: str,
+                            trusted: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
+    """The ``(_target_, keyword arguments)`` a checkpoint's ``meta`` records, once it may be imported.
+
+    Old checkpoints name advaudit's architectures by :data:`LEGACY_NAMES`. Any ``_target_`` but
+    advaudit's own (:data:`BUILTIN`) is accepted only when it is in ``trusted``: the ``_target_`` the
+    user's config names (``target.architecture``), never because the file says so.
+
+    Raises:
+        AdvauditError: one line naming the architecture and the config that allows it.
+    """
+    arch = str(meta["arch"])
+    target = LEGACY_NAMES.get(arch, arch)
+    params = dict(meta.get("arch_params") or {})
+    if target in BUILTIN or target in trusted:
+        return target, params
+    require("." in target, f"{source} names architecture {arch!r}, which is not one of advaudit's "
+            f"({', '.join(sorted(LEGACY_NAMES))}); re-export it with train.py")
+    named = f" (your config names {', '.join(trusted)})" if trusted else ""
+    raise AdvauditError(f"{source} was trained with architecture {target}, which is not advaudit's own; a file never "
+                        f"makes advaudit import code, so name it in your config{named}: "
+                        f"target={{path: {source}, architecture: {target}}}")
 
 
 def _image_shape(input_shape: tuple[int, ...], arch: str) -> tuple[int, int, int]:
@@ -43,7 +94,6 @@ def _image_shape(input_shape: tuple[int, ...], arch: str) -> tuple[int, int, int
     return input_shape  # type: ignore[return-value]
 
 
-@register_architecture("cnn")
 class SmallCNN(nn.Module):
     """Two conv blocks (conv-BN-ReLU x2, max-pool) and a dropout MLP head; fast on CPU."""
 
@@ -99,19 +149,16 @@ def _scaled_resnet(layers: list[int], num_classes: int, width: int) -> nn.Module
     return ScaledResNet()
 
 
-@register_architecture("resnet18")
 def resnet18(input_shape: tuple[int, ...], num_classes: int, width: int = 64) -> nn.Module:
     """ResNet-18 (no pretrained weights) for small images; ``width`` scales every stage."""
     return _small_input_resnet(18, input_shape, num_classes, width)
 
 
-@register_architecture("resnet34")
 def resnet34(input_shape: tuple[int, ...], num_classes: int, width: int = 64) -> nn.Module:
     """ResNet-34 (no pretrained weights) for small images; ``width`` scales every stage."""
     return _small_input_resnet(34, input_shape, num_classes, width)
 
 
-@register_architecture("alexnet")
 class SmallAlexNet(nn.Module):
     """AlexNet's layer pattern (5 conv, 3 FC with dropout) scaled to 28-64 px inputs."""
 
@@ -138,7 +185,6 @@ class SmallAlexNet(nn.Module):
         return self.classifier(self.features(x))
 
 
-@register_architecture("mlp")
 class MLP(nn.Module):
     """Fully connected net for tables (or flattened images): ``hidden`` widths, ReLU, dropout."""
 

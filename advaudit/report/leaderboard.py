@@ -27,7 +27,8 @@ def _method(config: dict[str, Any]) -> str | None:
     for key in ("examiner", "search", "model"):
         value = config.get(key)
         if isinstance(value, dict):
-            return value.get("name") or value.get("arch") or value.get("estimator")
+            arch = value.get("arch")  # a label in runs recorded before models had a name
+            return value.get("name") or (arch if isinstance(arch, str) else None) or value.get("estimator")
     return None
 
 

@@ -18,6 +18,8 @@ def test_an_independent_judge_measures_the_worst_cases(make_cfg, tiny_shapes_tar
     rows = [r for r in result["per_instance"] if r["worst"] is not None]
     expected = np.mean([r["worst_predicted"] == r["class"] for r in rows])
     assert result["examine/judge_correct_worst"] == pytest.approx(expected)
+    # per instance, the same verdict: the judge's answer on that instance's worst valid case
+    assert [r["judge_correct"] for r in rows] == [r["worst_predicted"] == r["class"] for r in rows]
     assert result["examine/judge_correct_worst/lo"] <= expected <= result["examine/judge_correct_worst/hi"]
     assert 0.0 <= result["examine/judge_correct_random"] <= 1.0
     assert 0.0 <= result["examine/worst_raw_valid"] <= 1.0 and 0.0 <= result["examine/final_invalid_share"] <= 1.0
@@ -30,4 +32,5 @@ def test_without_a_judge_the_report_says_label_keeping_is_not_measured(make_cfg,
 
     result = examine(make_cfg("examine", worst_case_overrides(tiny_shapes_target)))
     assert "examine/judge_correct_worst" not in result and "examine/worst_raw_valid" in result
+    assert all(r["judge_correct"] is None for r in result["per_instance"])
     assert "is not measured" in Path(result["report"]).read_text()

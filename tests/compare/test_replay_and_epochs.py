@@ -108,7 +108,7 @@ def test_epoch_targets_keep_every_epoch_or_the_best_k(tmp_path: Path) -> None:
 
     meta = {"arch": "mlp", "arch_params": {}, "class_names": ["a", "b"], "input_shape": [3],
             "normalization": {"mean": [0.0] * 3, "std": [1.0] * 3}}
-    module = SimpleNamespace(target=TorchTarget(build_net("mlp", [3], 2), meta))
+    module = SimpleNamespace(target=TorchTarget(build_net("advaudit.models.nets.MLP", [3], 2), meta))
     accuracies = [0.5, 0.7, 0.6, 0.4]
     every = EpochTargets(str(tmp_path / "all"), save_top_k=-1)
     best = EpochTargets(str(tmp_path / "best"), save_top_k=2, monitor="val/acc")

@@ -149,7 +149,9 @@ REFUSED = [
     ("examine", ["+world.imagesize=16"], "did you mean world.image_size for world.imagesize?"),
     ("examine", ["+search.gad.pseudo_model.epoch=3"], "did you mean search.gad.pseudo_model.epochs"),
     ("train", ["+dataset.batchsize=3"], "did you mean dataset.batch_size for dataset.batchsize?"),
-    ("train", ["+model.arch_param={width:8}"], "did you mean model.arch_params for model.arch_param?"),
+    ("train", ["+model.arhc={width:8}"], "did you mean model.arch for model.arhc?"),
+    ("train", ["+model.arch.depth=3"], "model.arch has unknown keys ['depth'] (nothing would read them); its keys are"),
+    ("train", ["model=resnet18", "+model.arch.widht=8"], "did you mean model.arch.width for model.arch.widht?"),
     ("train", ["model=generator", "+model.latentdim=8"], "did you mean model.latent_dim"),
     ("train", ["model=svm", "+model.gird={C:[1]}"], "did you mean model.grid for model.gird?"),
     ("train", ["+model.optimizer.weight_decy=0.1"], "did you mean model.optimizer.weight_decay"),
@@ -210,7 +212,6 @@ def test_refusing_an_examine_config_imports_no_lightning(tmp_path: Path) -> None
 @pytest.mark.parametrize("task,overrides", [
     ("examine", ["+world.factors={camera_elevation:[-30,30]}"]),
     ("train", ["+dataset.bias.max_per_group={m:2,group:class}"]),
-    ("train", ["+model.arch_params.depth=3"]),                   # the architecture's builder checks it
     ("examine", ["search=lakkaraju", "search.lakkaraju.clusters=4"]),
     ("examine", ["+search.adversarial_distance.attack.params={steps:3}"]),
     ("train", ["+logger.wandb.notes=x"]),                         # W&B's logger takes **kwargs

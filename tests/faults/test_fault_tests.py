@@ -173,7 +173,7 @@ def brightness_target(meta: dict, generator: ConditionalGenerator, bright: int, 
     channels, pixels = samples.shape[1], samples[0].numel()
     meta = {**meta, "arch": "mlp", "arch_params": {"hidden": [], "dropout": 0.0},
             "normalization": {"mean": [0.0] * channels, "std": [1.0] * channels}}
-    target = TorchTarget(build_net("mlp", meta["input_shape"], classes, hidden=[], dropout=0.0), meta)
+    target = TorchTarget(build_net("advaudit.models.nets.MLP", meta["input_shape"], classes, hidden=[], dropout=0.0), meta)
     linear = target.net.body[1]
     with torch.no_grad():
         linear.weight.zero_()

@@ -7,16 +7,16 @@ from pathlib import Path
 import torch
 
 from advaudit.models.io import load_target, save_target
-from advaudit.models.nets import build_net
+from advaudit.models.nets import LEGACY_NAMES, build_net
 from advaudit.models.target import TorchTarget
 
 
 def _saved(tmp_path: Path, arch: str, shape: tuple[int, ...], **params) -> Path:
     torch.manual_seed(0)
-    meta = {"arch": arch, "arch_params": params, "class_names": ["a", "b", "c"], "input_shape": list(shape),
+    meta = {"arch": LEGACY_NAMES[arch], "arch_params": params, "class_names": ["a", "b", "c"], "input_shape": list(shape),
             "normalization": {"mean": [0.5] * (shape[0] if len(shape) == 3 else shape[0]),
                               "std": [0.25] * (shape[0] if len(shape) == 3 else shape[0])}}
-    net = build_net(arch, shape, 3, **params)
+    net = build_net(LEGACY_NAMES[arch], shape, 3, **params)
     for module in net.modules():  # non-trivial BatchNorm statistics, so eval mode is not an identity
         if isinstance(module, torch.nn.BatchNorm2d):
             module.running_mean.uniform_(-0.2, 0.2)

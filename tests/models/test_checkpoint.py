@@ -28,7 +28,8 @@ def test_torch_round_trip_gives_identical_predictions(tiny_fmnist_target: Path) 
     path = save_target(target, tiny_fmnist_target.parent / "copy.pt")
     assert torch.equal(load_target(path).logits(x), target.logits(x))
     assert target.class_names[0] == "t-shirt" and target.input_shape == (1, 28, 28)
-    assert float(target.temperature) > 0 and target.meta["config"]["model"]["arch"] == "cnn"
+    assert float(target.temperature) > 0 and target.meta["config"]["model"]["name"] == "cnn"
+    assert target.meta["arch"] == "advaudit.models.nets.SmallCNN" and target.meta["arch_params"]["channels"] == [32, 64]
 
 
 @pytest.mark.parametrize("estimator", ["svm", "logreg"])
@@ -72,5 +73,5 @@ def test_checkpoint_of_another_architecture_is_named(tiny_fmnist_target: Path, t
     payload["meta"]["arch_params"]["channels"] = [16, 32]
     tampered = tmp_path / "tampered.pt"
     torch.save(payload, tampered)
-    with pytest.raises(AdvauditError, match="do not match architecture 'cnn'"):
+    with pytest.raises(AdvauditError, match="do not match architecture 'advaudit.models.nets.SmallCNN'"):
         load_target(tampered)

@@ -59,7 +59,8 @@ def _tiny_checkpoint(path: Path) -> Path:
 
     meta = {"arch": "mlp", "arch_params": {}, "class_names": ["a", "b", "c"], "input_shape": [4],
             "normalization": {"mean": [0.0] * 4, "std": [1.0] * 4}, "config": {"seed": 5}}
-    return save_target(TorchTarget(build_net("mlp", [4], 3), meta), path, extra={"metrics": {"test/acc": 0.5}})
+    return save_target(TorchTarget(build_net("advaudit.models.nets.MLP", [4], 3), meta), path,
+                       extra={"metrics": {"test/acc": 0.5}})
 
 
 def test_offline_run_carries_group_resolved_config_summary_and_checkpoint_lineage(tmp_path: Path) -> None:

@@ -147,7 +147,7 @@ def test_queries_fold_batchnorm_with_the_same_labels_and_leave_the_target_alone(
     torch.manual_seed(0)
     meta = {"arch": "cnn", "arch_params": {}, "class_names": ["a", "b", "c"], "input_shape": [3, 12, 12],
             "normalization": {"mean": [0.4, 0.5, 0.6], "std": [0.2, 0.25, 0.3]}}
-    target = TorchTarget(build_net("cnn", (3, 12, 12), 3, channels=(8, 16), hidden=16), meta)
+    target = TorchTarget(build_net("advaudit.models.nets.SmallCNN", (3, 12, 12), 3, channels=(8, 16), hidden=16), meta)
     for module in target.modules():  # BatchNorm statistics far from the identity
         if isinstance(module, nn.BatchNorm2d):
             module.running_mean.uniform_(-0.5, 0.5)

@@ -36,6 +36,9 @@ from advaudit.errors import AdvauditError, one_line, require
 #: file formats a ``target`` block can name in ``format`` (``auto``: identified from the file)
 FORMATS = ("auto", "advaudit", "state_dict", "safetensors", "lightning", "torchscript", "export", "onnx",
            "skops", "pickle", "joblib")
+#: the keys a target block naming an advaudit target file may hold (the file describes the rest); ``architecture``
+#: is the ``_target_`` of an architecture outside advaudit that the file was trained with, which the user trusts
+ADVAUDIT_FILE_KEYS = ("path", "trusted_types", "name", "format", "architecture")
 OUTPUTS = ("logits", "probabilities", "log_probabilities")
 #: the audit class that collects every model output outside a ``class_map``
 OTHER_CLASS = "(other)"

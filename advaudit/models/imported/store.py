@@ -25,7 +25,7 @@ from advaudit.models.calibration import fit_temperature
 from advaudit.models.checkpoint import save_checkpoint
 from advaudit.models.imported.build import assemble, build_model, module_to_bytes, onnx_bytes, place
 from advaudit.models.imported.formats import identify
-from advaudit.models.imported.spec import TargetSpec, parse_target_spec
+from advaudit.models.imported.spec import ADVAUDIT_FILE_KEYS, TargetSpec, parse_target_spec
 from advaudit.models.imported.verify import probe_batch, require_same_model, verify_target
 from advaudit.models.io import load_target
 
@@ -50,7 +50,7 @@ def trust_record(value: Any) -> str:
     if not isinstance(value, dict):
         return "data only (advaudit target file, loaded with weights_only=True)"
     named = [f"{key}: {value[key] if isinstance(value[key], str) else value[key].get('_target_')}"
-             for key in ("model", "lightning_module", "function") if value.get(key) is not None]
+             for key in ("model", "lightning_module", "function", "architecture") if value.get(key) is not None]
     parts = [f"code named in the config ({', '.join(named)})"] if named else ["no code named in the config"]
     if value.get("trusted"):
         parts.append("file marked trusted: pickles allowed")
@@ -64,10 +64,15 @@ def load_block_target(node: Any, device: str = "cpu", seed: int = 0) -> Any:
     data = dict(node)
     path = data.get("path")
     if path is not None and identify(Path(str(path)).expanduser()).kind == "advaudit":
-        extra = sorted(set(data) - {"path", "trusted_types", "name", "format"})
+        extra = sorted(set(data) - set(ADVAUDIT_FILE_KEYS))
         require(not extra, f"target.path={path} is an advaudit target file that describes itself; drop {extra}")
+        architecture = data.get("architecture")
         return load_target(Path(str(path)).expanduser(), map_location=device,
-                           trusted_types=list(data.get("trusted_types") or []))
+                           trusted_types=list(data.get("trusted_types") or []),
+                           architectures=[str(architecture)] if architecture else [])
+    require(data.get("architecture") is None, f"target.architecture names the architecture of an advaudit target "
+            f"file (written by train.py); target.path={path} is not one: name its model with target.model="
+            "{_target_: ...} instead")
     spec = parse_target_spec(node, seed)
     module, predict, fmt = build_model(spec, device)
     target = assemble(module, predict, spec, fmt)

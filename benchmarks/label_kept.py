@@ -1,0 +1,138 @@
+"""Do the examiner's worst cases keep their label? Measured per candidate world box and check.
+
+Validity where it matters (examiner paper Sec. 2.1: S must preserve the label): on a *control*
+target (no planted weakness), each candidate (a world box or validity check, as ``examine.py``
+overrides) is examined with each examiner at its default settings, and an independent strong judge
+(``audit.judge``: a target trained on the world, never the validity reference and never the target)
+names every instance's worst valid case. The figure is the share of worst cases it still classifies
+correctly (``examine/judge_correct_worst``); a box whose worst cases keep their label on >= 95% of
+instances measures the model, not the ambiguity of S.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/label_kept.py --target outputs/pw28/train_control/checkpoints/target.pt \\
+        --judge outputs/judge/train_w16_i1000/checkpoints/target.pt --out outputs/label_kept \\
+        --candidates default elevation_72 elevation_60 --examiners bo rl --seeds 0 1 2 [--n-instances 40]
+
+Every examination is one ``examine.py`` run under ``--out/<candidate>/<examiner>_s<seed>`` (finished
+runs are skipped, an interrupted one resumes: rerun the same command). The table pools the
+instances of every seed: the share with a 95% bootstrap interval over examined instances, the
+per-seed shares, the judge's accuracy on random conditions of the same box, the share of worst
+cases in the views the issue found label-destroying (|camera elevation| > 60 deg or camera distance
+> 3.5 m), and E_T. ``--json`` writes the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from advaudit.core.intervals import format_summary, mean_with_ci
+
+#: named candidates: the examine.py overrides that make each box or check
+CANDIDATES: dict[str, list[str]] = {
+    "default": [],
+    "table1": ["world=shapes_table1"],
+    "elevation_72": ["world.factors={camera_elevation:[-72,72]}"],
+    "elevation_60": ["world.factors={camera_elevation:[-60,60]}"],
+    "elevation_60_distance_3.5": ["world.factors={camera_elevation:[-60,60],camera_distance:[1.5,3.5]}"],
+    "min_height_10px": ["audit.validity.min_height_px=10"],
+}
+#: examiner overrides at their default settings (budget: the audit's default, 500 queries)
+EXAMINERS: dict[str, list[str]] = {"bo": ["examiner=bo"], "rl": ["examiner=rl"], "tpe": ["examiner=tpe"],
+                                   "random": ["examiner=random"]}
+
+
+def run_dir(out: Path, candidate: str, examiner: str, seed: int) -> Path:
+    return out / candidate / f"{examiner}_s{seed}"
+
+
+def examine(target: str, judge: str, overrides: list[str], directory: Path, seed: int, n_instances: int,
+            extra: list[str]) -> None:
+    """One examination (skipped when its result.json says ok)."""
+    result = directory / "result.json"
+    if result.exists() and json.loads(result.read_text()).get("status") == "ok":
+        return
+    command = [sys.executable, "examine.py", f"target={target}", f"audit.judge={judge}", f"seed={seed}",
+               f"audit.n_instances={n_instances}", "threads=1", "logger=none", f"hydra.run.dir={directory}",
+               *overrides, *extra]
+    print("+", " ".join(command), flush=True)
+    env = {**os.environ, "ADVAUDIT_PROGRESS": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory.parent / f"{directory.name}.log", "w") as log:
+        code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    if code != 0:
+        raise SystemExit(f"error: examination failed (exit {code}); see {directory.parent / (directory.name + '.log')}")
+
+
+def destroying_view(worst_s: dict[str, float]) -> bool:
+    """The views the control's worst cases piled into under the paper's box: end-on or far away."""
+    return abs(worst_s["camera_elevation"]) > 60 or worst_s["camera_distance"] > 3.5
+
+
+def summarise(runs: list[Path], seed: int = 0) -> dict[str, Any]:
+    """Pooled judge verdicts of ``runs`` (one result.json each) with a bootstrap interval over instances."""
+    verdicts, per_seed, random_right, extreme, e_t = [], [], [], [], []
+    for directory in runs:
+        result = json.loads((directory / "result.json").read_text())
+        kept = [row["judge_correct"] for row in result["per_instance"] if row.get("judge_correct") is not None]
+        verdicts += kept
+        per_seed.append(float(np.mean(kept)) if kept else float("nan"))
+        random_right.append(result["examine/judge_correct_random"])
+        extreme += [destroying_view(row["worst_s"]) for row in result["per_instance"] if row["worst_s"]]
+        e_t.append(result["examine/E_T"])
+    return {"kept": mean_with_ci(np.asarray(verdicts, dtype=float), seed=seed), "instances": len(verdicts),
+            "per_seed": per_seed, "judge_random": float(np.mean(random_right)),
+            "destroying_view_share": float(np.mean(extreme)), "E_T": float(np.mean(e_t))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", required=True, help="the control target.pt")
+    parser.add_argument("--judge", required=True, help="an independent strong judge target.pt")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--candidates", nargs="+", default=["default"],
+                        help=f"named ({', '.join(CANDIDATES)}) or NAME=override;override")
+    parser.add_argument("--examiners", nargs="+", default=["bo"], choices=sorted(EXAMINERS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--n-instances", type=int, default=40)
+    parser.add_argument("--extra", nargs="*", default=[], help="overrides added to every examination")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    candidates: dict[str, list[str]] = {}
+    for spec in args.candidates:
+        name, _, overrides = spec.partition("=")
+        if overrides:
+            candidates[name] = overrides.split(";")
+        elif name in CANDIDATES:
+            candidates[name] = CANDIDATES[name]
+        else:
+            raise SystemExit(f"error: unknown candidate {name!r}; use one of {sorted(CANDIDATES)} or NAME=override;...")
+    rows = []
+    print("| candidate | examiner | worst cases the judge names correctly | per seed | judge on random "
+          "conditions | worst cases end-on or far | E_T |\n|---|---|---|---|---|---|---|")
+    for name, overrides in candidates.items():
+        for examiner in args.examiners:
+            runs = []
+            for seed in args.seeds:
+                directory = run_dir(args.out, name, examiner, seed)
+                examine(args.target, args.judge, overrides + EXAMINERS[examiner], directory, seed, args.n_instances,
+                        args.extra)
+                runs.append(directory)
+            row = {"candidate": name, "overrides": overrides, "examiner": examiner, "seeds": args.seeds,
+                   **summarise(runs)}
+            rows.append(row)
+            print(f"| {name} | {examiner} | {format_summary(row['kept'], 3)} (n = {row['instances']}) | "
+                  f"{', '.join(f'{v:.2f}' for v in row['per_seed'])} | {row['judge_random']:.3f} | "
+                  f"{row['destroying_view_share']:.2f} | {row['E_T']:.3f} |", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

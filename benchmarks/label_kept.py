@@ -41,7 +41,7 @@ CANDIDATES: dict[str, list[str]] = {
     "elevation_72": ["world.factors={camera_elevation:[-72,72]}"],
     "elevation_60": ["world.factors={camera_elevation:[-60,60]}"],
     "elevation_60_distance_3.5": ["world.factors={camera_elevation:[-60,60],camera_distance:[1.5,3.5]}"],
-    "min_height_10px": ["audit.validity.min_height_px=10"],
+    "min_extent_0.3": ["audit.validity.min_extent=0.3"],
 }
 #: examiner overrides at their default settings (budget: the audit's default, 500 queries)
 EXAMINERS: dict[str, list[str]] = {"bo": ["examiner=bo"], "rl": ["examiner=rl"], "tpe": ["examiner=tpe"],

@@ -290,7 +290,7 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
                            "examine/final_invalid_share": float(1 - valid[:, last:].mean())}
     if not judge_path:
         return out, [None] * len(p)
-    judge = ValidityJudge(world, ValidityConf(in_frame=False, min_height_px=0, min_content_kept=0.0,
+    judge = ValidityJudge(world, ValidityConf(in_frame=False, min_extent=0.0, min_content_kept=0.0,
                                               reference=str(judge_path), reference_min_prob=0.0), device=device)
     _, _, checks = judge.render(z, worst_s.unsqueeze(1).to(device))
     has_worst = worst_index >= 0

@@ -330,8 +330,9 @@ def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
 
 def _judge_line(result: dict[str, Any]) -> str:
     if "examine/judge_correct_worst" not in result:
-        return ("no independent judge (`audit.judge`) was given, so whether the worst cases keep their label "
-                "is not measured")
+        return ("no independent judge was given, so whether the worst cases keep their label is not measured "
+                "(`audit.judge=<a strong target.pt>`, trained for instance by "
+                "`train.py experiment=examiner/train_judge`)")
     return (f"the independent judge `{result['judge']}` still classifies "
             f"{_fmt(result, 'examine/judge_correct_worst', percent=True)} of the worst valid cases correctly "
             f"({100 * result['examine/judge_correct_random']:.0f}% of random conditions)")

@@ -594,7 +594,7 @@ class ShapesDatasetConf(DatasetConf):
     shadows: bool = True
     # training-time factor bounds, e.g. {camera_elevation: [-30, 30]} (paper Section 4.4; checked in validation)
     factors: Any = None
-    eval_factors: Any = None  # validation/test factor bounds (null: the world's full Table-1 bounds)
+    eval_factors: Any = None  # validation/test factor bounds (null: the world's default bounds)
     cache_dir: Optional[str] = None
     val_fraction: float = ranged(0.0, rule=VAL_FRACTION)
 
@@ -613,7 +613,7 @@ class MeshesDatasetConf(DatasetConf):
     world: Dict[str, Any] = field(default_factory=_mesh_dataset_world)
     # training-time factor bounds, e.g. {camera_elevation: [-30, 30]} (paper Section 4.4; checked in validation)
     factors: Any = None
-    eval_factors: Any = None  # validation/test factor bounds (null: the world's full Table-1 bounds)
+    eval_factors: Any = None  # validation/test factor bounds (null: the world's default bounds)
     cache_dir: Optional[str] = None
     val_fraction: float = ranged(0.0, rule=VAL_FRACTION)
 

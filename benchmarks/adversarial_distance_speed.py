@@ -44,11 +44,12 @@ HSJ_KEYS = ("steps", "gradient_queries", "max_gradient_queries", "binary_steps",
 
 
 def default_settings() -> dict:
-    """The audit's HSJ settings, read from ``conf/search/methods.yaml`` so the benchmark times the default."""
-    from omegaconf import OmegaConf
+    """The audit's HSJ settings (the schema's defaults, which ``search=adversarial_distance`` composes
+    to), so the benchmark times the default."""
+    from advaudit.config.schemas import DecisionAttackConf
 
-    attack = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "search" / "methods.yaml")
-    return {k: attack.adversarial_distance.attack.get(k) for k in HSJ_KEYS}
+    attack = DecisionAttackConf()
+    return {k: getattr(attack, k) for k in HSJ_KEYS}
 
 
 def parse_settings(spec: str) -> dict:

@@ -4,9 +4,11 @@
 
 1. Predict the split with the target; keep items predicted as the critical class with calibrated
    confidence > tau (the pools' population).
-2. Score every eligible item once (attack + MAE for adversarial distance / GAD; cached, resumable).
-3. Draw R pools of P items; run the chosen method and every method in ``audit.compare`` on all
-   pools (batched), asking the oracle B times per pool.
+2. Build ``search.name`` and every method in ``audit.compare`` from their ``_target_`` blocks
+   (:mod:`advaudit.search.methods`); every scorer scores each eligible item once (e.g. attack + MAE
+   for adversarial distance / GAD; cached, resumable).
+3. Draw R pools of P items; run every method on all pools (batched), asking the oracle B times per
+   pool: a scorer queries in ascending order of its score, a policy chooses as the answers come.
 4. The paper's measures per query count (SDR, errors found, spread, Bansal & Weld's coverage
    utility, confidence of the queried items), averaged over the pools, the oracle ceiling, plots, a
    report, and W&B. Pools of one run overlap: intervals come from independent replications
@@ -29,22 +31,19 @@ from advaudit.confutil import plain
 from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.data.split import class_index
 from advaudit.errors import require
-from advaudit.config import typed
-from advaudit.config.schemas import LowessConf
 from advaudit.models.tracking import open_wandb
-from advaudit.search.adversarial_distance import distance_values, pool_scores
 from advaudit.search.attacks import attack_box
-from advaudit.search.baselines import build_policy
+from advaudit.search.baselines import ScoreOrder
 from advaudit.search.coverage import coverage_utility_curve, pool_diameter
 from advaudit.search.features import pca_features
+from advaudit.search.methods import build_method, is_scorer
 from advaudit.search.metrics import oracle_ceiling, pool_mean_and_sd, sdr_curve, spread_curve
 from advaudit.search.oracle import TerminalOracle
 from advaudit.search.policy import PoolBatch, label_oracle, run_policy
 from advaudit.search.pools import draw_pools, eligible
-from advaudit.search.scorers import ScoreInputs, item_distances
+from advaudit.search.scorers import ScoreInputs
 
 log = logging.getLogger(__name__)
-SCORED = ("adversarial_distance", "gad")
 MEASURES = ("sdr", "errors", "spread", "coverage", "confidence")  # per query count, see advaudit.search.metrics
 
 
@@ -67,16 +66,15 @@ def run(cfg: DictConfig) -> dict[str, Any]:
              len(index), len(split.x), audit.split, target.class_names[critical], audit.tau, int(is_error.sum()))
 
     methods = [str(search.name)] + [m for m in plain(audit.compare, []) if m != search.name]
+    makers = {name: build_method(search, name) for name in methods}
+    scorers = {name: method for name, make in makers.items() if is_scorer(method := make(), name)}
     facts: dict[str, Any] = {}
     item_scores: dict[str, torch.Tensor] = {}
     distances: dict[str, torch.Tensor] = {}
     low, high = attack_box(split.x, plain(audit.get("box", "auto"), "auto"))
     inputs = ScoreInputs(items, index, split.x, predicted, low, high, critical, target)
-    for name in methods:
-        if name in SCORED:
-            method_cfg = search[name]
-            mae, facts[name] = item_distances(name, method_cfg, inputs, out)
-            distances[name] = distance_values(mae, bool(method_cfg.lowess.log))
+    for name, scorer in scorers.items():
+        distances[name], facts[name] = scorer.item_values(inputs, out / "scores" / name)
 
     generator = torch.Generator().manual_seed(int(cfg.seed))
     interactive = str(cfg.get("oracle", "labels")) == "cli"
@@ -86,22 +84,21 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if pool_size < int(audit.pool_size):
         log.info("pools of %d: only %d eligible items (audit.pool_size=%d)", pool_size, len(index), audit.pool_size)
     pools = draw_pools(len(index), pool_size, replications, generator)      # [R, P]
-    for name, distance in distances.items():
-        method_cfg = search[name]
-        item_scores[name] = pool_scores(distance, conf_e, pools, typed(LowessConf, method_cfg.lowess))
+    for name, scorer in scorers.items():
+        item_scores[name] = scorer.pool_scores(distances[name], conf_e, pools)
 
     # table columns in different units count alike after range-normalisation; pixels stay as they are
     scaled = (items - inputs.low) / (inputs.high - inputs.low).clamp_min(1e-12) if items.dim() == 2 else items
     features = pca_features(scaled, int(audit.features.components))
     budget = min(int(audit.budget), pool_size)
     results = _completed(out)
-    variance = float(search.bansal_weld.get("variance", 0.001))
+    # the coverage utility every method is measured with: Bansal & Weld's kernel width (their method's setting)
+    variance = float((plain(search.get("bansal_weld"), {}) or {}).get("variance", 0.001))
     diameters = torch.cat([pool_diameter(features[pools[s:s + 100]]) for s in range(0, replications, 100)])
     chunk = int(audit.pool_chunk)
     for name in (methods[:1] if interactive else methods):
         if name in results:
             continue
-        params = plain(search.get(name), {}) if name not in SCORED else {}
         started = time.perf_counter()
         positions, answers = [], []
         for start in range(0, replications, chunk):
@@ -110,7 +107,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                               {k: v[rows] for k, v in item_scores.items()})
             oracle = (TerminalOracle(items, pools[0], index, target.class_names[critical], conf_e, out / "oracle")
                       if interactive else label_oracle(is_error[pools[rows]]))
-            chosen, found = run_policy(build_policy(name, **params), batch, oracle, budget, generator)
+            policy = ScoreOrder(name) if name in scorers else makers[name]()
+            chosen, found = run_policy(policy, batch, oracle, budget, generator)
             positions.append(chosen)
             answers.append(found)
         results[name] = _method_record(name, torch.cat(positions), torch.cat(answers), pools, conf_e, features,

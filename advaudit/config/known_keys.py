@@ -13,11 +13,11 @@ valid one. Which keys a mapping may hold:
   where advaudit has one, else the parameters of the class or function it names, plus Hydra's
   ``_partial_`` / ``_recursive_`` / ``_convert_`` / ``_args_``. A callable that takes ``**kwargs``
   (W&B's logger) or cannot be imported here (its instantiation will say why) is open;
-* ``logger`` and ``callbacks``: entries under any name, each a ``_target_`` block or null.
+* ``logger``, ``callbacks`` and ``search``: entries under any name, each a ``_target_`` block or null
+  (``search`` also holds ``name``, the method reported first).
 
-Everything else is open by design: the user's own names (``world.factors``, ``dataset.bias``,
-an adaptive policy's settings under ``search``) and ``target``, whose loader
-checks it.
+Everything else is open by design: the user's own names (``world.factors``, ``dataset.bias``)
+and ``target``, whose loader checks it.
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ from advaudit.models.nets import SUPPLIED as ARCHITECTURE_SUPPLIED
 
 #: keys Hydra's ``instantiate`` reads from a ``_target_`` block besides the callable's arguments
 HYDRA_INSTANTIATE_KEYS = ("_target_", "_partial_", "_recursive_", "_convert_", "_args_")
-#: root keys whose entries are named parts, each built by ``_target_``
-PART_GROUPS = ("logger", "callbacks")
+#: root keys whose entries are named parts, each built by ``_target_``: the tasks that build them, and
+#: the group's keys that are labels rather than parts (``search.name``: the method reported first)
+PART_GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "logger": (("train",), ()), "callbacks": (("train",), ()), "search": (("examine",), ("name",))}
 #: root keys not looked into here: Hydra's own node, and the target (its loader checks it)
 UNCHECKED_ROOT_KEYS = ("hydra", "target")
 #: parts whose block holds keys besides its callable's settings (a label, never passed), and keys the
@@ -108,11 +110,14 @@ def _check_node(node: DictConfig, path: str, problems: list[str], walk: _Walk) -
 
 
 def _check_parts(node: DictConfig, path: str, problems: list[str], walk: _Walk) -> None:
-    """``logger`` / ``callbacks``: every entry is a ``_target_`` block (checked) or null."""
+    """``logger`` / ``callbacks`` / ``search``: every entry is a ``_target_`` block (checked) or null."""
+    builders, labels = PART_GROUPS[path]
     for key in node.keys():
+        if key in labels:
+            continue
         child = _mapping(node, str(key))
         if child is not None and "_target_" in child:
-            if not walk.callables or walk.task == "train":
+            if not walk.callables or walk.task in builders:
                 _check_node(child, f"{path}.{key}", problems, walk)
         elif (child is not None or not _is_null(node, str(key))) and not walk.callables:
             problems.append(f"{path}.{key} is not a part that can be built (no _target_), so nothing would "

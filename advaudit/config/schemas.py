@@ -178,9 +178,9 @@ class SearchFeaturesConf:
 @dataclass
 class ErrorSearchAuditConf:
     """``conf/audit/error_search.yaml``: find a model's confident mistakes in an unlabeled pool with few
-    labels (adversarial distance papers). The method is chosen by the ``search`` group (whose settings,
-    ``conf/search/methods.yaml``, hold every method's parameters); every method in ``compare`` runs on
-    the same pools."""
+    labels (adversarial distance papers). ``search.name`` is the method reported first (``search=<name>``);
+    every method in ``compare`` runs beside it on the same pools. Each method is a ``_target_`` block
+    ``search.<name>`` (``conf/search/method/<name>.yaml``: :mod:`advaudit.search.methods`)."""
 
     name: str = "error_search"
     run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.error_search.run"))
@@ -470,6 +470,10 @@ class DecisionAttackConf:
 
 @dataclass
 class AdversarialDistanceConf:
+    """``conf/search/method/adversarial_distance.yaml``: the adversarial-distance scorer."""
+
+    _target_: str = "advaudit.search.scorers.AdversarialDistance"
+    _partial_: bool = True  # the audit builds it (no arguments to supply) and hands it the items to score
     attack: DecisionAttackConf = field(default_factory=DecisionAttackConf)
     lowess: LowessConf = field(default_factory=LowessConf)
 
@@ -499,22 +503,13 @@ class GADAttackConf:
 
 @dataclass
 class GADConf:
+    """``conf/search/method/gad.yaml``: the GAD scorer (a pseudo-model's gradient, then adversarial distance)."""
+
+    _target_: str = "advaudit.search.scorers.GAD"
+    _partial_: bool = True  # as AdversarialDistanceConf
     pseudo_model: PseudoModelConf = field(default_factory=PseudoModelConf)
     attack: GADAttackConf = field(default_factory=GADAttackConf)
     lowess: LowessConf = field(default_factory=LowessConf)
-
-
-@dataclass
-class SearchConf:
-    name: str = "adversarial_distance"
-    adversarial_distance: AdversarialDistanceConf = field(default_factory=AdversarialDistanceConf)
-    gad: GADConf = field(default_factory=GADConf)
-    random: Dict[str, Any] = field(default_factory=dict)
-    low_confidence: Dict[str, Any] = field(default_factory=dict)
-    # the adaptive policies' parameters are passed to their constructors, which name unknown ones
-    lakkaraju: Dict[str, Any] = field(default_factory=dict)
-    bansal_weld: Dict[str, Any] = field(default_factory=dict)
-    facility_locations: Dict[str, Any] = field(default_factory=dict)
 
 
 # -- dataset ------------------------------------------------------------------------------------
@@ -772,7 +767,8 @@ SCHEMAS: list[tuple[str | None, str, type]] = [
     ("world", "shapes_schema", ShapesWorldConf),
     ("world", "transforms_schema", TransformsWorldConf),
     ("world", "meshes_schema", MeshWorldConf),
-    ("search", "search_schema", SearchConf),
+    ("search/method", "adversarial_distance_schema", AdversarialDistanceConf),
+    ("search/method", "gad_schema", GADConf),
     ("dataset", "fashion_mnist_schema", FashionMNISTDatasetConf),
     ("dataset", "digits_schema", DigitsDatasetConf),
     ("dataset", "tabular_schema", TabularDatasetConf),

@@ -54,8 +54,6 @@ _WORLD_FACTORS = {
     "advaudit.worlds.meshes.MeshWorld": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
     "advaudit.data.meshes.MeshesDataModule": ("advaudit.worlds.shapes.world", "DEFAULT_FACTORS"),
 }
-SEARCH_METHODS = ("adversarial_distance", "gad", "random", "low_confidence", "lakkaraju", "bansal_weld",
-                  "facility_locations")
 TARGETLESS_AUDITS = ("gallery",)
 #: the training function of scikit-learn black boxes, which fit tables only
 SKLEARN_TRAINING = SklearnModelConf().train._target_
@@ -279,10 +277,15 @@ def _check_error_search(audit: DictConfig, search: DictConfig | None, checks: Ch
         checks.require(not beyond, f"audit.report_at {beyond} exceed audit.budget={budget}; report at k <= {budget} "
                        f"or raise audit.budget to {max(beyond) if beyond else budget}")
         checks.require(all(k >= 1 for k in report_at), f"audit.report_at={report_at}: k counts queries, from 1")
-    compare = _plain(_get(audit, "compare")) or []
-    unknown = [m for m in compare if m not in SEARCH_METHODS]
-    checks.require(not unknown, f"audit.compare names unknown methods {unknown}; use {list(SEARCH_METHODS)}")
     if search is not None:
+        # a method is a block with _target_ under search (advaudit.search.methods)
+        methods = [str(k) for k, v in (_plain(search) or {}).items() if isinstance(v, dict) and "_target_" in v]
+        name = _get(search, "name")
+        checks.require(name in methods, f"search.name={name} is not a method in search; use one of {methods} "
+                       f"(search=<name>), or add your own with +search/method=<name> (docs/extending.md)")
+        unknown = [m for m in _plain(_get(audit, "compare")) or [] if m not in methods]
+        checks.require(not unknown, f"audit.compare names unknown methods {unknown}; use {methods}, or add "
+                       f"your own with +search/method=<name> (docs/extending.md)")
         checks.ranges(search, "search")
 
 

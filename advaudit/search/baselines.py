@@ -1,10 +1,12 @@
 """The published error-search methods, each batched over ``R`` pools (see :mod:`advaudit.search.policy`).
 
-Choices the papers leave open are arguments here and in ``conf/audit/error_search.yaml``, and are
-listed in docs/audits/error-search.md:
+Each is one class here plus one YAML ``conf/search/method/<name>.yaml`` naming it with ``_target_``
+(:mod:`advaudit.search.methods`). Choices the papers leave open are constructor arguments, set in that
+YAML and listed in docs/audits/error-search.md:
 
-``ranking``: static order by a score (adversarial distance, GAD, ``low_confidence`` = confidence
-    ascending, ``random`` = a seeded permutation).
+``random`` (:class:`RandomOrder`, a seeded permutation), ``low_confidence`` (:class:`LowConfidence`,
+    confidence ascending) and a scorer's ranking (:class:`ScoreOrder`: adversarial distance, GAD):
+    static orders.
 ``lakkaraju``: Bansal & Weld's re-implementation of Lakkaraju et al. (2017), which is what the
     papers ran: k-means clusters of the derived feature space as arms of a UCB1 bandit whose
     reward is "high-confidence error found" (uniform oracle cost only shifts every arm equally);
@@ -52,27 +54,52 @@ class _Masked:
 
 
 class RankingPolicy(_Masked):
-    """Query in ascending order of a per-item score (``score`` key of :attr:`PoolBatch.scores`,
-    ``"confidence"`` or ``"random"``); ties are broken at random."""
+    """Query in ascending order of a per-item key ``[R, P]`` (:meth:`key`); ties are broken at random."""
 
-    def __init__(self, name: str, score: str) -> None:
-        self.name, self.score = name, score
+    def key(self, pools: PoolBatch) -> Tensor | None:
+        """``[R, P]`` the value each pool is queried in ascending order of (``None``: random order)."""
+        raise NotImplementedError
 
     def start(self, pools: PoolBatch, generator: torch.Generator) -> None:
         super().start(pools, generator)
         noise = torch.rand(pools.shape, generator=generator, dtype=torch.float64)
-        if self.score == "random":
-            key = noise
-        else:
-            values = pools.confidence if self.score == "confidence" else pools.scores[self.score]
-            key = values.double() + 1e-9 * noise
-        self.order = key.argsort(1)
+        key = self.key(pools)
+        self.order = (noise if key is None else key.double() + 1e-9 * noise).argsort(1)
         self.step = 0
 
     def next(self) -> Tensor:
         chosen = self.order[:, self.step]
         self.step += 1
         return chosen
+
+
+class RandomOrder(RankingPolicy):
+    """The baseline every method is measured against: each pool in a seeded random order."""
+
+    name = "random"
+
+    def key(self, pools: PoolBatch) -> None:
+        return None  # the tie-breaking noise alone: a uniform random permutation per pool
+
+
+class LowConfidence(RankingPolicy):
+    """Each pool in ascending calibrated confidence of the predicted class."""
+
+    name = "low_confidence"
+
+    def key(self, pools: PoolBatch) -> Tensor:
+        return pools.confidence
+
+
+class ScoreOrder(RankingPolicy):
+    """Each pool in ascending order of a scorer's per-item score ``pools.scores[score]`` (``[R, P]``):
+    how the audit queries with a :class:`advaudit.search.methods.Scorer`."""
+
+    def __init__(self, score: str) -> None:
+        self.name = self.score = score
+
+    def key(self, pools: PoolBatch) -> Tensor:
+        return pools.scores[self.score]
 
 
 def kmeans(features: Tensor, k: int, generator: torch.Generator, iterations: int = 25) -> Tensor:
@@ -298,15 +325,3 @@ class FacilityLocations(_Masked):
             w = fit_logistic(self.meta_x[both], self.labels[both], weight[both], ridge=self.ridge)
             fitted = torch.sigmoid((self.meta_x[both] @ w[..., None]).squeeze(-1))
             self.p_error[both] = fitted
-
-
-def build_policy(name: str, **params: float) -> _Masked:
-    """A policy by name: a static ranking, or one of the adaptive baselines with its parameters."""
-    rankings = {"random": "random", "low_confidence": "confidence"}
-    adaptive = {"lakkaraju": LakkarajuBandit, "bansal_weld": BansalWeldCoverage,
-                "facility_locations": FacilityLocations}
-    if name in rankings:
-        return RankingPolicy(name, rankings[name])
-    if name in adaptive:
-        return adaptive[name](**params)
-    return RankingPolicy(name, name)  # a precomputed score of that name (adversarial_distance, gad)

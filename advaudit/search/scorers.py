@@ -1,7 +1,9 @@
-"""Per-item distances behind adversarial distance and GAD, computed once per item and cached.
+"""The scorers adversarial distance and GAD: per-item distances computed once per item and cached.
 
-The attack runs once per eligible item (never once per replication) in chunks; every finished
-chunk is appended to ``<out>/scores/<name>.jsonl`` so an interrupted run resumes where it stopped.
+Each is one class here plus one YAML ``conf/search/method/<name>.yaml`` naming it with ``_target_``
+(:mod:`advaudit.search.methods` says what a scorer does). The attack runs once per eligible item
+(never once per replication) in chunks; every finished chunk is appended to
+``<out>/scores/<name>.jsonl`` so an interrupted run resumes where it stopped.
 Distances are MAEs in units of the attack box width (``audit.box``: [0, 1] for images, so pixel units; each
 feature's observed range for tables, so columns of different scales count alike).
 """
@@ -15,15 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
 from torch import Tensor
 
 from advaudit.config import typed
-from advaudit.config.schemas import PseudoModelConf
-from advaudit.confutil import plain
+from advaudit.config.schemas import AttackMethod, DecisionAttackConf, GADAttackConf, LowessConf, PseudoModelConf
 from advaudit.core.progress import progress
 from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.errors import require
+from advaudit.search.adversarial_distance import distance_values, pool_scores
 from advaudit.search.attacks import AttackResult, attack_items, foolbox_attack
 from advaudit.search.gad_attack import sign_gradient_attack
 from advaudit.search.pseudo_model import extract_pseudo_model
@@ -47,71 +48,129 @@ class ScoreInputs:
     target: Any
 
 
-def _attack_chunk(name: str, cfg: DictConfig, inputs: ScoreInputs, index: Tensor, state: dict[str, Any]) -> AttackResult:
-    """Run the configured attack on ``inputs.items[index]``."""
-    x = inputs.items[index]
-    attack = cfg.attack
-    if name == "gad":
-        black_box = lambda b: inputs.target.predict_proba(b).argmax(1)  # noqa: E731
-        return sign_gradient_attack(x, black_box, state["pseudo_model"], inputs.low, inputs.high,
-                                    step=float(attack.step), max_steps=int(attack.max_steps))
-    method = str(attack.method)
-    bounds = (inputs.low, inputs.high)
-    if method == "hsj":  # on the target's device (one device for the whole attack)
-        return attack_items(inputs.target, x, inputs.all_items, inputs.all_predicted, bounds, steps=int(attack.steps),
-                            gradient_queries=int(attack.gradient_queries),
-                            max_gradient_queries=int(attack.max_gradient_queries),
-                            binary_steps=int(attack.get("binary_steps", 10)), seed=int(attack.get("seed", 0)) + int(index[0]),
-                            probe_resolution=attack.get("probe_resolution"))
-    require(hasattr(inputs.target, "net"), f"search.attack.method={method} needs a torch target; "
-            "use search.attack.method=hsj for black boxes")
-    params = plain(attack.get("params"), {})
-    return foolbox_attack(x, inputs.target.eval(), method, steps=int(attack.steps),
-                          bounds=(float(inputs.low.min()), float(inputs.high.max())), **params)
+class AttackScorer:
+    """A scorer whose per-item value is the (log-)MAE to an attack's adversarial and whose per-pool
+    score is adversarial distance: that value less its LOWESS fit on confidence (:mod:`advaudit.search.adversarial_distance`).
+
+    Subclasses say how a chunk of items is attacked (:meth:`attack`) and what the attack needs first
+    (:meth:`prepare`). Results are appended to ``<cache>.jsonl`` chunk by chunk, so an interrupted run
+    resumes where it stopped.
+    """
+
+    def __init__(self, lowess: LowessConf | Any, chunk: int) -> None:
+        self.lowess = typed(LowessConf, lowess)
+        self.chunk = chunk
+
+    def prepare(self, inputs: ScoreInputs, cache: Path, facts: dict[str, Any]) -> None:
+        """Work done once before the first chunk is attacked (nothing by default)."""
+
+    def resumed(self, cache: Path, facts: dict[str, Any]) -> None:
+        """Facts of a run whose items were all attacked earlier (nothing by default)."""
+
+    def attack(self, x: Tensor, index: Tensor, inputs: ScoreInputs) -> AttackResult:
+        """Adversarials of ``x`` ``[b, *shape]`` (``inputs.items[index]``)."""
+        raise NotImplementedError
+
+    def hint(self, where: str, facts: dict[str, Any]) -> str:
+        """What to change when too few attacks succeed (``where``: the method's config key)."""
+        return f"raise {where}.attack.steps or try {where}.attack.method=hsj"
+
+    def item_values(self, inputs: ScoreInputs, cache: Path) -> tuple[Tensor, dict[str, Any]]:
+        """``[n]`` (log-)MAE to the adversarial of every eligible item (NaN where the attack failed),
+        resuming from ``<cache>.jsonl``; also facts about the run (queries, failures, seconds)."""
+        path = cache.with_name(cache.name + ".jsonl")
+        done = {int(r["item"]): r for r in read_jsonl(path)} if path.exists() else {}
+        keys = inputs.item_index.tolist()
+        todo = torch.tensor([i for i, key in enumerate(keys) if key not in done], dtype=torch.long)
+        facts: dict[str, Any] = {"resumed_items": len(keys) - len(todo)}
+        started = time.perf_counter()
+        if len(todo):
+            self.prepare(inputs, cache, facts)
+        else:
+            self.resumed(cache, facts)
+        queries = 0
+        scale = (inputs.high - inputs.low).clamp_min(1e-12)
+        with progress(total=len(todo), desc=f"{cache.name} attack", unit="item") as bar:
+            for start in range(0, len(todo), self.chunk):
+                index = todo[start:start + self.chunk]
+                result = self.attack(inputs.items[index], index, inputs)
+                queries += result.queries
+                mae = ((inputs.items[index] - result.adversarial) / scale).abs().flatten(1).mean(1)
+                append_jsonl(path, [{"item": keys[i], "mae": float(m) if ok else None, "ok": bool(ok)}
+                                    for i, m, ok in zip(index.tolist(), mae.tolist(), result.ok.tolist())])
+                for i, m, ok in zip(index.tolist(), mae.tolist(), result.ok.tolist()):
+                    done[keys[i]] = {"mae": m if ok else None, "ok": ok}
+                bar.update(len(index))
+        values = torch.tensor([float("nan") if done[k]["mae"] is None else done[k]["mae"] for k in keys],
+                              dtype=torch.float64)
+        facts.update({"queries_per_item": queries / max(1, len(todo)), "attack_failures": int(values.isnan().sum()),
+                      "attack_seconds": round(time.perf_counter() - started, 2)})
+        succeeded = int((~values.isnan()).sum())
+        require(succeeded >= 3, f"the {cache.name} attack succeeded on only {succeeded} of {len(values)} items, too "
+                f"few to fit F(p); {self.hint(f'search.{cache.name}', facts)}")
+        if facts["attack_failures"]:
+            log.warning("%s: the attack failed on %d of %d items; they are kept, marked, out of the LOWESS fit "
+                        "and ranked last", cache.name, facts["attack_failures"], len(values))
+        return distance_values(values, self.lowess.log), facts
+
+    def pool_scores(self, values: Tensor, confidence: Tensor, pools: Tensor) -> Tensor:
+        """``[R, P]`` adversarial distance of every pool item (lower = query first; failed attacks last)
+        from ``values`` ``[n]`` (:meth:`item_values`), ``confidence`` ``[n]`` and ``pools`` ``[R, P]``."""
+        return pool_scores(values, confidence, pools, self.lowess)
 
 
-def item_distances(name: str, cfg: DictConfig, inputs: ScoreInputs, out: Path) -> tuple[Tensor, dict[str, Any]]:
-    """MAE to the adversarial ``[n]`` (NaN where the attack failed) for every eligible item, resuming
-    from ``<out>/scores/<name>.jsonl``; also returns facts about the run (queries, R^2, failures)."""
-    path = out / "scores" / f"{name}.jsonl"
-    done = {int(r["item"]): r for r in read_jsonl(path)} if path.exists() else {}
-    keys = inputs.item_index.tolist()
-    todo = torch.tensor([i for i, key in enumerate(keys) if key not in done], dtype=torch.long)
-    facts: dict[str, Any] = {"resumed_items": len(keys) - len(todo)}
-    started = time.perf_counter()
-    state: dict[str, Any] = {}
-    if len(todo) and name == "gad":
-        settings = typed(PseudoModelConf, cfg.pseudo_model)
+class AdversarialDistance(AttackScorer):
+    """Adversarial distance (the adversarial-distance paper): a decision-based attack needing only
+    predicted labels; advaudit's batched HopSkipJump (``attack.method=hsj``) or foolbox 3's."""
+
+    def __init__(self, attack: DecisionAttackConf | Any = None, lowess: LowessConf | Any = None) -> None:
+        self.settings = typed(DecisionAttackConf, attack)
+        super().__init__(lowess, self.settings.chunk)
+
+    def attack(self, x: Tensor, index: Tensor, inputs: ScoreInputs) -> AttackResult:
+        attack = self.settings
+        bounds = (inputs.low, inputs.high)
+        if attack.method == AttackMethod.hsj:  # on the target's device (one device for the whole attack)
+            return attack_items(inputs.target, x, inputs.all_items, inputs.all_predicted, bounds, steps=attack.steps,
+                                gradient_queries=attack.gradient_queries,
+                                max_gradient_queries=attack.max_gradient_queries,
+                                binary_steps=attack.binary_steps, seed=attack.seed + int(index[0]),
+                                probe_resolution=attack.probe_resolution)
+        method = AttackMethod(attack.method).value
+        require(hasattr(inputs.target, "net"), f"attack.method={method} needs a torch target; "
+                "use attack.method=hsj for black boxes")
+        return foolbox_attack(x, inputs.target.eval(), method, steps=attack.steps,
+                              bounds=(float(inputs.low.min()), float(inputs.high.max())), **attack.params)
+
+
+class GAD(AttackScorer):
+    """GAD (the generalised adversarial-distance paper): a pseudo-model of the black box's critical-class
+    probability, fitted once, whose gradient signs drive the attack on the black box's labels."""
+
+    def __init__(self, pseudo_model: PseudoModelConf | Any = None, attack: GADAttackConf | Any = None,
+                 lowess: LowessConf | Any = None) -> None:
+        self.pseudo_settings = typed(PseudoModelConf, pseudo_model)
+        self.settings = typed(GADAttackConf, attack)
+        super().__init__(lowess, self.settings.chunk)
+
+    def prepare(self, inputs: ScoreInputs, cache: Path, facts: dict[str, Any]) -> None:
         black_box = lambda b: inputs.target.predict_proba(b)[:, inputs.critical_class]  # noqa: E731
-        state["pseudo_model"], facts["pseudo_r2"] = extract_pseudo_model(black_box, inputs.all_items, settings)
-        append_jsonl(out / "scores" / "gad_pseudo_model.jsonl", {"r2": facts["pseudo_r2"]})
-    chunk = int(cfg.attack.get("chunk", 500))
-    queries = 0
-    scale = (inputs.high - inputs.low).clamp_min(1e-12)
-    with progress(total=len(todo), desc=f"{name} attack", unit="item") as bar:
-        for start in range(0, len(todo), chunk):
-            index = todo[start:start + chunk]
-            result = _attack_chunk(name, cfg, inputs, index, state)
-            queries += result.queries
-            mae = ((inputs.items[index] - result.adversarial) / scale).abs().flatten(1).mean(1)
-            append_jsonl(path, [{"item": keys[i], "mae": float(m) if ok else None, "ok": bool(ok)}
-                                for i, m, ok in zip(index.tolist(), mae.tolist(), result.ok.tolist())])
-            for i, m, ok in zip(index.tolist(), mae.tolist(), result.ok.tolist()):
-                done[keys[i]] = {"mae": m if ok else None, "ok": ok}
-            bar.update(len(index))
-    values = torch.tensor([float("nan") if done[k]["mae"] is None else done[k]["mae"] for k in keys],
-                          dtype=torch.float64)
-    if name == "gad" and "pseudo_r2" not in facts:
-        previous = read_jsonl(out / "scores" / "gad_pseudo_model.jsonl")
+        self.pseudo_model, facts["pseudo_r2"] = extract_pseudo_model(black_box, inputs.all_items, self.pseudo_settings)
+        append_jsonl(self._pseudo_record(cache), {"r2": facts["pseudo_r2"]})
+
+    def resumed(self, cache: Path, facts: dict[str, Any]) -> None:
+        previous = read_jsonl(self._pseudo_record(cache))
         facts["pseudo_r2"] = previous[-1]["r2"] if previous else None
-    facts.update({"queries_per_item": queries / max(1, len(todo)), "attack_failures": int(values.isnan().sum()),
-                  "attack_seconds": round(time.perf_counter() - started, 2)})
-    require(int((~values.isnan()).sum()) >= 3,
-            f"the {name} attack succeeded on only {int((~values.isnan()).sum())} of {len(values)} items, too few to fit "
-            "F(p); " + ("raise search.gad.attack.max_steps or step, or use search.gad.pseudo_model.design=pool "
-                        f"(pseudo model R^2 = {facts.get('pseudo_r2')})" if name == "gad" else
-                        "raise search.adversarial_distance.attack.steps or try attack.method=hsj"))
-    if facts["attack_failures"]:
-        log.warning("%s: the attack failed on %d of %d items; they are kept, marked, out of the LOWESS fit "
-                    "and ranked last", name, facts["attack_failures"], len(values))
-    return values, facts
+
+    def attack(self, x: Tensor, index: Tensor, inputs: ScoreInputs) -> AttackResult:
+        black_box = lambda b: inputs.target.predict_proba(b).argmax(1)  # noqa: E731
+        return sign_gradient_attack(x, black_box, self.pseudo_model, inputs.low, inputs.high,
+                                    step=self.settings.step, max_steps=self.settings.max_steps)
+
+    def hint(self, where: str, facts: dict[str, Any]) -> str:
+        return (f"raise {where}.attack.max_steps or step, or use {where}.pseudo_model.design=pool "
+                f"(pseudo model R^2 = {facts.get('pseudo_r2')})")
+
+    @staticmethod
+    def _pseudo_record(cache: Path) -> Path:
+        return cache.with_name(cache.name + "_pseudo_model.jsonl")

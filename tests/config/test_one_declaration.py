@@ -30,7 +30,7 @@ from tests.conftest import CONF_DIR, compose_config
 #: worst-case audit, search methods for the error search)
 GROUP_TASKS = {None: None, "dataset": ("train", []), "model": ("train", []), "paths": ("train", []),
                "audit": ("examine", []), "examiner": ("examine", []), "world": ("examine", []),
-               "search": ("examine", ["audit=error_search"])}
+               "search": ("examine", ["audit=error_search"]), "search/method": ("examine", ["audit=error_search"])}
 
 
 # -- the YAML options and their schemas ---------------------------------------------------------
@@ -171,19 +171,29 @@ def _refusal(cfg: DictConfig, task: str) -> str:
     return str(refused.value)
 
 
+def package_of(path: Path) -> str | None:
+    """The ``# @package`` header of a YAML option (its first line), ``None`` without one."""
+    first = (path.read_text().splitlines() or [""])[0]
+    return first.split("@package", 1)[1].strip() if first.startswith("# @package") else None
+
+
 def rule_cases() -> list[tuple[str, list[str], list[str], dict[str, Rule]]]:
-    """(case id, task, overrides, {dotted key: Rule}): one composed config per YAML option with rules."""
+    """(case id, task, overrides, {dotted key: Rule}): one composed config per YAML option with rules.
+
+    An option with a ``# @package`` header (a search method's block, ``search.<name>``) sits at that
+    package and is composed by its group's defaults (``conf/search/methods.yaml``), so it is not selected."""
     cases, seen = [], set()
     for path, schema in options(CONF_DIR):
         group = path.parent.relative_to(CONF_DIR).as_posix()
         group = None if group == "." else group
         task, extra = GROUP_TASKS.get(group) or (path.stem, [])
-        prefix = "" if group is None else f"{group}."
+        package = package_of(path)
+        prefix = "" if group is None else f"{package or group}."
         rules = dict(ranged_fields(schema, prefix))
         if not rules or (schema, group) in seen:
             continue
         seen.add((schema, group))
-        select = [] if group is None else [f"{group}={path.stem}"]
+        select = [] if group is None or package else [f"{group}={path.stem}"]
         cases.append((f"{group}/{path.stem}", task, [*extra, *select], rules))
     return cases
 

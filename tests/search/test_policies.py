@@ -1,4 +1,7 @@
-"""Error-search policies, the oracle ceiling and the terminal oracle, on pools with planted errors."""
+"""Error-search policies, the oracle ceiling and the terminal oracle, on pools with planted errors.
+
+The policies are built as the audit builds them: from the blocks ``conf/search/method/*.yaml`` compose to.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +11,56 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from advaudit.config.schemas import LowessConf
 from advaudit.search.adversarial_distance import pool_scores
-from advaudit.search.baselines import build_policy, elbow_kmeans, fit_logistic, kmeans
+from advaudit.errors import AdvauditError
+from advaudit.search.baselines import (BansalWeldCoverage, FacilityLocations, LakkarajuBandit, LowConfidence,
+                                       RandomOrder, elbow_kmeans, fit_logistic, kmeans)
 from advaudit.search.coverage import coverage_utility_curve
 from advaudit.search.metrics import oracle_ceiling, sdr_curve
 from advaudit.search.oracle import TerminalOracle
-from advaudit.search.policy import PoolBatch, label_oracle, run_policy
+from advaudit.search.methods import Scorer, build_method, method_names
+from advaudit.search.policy import PoolBatch, QueryPolicy, label_oracle, run_policy
+from advaudit.search.scorers import GAD, AdversarialDistance
+from tests.conftest import compose_config
 
 METHODS = ["random", "low_confidence", "lakkaraju", "bansal_weld", "facility_locations"]
+CLASSES = {"adversarial_distance": AdversarialDistance, "gad": GAD, "random": RandomOrder,
+           "low_confidence": LowConfidence, "lakkaraju": LakkarajuBandit, "bansal_weld": BansalWeldCoverage,
+           "facility_locations": FacilityLocations}
+
+
+@pytest.fixture(scope="module")
+def search(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The ``search`` block ``audit=error_search`` composes to: every built-in method's block."""
+    cfg = compose_config("examine", ["audit=error_search"], tmp_path_factory.mktemp("search"))
+    return dict(OmegaConf.to_container(cfg.search, resolve=True))
+
+
+def build_policy(search: dict, name: str, **options: object) -> QueryPolicy:
+    """The policy ``search.<name>`` builds, with ``options`` changed."""
+    return build_method({**search, name: {**search[name], **options}}, name)()
+
+
+def test_every_builtin_method_is_its_yaml_block(search: dict) -> None:
+    assert method_names(search) == list(CLASSES)
+    for name, cls in CLASSES.items():
+        method = build_method(search, name)()
+        assert type(method) is cls and isinstance(method, Scorer) == (name in ("adversarial_distance", "gad"))
+    bandit = build_policy(search, "lakkaraju", clusters=4)
+    assert (bandit.clusters, bandit.exploration) == (4, 2.0)
+    gad = build_method(search, "gad")()
+    assert gad.pseudo_settings.seed == 0 and gad.settings.max_steps == 500 and gad.lowess.frac == 0.1
+
+
+def test_a_setting_a_method_does_not_take_is_refused_when_built(search: dict) -> None:
+    with pytest.raises(AdvauditError, match=r"^search.lakkaraju has unknown keys \['clustrs'\] .*did you mean "
+                                            r"search.lakkaraju.clusters for search.lakkaraju.clustrs\?"):
+        build_policy(search, "lakkaraju", clustrs=4)
+    with pytest.raises(AdvauditError, match=r"^search has no method 'lakkaraju2'"):
+        build_method(search, "lakkaraju2")
 
 
 def planted_pools(r: int = 40, p: int = 300, seed: int = 0) -> tuple[PoolBatch, torch.Tensor]:
@@ -33,9 +76,9 @@ def planted_pools(r: int = 40, p: int = 300, seed: int = 0) -> tuple[PoolBatch, 
 
 
 @pytest.mark.parametrize("name", METHODS)
-def test_every_policy_queries_distinct_items_reproducibly(name: str) -> None:
+def test_every_policy_queries_distinct_items_reproducibly(search: dict, name: str) -> None:
     pools, truth = planted_pools()
-    run = lambda: run_policy(build_policy(name), pools, label_oracle(truth), 25, torch.Generator().manual_seed(3))  # noqa: E731
+    run = lambda: run_policy(build_policy(search, name), pools, label_oracle(truth), 25, torch.Generator().manual_seed(3))  # noqa: E731
     positions, answers = run()
     assert positions.shape == (40, 25) and answers.dtype == torch.bool
     assert all(len(set(row.tolist())) == 25 for row in positions)
@@ -43,13 +86,13 @@ def test_every_policy_queries_distinct_items_reproducibly(name: str) -> None:
     assert torch.equal(positions, run()[0])
 
 
-def test_adaptive_policies_reach_their_own_objectives_better_than_random() -> None:
+def test_adaptive_policies_reach_their_own_objectives_better_than_random(search: dict) -> None:
     """As in the paper's Figs. 5-7: Bansal & Weld tops its coverage utility and the errors found by
     querying low-confidence items; the bandit and facility locations exploit the blind spot."""
     pools, truth = planted_pools()
     found, utility, confidence = {}, {}, {}
     for name in METHODS:
-        positions, answers = run_policy(build_policy(name), pools, label_oracle(truth), 30,
+        positions, answers = run_policy(build_policy(search, name), pools, label_oracle(truth), 30,
                                         torch.Generator().manual_seed(0))
         found[name] = float(answers.float().sum(1).mean())
         utility[name] = float(coverage_utility_curve(pools.features, pools.confidence, positions, answers)[:, -1].mean())
@@ -60,7 +103,7 @@ def test_adaptive_policies_reach_their_own_objectives_better_than_random() -> No
     assert found["bansal_weld"] > found["random"] and confidence["bansal_weld"] < confidence["random"] - 0.05
 
 
-def test_bansal_weld_variants_and_its_first_query() -> None:
+def test_bansal_weld_variants_and_its_first_query(search: dict) -> None:
     """With nothing found yet, P(error | x) = 1 - c_x and both scores are (1 - c_x) U({x}), with
     U({x}) = sum_y c_y exp(-(d(x, y) / d_max)^2 / var) (Bansal & Weld's code)."""
     pools, truth = planted_pools(r=5, p=200)
@@ -68,7 +111,7 @@ def test_bansal_weld_variants_and_its_first_query() -> None:
     scaled = distance / distance.flatten(1).amax(1)[:, None, None]
     alone = (pools.confidence[:, None, :].double() * torch.exp(-scaled.double() ** 2 / 0.001)).sum(2)
     for score in ("published", "expected_gain"):
-        positions, _ = run_policy(build_policy("bansal_weld", score=score, neighbours=200), pools,
+        positions, _ = run_policy(build_policy(search, "bansal_weld", score=score, neighbours=200), pools,
                                   label_oracle(truth), 3, torch.Generator().manual_seed(0))
         assert torch.equal(positions[:, 0], ((1 - pools.confidence.double()) * alone).argmax(1))
 
@@ -83,9 +126,9 @@ def test_elbow_follows_bansal_weld_rule() -> None:
         assert not set(assign[0, 60 * blob:60 * blob + 60].tolist()) & set(assign[0, :60 * blob].tolist())
 
 
-def test_low_confidence_queries_in_ascending_confidence() -> None:
+def test_low_confidence_queries_in_ascending_confidence(search: dict) -> None:
     pools, truth = planted_pools()
-    positions, _ = run_policy(build_policy("low_confidence"), pools, label_oracle(truth), 10, torch.Generator())
+    positions, _ = run_policy(build_policy(search, "low_confidence"), pools, label_oracle(truth), 10, torch.Generator())
     queried = pools.confidence.gather(1, positions)
     assert bool((queried[:, 1:] >= queried[:, :-1]).all())
     assert torch.allclose(queried[:, 0], pools.confidence.min(1).values)

@@ -8,8 +8,9 @@
 #   label-preservation judging); REPEATS (default 2) alternating old/new runs each.
 # Env: EXAMINERS="rl random" BUDGET=640 (queries per instance; RL and random: 20 iterations of 32);
 # PY: the interpreter (default: this checkout's .venv/bin/python).
-# The examination: ShapeWorld 32 px, 10 instances (best per class), sun angles fixed, camera distance
-# [1.5, 4] m on both sides (today's default box; the old default was [1, 5]), one torch thread.
+# The examination: ShapeWorld 32 px, 10 instances (best per class), sun angles fixed, the same box on
+# both sides whatever each revision's default (Table 1 with camera distance [1.5, 4] m), one torch
+# thread. Each side keeps its own validity size check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET=$(realpath "$1"); REV=${2:-e5a459b}; REPEATS=${3:-2}
@@ -20,7 +21,7 @@ git worktree add --detach "$OLD" "$REV" >/dev/null
 trap 'git worktree remove --force "$OLD"' EXIT
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=offline ADVAUDIT_PROGRESS=0
 run() {  # checkout dir, examiner, run dir -> queries/s
-  (cd "$1" && $PY examine.py world=shapes 'world.factors={camera_distance:[1.5,4]}' audit=worst_case \
+  (cd "$1" && $PY examine.py world=shapes 'world.factors={camera_elevation:[-90,90],camera_distance:[1.5,4],sun_energy:[0,5]}' audit=worst_case \
     examiner="$2" audit.budget="$BUDGET" "audit.report_budgets=[0,$BUDGET]" audit.selection=best_per_class \
     'audit.fixed_random=[sun_rot_x,sun_rot_y,sun_rot_z]' target="$TARGET" threads=1 logger=none \
     hydra.run.dir="$3" > "$3.log" 2>&1)

@@ -34,14 +34,30 @@ import numpy as np
 
 from advaudit.core.intervals import format_summary, mean_with_ci
 
-#: named candidates: the examine.py overrides that make each box or check
+def box(elevation: float = 90, distance: float = 4, sun: float = 0, min_extent: float = 0.1875) -> list[str]:
+    """examine.py overrides for the paper's Table-1 box narrowed to |camera elevation| <= ``elevation``
+    deg, camera distance in [1.5, ``distance``] m and sun energy in [``sun``, 5] W/m2, with a validity
+    size check of ``min_extent`` of the frame side (0.1875 = 6 px at 32 px)."""
+    return ["world=shapes_table1", f"world.factors={{camera_elevation:[{-elevation:g},{elevation:g}],"
+            f"camera_distance:[1.5,{distance:g}],sun_energy:[{sun:g},5]}}", f"audit.validity.min_extent={min_extent:g}"]
+
+
+#: named candidates, each a box and check from the paper's Table 1 (``default``: world=shapes as it is)
 CANDIDATES: dict[str, list[str]] = {
     "default": [],
     "table1": ["world=shapes_table1"],
-    "elevation_72": ["world.factors={camera_elevation:[-72,72]}"],
-    "elevation_60": ["world.factors={camera_elevation:[-60,60]}"],
-    "elevation_60_distance_3.5": ["world.factors={camera_elevation:[-60,60],camera_distance:[1.5,3.5]}"],
-    "min_height_10px": ["audit.validity.min_height_px=10"],
+    "table1_distance_4": box(),
+    "elevation_72": box(elevation=72),
+    "elevation_60": box(elevation=60),
+    "elevation_60_distance_3.5": box(elevation=60, distance=3.5),
+    "elevation_45_distance_3.5": box(elevation=45, distance=3.5),
+    "elevation_60_distance_3.5_sun_1": box(elevation=60, distance=3.5, sun=1),
+    "elevation_60_distance_3_sun_1": box(elevation=60, distance=3, sun=1),
+    "elevation_45_distance_3.5_sun_1": box(elevation=45, distance=3.5, sun=1),
+    "elevation_45_distance_3_sun_1": box(elevation=45, distance=3, sun=1),
+    "elevation_30_distance_3.5_sun_1": box(elevation=30, distance=3.5, sun=1),
+    "elevation_45_distance_3.5_sun_1_extent_0.3": box(elevation=45, distance=3.5, sun=1, min_extent=0.3),
+    "elevation_60_distance_3.5_sun_1_extent_0.3": box(elevation=60, distance=3.5, sun=1, min_extent=0.3),
 }
 #: examiner overrides at their default settings (budget: the audit's default, 500 queries)
 EXAMINERS: dict[str, list[str]] = {"bo": ["examiner=bo"], "rl": ["examiner=rl"], "tpe": ["examiner=tpe"],

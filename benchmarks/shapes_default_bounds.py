@@ -27,8 +27,8 @@ from advaudit.worlds.validity import mask_checks as validity_mask_checks
 def mask_checks(masks: torch.Tensor, min_height: int) -> dict[str, torch.Tensor]:
     """``masks`` ``[M, H, W]`` bool -> per render: ``border``, ``empty``, ``small`` ``[M]`` bool
     (the audit's own checks, :func:`advaudit.worlds.validity.mask_checks`, plus empty renders)."""
-    checks = validity_mask_checks(masks, min_height)
-    return {"border": ~checks["in_frame"], "empty": ~masks.flatten(1).any(1), "small": ~checks["min_height"]}
+    checks = validity_mask_checks(masks, min_height / masks.shape[-1])
+    return {"border": ~checks["in_frame"], "empty": ~masks.flatten(1).any(1), "small": ~checks["min_extent"]}
 
 
 def measure(world: ShapeWorld, renders: int, min_height: int, seed: int,

@@ -1,7 +1,7 @@
 """Label preservation in ShapeWorld: how much of a factor box fails each validity check, and what
 judging validity costs next to rendering alone (measured in one run, interleaved).
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/validity.py [--factors '{camera_distance: [1.5, 5]}']
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/validity.py [--factors '{camera_distance: [1.5, 5]}'] [--min-extent 0.3]
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from advaudit.config.schemas import ValidityConf
 from advaudit.worlds.validity import ValidityJudge
 
 
-def invalid_shares(size: int, factors: dict | None, renders: int = 20) -> dict[str, object]:
+def invalid_shares(size: int, factors: dict | None, min_extent: float, renders: int = 20) -> dict[str, object]:
     """Share of uniformly random conditions over the test instances failing each check."""
     world = ShapeWorld(image_size=size, factors=factors)
     z = world.instances("test")
     s = world.random_conditions(len(z), renders, torch.Generator().manual_seed(0))
-    _, checks = world.render_checked(z, s, ValidityConf())
+    _, checks = world.render_checked(z, s, ValidityConf(min_extent=min_extent))
     distance = s.reshape(-1, s.shape[-1])[:, [f.name for f in world.factors].index("camera_distance")]
     out = ~checks["in_frame"]
     bands = {f"{lo:.1f}-{lo + 0.5:.1f} m": round(float(out[(distance >= lo) & (distance < lo + 0.5)].float().mean()), 3)
@@ -53,12 +53,14 @@ def judging_overhead(size: int, repeats: int = 5) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--factors", default=None, help="factor overrides as YAML, e.g. '{camera_distance: [1.5, 5]}'")
+    parser.add_argument("--min-extent", type=float, default=ValidityConf.min_extent,
+                        help="the size check: share of the frame side the object must span")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     factors = yaml.safe_load(args.factors) if args.factors else None
     for size in (32, 64):
-        print(invalid_shares(size, factors))
+        print(invalid_shares(size, factors, args.min_extent))
     plain, judged = judging_overhead(32)
     print(f"32 px: render {plain:.0f}/s, render + validity {judged:.0f}/s ({judged / plain - 1:+.1%})")
 

@@ -290,7 +290,7 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
                            "examine/final_invalid_share": float(1 - valid[:, last:].mean())}
     if not judge_path:
         return out, [None] * len(p)
-    judge = ValidityJudge(world, ValidityConf(in_frame=False, min_height_px=0, min_content_kept=0.0,
+    judge = ValidityJudge(world, ValidityConf(in_frame=False, min_extent=0.0, min_content_kept=0.0,
                                               reference=str(judge_path), reference_min_prob=0.0), device=device)
     _, _, checks = judge.render(z, worst_s.unsqueeze(1).to(device))
     has_worst = worst_index >= 0
@@ -330,8 +330,9 @@ def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
 
 def _judge_line(result: dict[str, Any]) -> str:
     if "examine/judge_correct_worst" not in result:
-        return ("no independent judge (`audit.judge`) was given, so whether the worst cases keep their label "
-                "is not measured")
+        return ("no independent judge was given, so whether the worst cases keep their label is not measured "
+                "(`audit.judge=<a strong target.pt>`, trained for instance by "
+                "`train.py experiment=examiner/train_judge`)")
     return (f"the independent judge `{result['judge']}` still classifies "
             f"{_fmt(result, 'examine/judge_correct_worst', percent=True)} of the worst valid cases correctly "
             f"({100 * result['examine/judge_correct_random']:.0f}% of random conditions)")

@@ -77,6 +77,9 @@ def discover_runs(roots: Iterable[str | Path]) -> list[RunRecord]:
     for root in roots:
         root = Path(root)
         require(root.exists(), f"{root} does not exist; pass run folders, multirun folders or result.json files")
+        require(root.is_dir() or root.name == "result.json",
+                f"{root} is neither a folder nor a result.json; pass run folders, multirun folders or result.json "
+                "files (a shell pattern such as run_* also matches the runs' .log files: use run_*/)")
         files = [root] if root.is_file() else sorted(root.rglob("result.json"), key=_natural)
         for path in files:
             if path.parent.resolve() not in seen:

@@ -5,8 +5,8 @@ human would judge it (its Sec. 2.1); a failure found outside that set is not a w
 model. advaudit checks every proposal and counts failures only on valid ones:
 
 - **geometric checks** from the world itself (``world.render_checked(z, s, rules)``, computed in
-  the same pass as the images): ShapeWorld asks that the whole object is in frame and at least
-  ``min_height_px`` tall; TransformWorld that at least ``min_content_kept`` of the image's content
+  the same pass as the images): ShapeWorld asks that the whole object is in frame and spans at
+  least ``min_extent`` of the frame; TransformWorld that at least ``min_content_kept`` of the image's content
   stays in frame. A world without ``render_checked`` has no geometric check (all pass).
 - an optional **reference judge** (``reference=<target.pt>``): a strong model, trained on the same
   world with many fresh renders, whose *confident correct* answer (probability of the true class
@@ -62,7 +62,7 @@ class ValidityJudge:
         names = []
         if hasattr(self.world, "render_checked"):
             names += ["in_frame"] if self.rules.in_frame else []
-            names += ["min_height"] if self.rules.min_height_px > 0 and _has_height(self.world) else []
+            names += ["min_extent"] if self.rules.min_extent > 0 and _has_height(self.world) else []
         return names + ([REFERENCE_CHECK] if self.reference is not None else [])
 
     def render(self, z: Instances, s: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
@@ -90,16 +90,17 @@ class ValidityJudge:
         return images, valid, checks
 
 
-def mask_checks(masks: Tensor, min_height_px: int) -> dict[str, Tensor]:
+def mask_checks(masks: Tensor, min_extent: float) -> dict[str, Tensor]:
     """The geometric checks of a rendered 3D world from its object masks ``[B, H, W]`` bool.
 
-    Returns ``{"in_frame", "min_height"}``, each ``[B]`` bool (True = passed): no object pixel on
-    the image border, and an object extent of at least ``min_height_px`` pixels along its longer
-    image axis (0 for an empty mask).
+    Returns ``{"in_frame", "min_extent"}``, each ``[B]`` bool (True = passed): no object pixel on
+    the image border, and an object extent of at least ``min_extent`` of the frame's side along its
+    longer image axis (the share of rows or of columns it spans; 0 for an empty mask).
     """
     border = masks[:, 0].any(1) | masks[:, -1].any(1) | masks[:, :, 0].any(1) | masks[:, :, -1].any(1)
     rows, cols = masks.any(2), masks.any(1)
-    return {"in_frame": ~border, "min_height": torch.maximum(_span(rows), _span(cols)) >= int(min_height_px)}
+    extent = torch.maximum(_span(rows) / masks.shape[1], _span(cols) / masks.shape[2])
+    return {"in_frame": ~border, "min_extent": extent >= float(min_extent) - 1e-9}
 
 
 def _span(occupied: Tensor) -> Tensor:

@@ -83,9 +83,9 @@ def test_budgets_are_honoured_to_the_query_and_in_iterations(make_cfg, tiny_shap
 def test_failures_count_only_on_label_preserving_conditions(make_cfg, tiny_shapes_target: Path, tmp_path: Path) -> None:
     # camera distance 1: the object overflows the frame in nearly every view
     close = examine(make_cfg("examine", worst_case_overrides(
-        tiny_shapes_target, "world.factors={camera_distance:1.0}", "audit.validity.min_height_px=0")))
+        tiny_shapes_target, "world.factors={camera_distance:1.0}", "audit.validity.min_extent=0")))
     far = examine(make_cfg("examine", worst_case_overrides(
-        tiny_shapes_target, "world.factors={camera_distance:2.5}", "audit.validity.min_height_px=0",
+        tiny_shapes_target, "world.factors={camera_distance:2.5}", "audit.validity.min_extent=0",
         f"paths.output_dir={tmp_path / 'far'}")))
     assert close["examine/invalid_share"] > 0.8 and far["examine/invalid_share"] == 0.0
     records = read_jsonl(tmp_path / "run" / "steps.jsonl")

@@ -130,6 +130,9 @@ def test_worst_conditions_bunched_at_one_end_of_a_factor_are_found(tmp_path: Pat
 def test_cli_writes_report_and_names_bad_folder(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert compare_main([str(tmp_path / "nothing-here")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "run_a.log").write_text("a run's log, matched by run_*\n")
+    assert compare_main([str(tmp_path / "run_a.log")]) == 2
+    assert "run_a.log is neither a folder nor a result.json" in capsys.readouterr().err
     write_worst_case(tmp_path / "r" / "a", "A.pt", 0, np.full(6, 0.3), np.zeros(6, bool))
     write_worst_case(tmp_path / "r" / "b", "B.pt", 0, np.full(6, 0.6), np.zeros(6, bool))
     assert compare_main([str(tmp_path / "r"), "--no-replay"]) == 0

@@ -144,7 +144,7 @@ REFUSED = [
                                      "did you mean target for target_class?"),
     ("train", ["+sed=3"], "did you mean seed for sed?"),
     ("examine", ["+audit.bugdet=8"], "did you mean audit.budget for audit.bugdet?"),
-    ("examine", ["+audit.validity.min_heigth_px=3"], "did you mean audit.validity.min_height_px"),
+    ("examine", ["+audit.validity.min_extnet=0.2"], "did you mean audit.validity.min_extent"),
     ("examine", ["examiner=bo", "+examiner.betta=2"], "did you mean examiner.beta for examiner.betta?"),
     ("examine", ["+world.imagesize=16"], "did you mean world.image_size for world.imagesize?"),
     ("examine", ["+search.gad.pseudo_model.epoch=3"], "did you mean search.gad.pseudo_model.epochs"),

@@ -14,6 +14,7 @@ from advaudit.models.generator import load_generator
 from advaudit.models.generator_training import class_agreement
 from tests.conftest import compose_config
 from tests.faults.test_fault_tests import brightness_target
+from tests.worlds.shapes_reference import BOX
 
 # 10 classes x 30 instances x 1 render = 300 training renders at 16 px; a 4-step epoch of a narrow GAN
 TINY_GENERATOR = ["experiment=faults/train_shapes_generator", "dataset.image_size=16",
@@ -161,7 +162,8 @@ def test_the_rendered_objective_fits_the_renders() -> None:
     from advaudit.worlds.shapes.world import ShapeWorld
 
     torch.manual_seed(0)
-    world = ShapeWorld(image_size=8, instances_per_class={"train": 1, "val": 1, "test": 1}, seed=0)
+    # the box this known answer was measured in (Table 1, camera distance [1.5, 4] m), whatever the default
+    world = ShapeWorld(image_size=8, instances_per_class={"train": 1, "val": 1, "test": 1}, seed=0, factors=BOX)
     scenes = RenderedScenes(world, world.factors, latent_dim=24, batch_size=40, steps=41, seed=0)
     module = RenderedGeneratorModule(ConditionalGenerator(10, (3, 8, 8), 24, 8, 1, 64), lr=3e-3)
     optimiser = module.configure_optimizers()

@@ -12,7 +12,8 @@ from advaudit.core.records import append_jsonl, write_json
 from advaudit.errors import AdvauditError
 from advaudit.report.concentration import Region, aggregate, late_window, main, run_concentration
 
-WORLD = {"_target_": "advaudit.worlds.shapes.ShapeWorld", "image_size": 16, "device": "cpu"}
+WORLD = {"_target_": "advaudit.worlds.shapes.ShapeWorld", "image_size": 16, "device": "cpu",
+         "factors": {"camera_elevation": [-90, 90]}}
 ELEVATION = 10  # camera_elevation's column in s; bounds [-90, 90]
 
 

@@ -32,10 +32,10 @@ def test_unit_round_trip_and_out_of_bounds_refusal() -> None:
     s = unit_to_factor(u, DEFAULT_FACTORS)
     assert torch.allclose(factor_to_unit(s, DEFAULT_FACTORS), u, atol=1e-5)
     check_in_bounds(s, DEFAULT_FACTORS)
-    s[0, 0, 8] = 7.0  # camera distance above 4 (the default upper bound)
-    with pytest.raises(AdvauditError, match=r"factor 'camera_distance' has values in \[.*7.*outside its bounds \[1.5, 4.0\]"):
+    s[0, 0, 8] = 7.0  # camera distance above 3.5 (the default upper bound)
+    with pytest.raises(AdvauditError, match=r"factor 'camera_distance' has values in \[.*7.*outside its bounds \[1.5, 3.5\]"):
         check_in_bounds(s, DEFAULT_FACTORS)
-    assert float(unit_to_factor(torch.full((1, 12), 2.0), DEFAULT_FACTORS)[0, 8]) == 4.0  # unit cube is clipped
+    assert float(unit_to_factor(torch.full((1, 12), 2.0), DEFAULT_FACTORS)[0, 8]) == 3.5  # unit cube is clipped
 
 
 class _Target:

@@ -13,7 +13,7 @@ import torch
 
 from advaudit.worlds.shapes.catalogue import build_primitives
 from advaudit.worlds.shapes.renderer import _can_shadow_itself
-from tests.worlds.shapes_reference import PATH, reference_scenes
+from tests.worlds.shapes_reference import BOX, PATH, reference_scenes
 
 
 def test_renders_and_masks_match_the_reference_renderer() -> None:
@@ -33,7 +33,7 @@ def test_only_objects_of_several_primitives_cast_shadow_rays() -> None:
     assert not _can_shadow_itself(build_primitives("barrel", p))   # one clipped spheroid: convex
     assert _can_shadow_itself(build_primitives("mug", p))          # the handle can shadow the body
     world, z, s = reference_scenes()
-    lit, unlit = world.render(z, s), type(world)(image_size=world.image_size, shadows=False).render(z, s)
+    lit, unlit = world.render(z, s), type(world)(image_size=world.image_size, shadows=False, factors=BOX).render(z, s)
     single = torch.tensor([world.class_names[int(c)] in ("can", "barrel") for c in z.labels])
     assert torch.equal(lit[single], unlit[single])                 # shadows change nothing there
     assert not torch.equal(lit[~single], unlit[~single])           # and something elsewhere

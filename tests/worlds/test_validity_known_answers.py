@@ -18,20 +18,20 @@ WORLD = ShapeWorld(image_size=16, instances_per_class={"test": 1}, classes=["mug
 
 def test_mask_checks_measure_the_longer_extent_and_the_border() -> None:
     # catches: the shorter axis used (2 px here), an off-by-one extent (3 or 5), '>' for '>=',
-    # an empty mask given a height, or the border check dropped
+    # an empty mask given an extent, or the border check dropped (extents are shares of the 10 px side)
     masks = torch.zeros(3, 10, 10, dtype=torch.bool)
     masks[0, 2:6, 3:5] = True  # 4 rows by 2 columns, inside the frame
     masks[1, 0:3, 4] = True  # 3 rows touching the top border
     # masks[2] empty
-    at_four, at_five = mask_checks(masks, 4), mask_checks(masks, 5)
-    assert at_four["min_height"].tolist() == [True, False, False]
-    assert at_five["min_height"].tolist() == [False, False, False]
-    assert mask_checks(masks, 3)["min_height"].tolist() == [True, True, False]
-    assert mask_checks(masks, 0)["min_height"].tolist() == [True, True, True]
+    at_four, at_five = mask_checks(masks, 0.4), mask_checks(masks, 0.5)
+    assert at_four["min_extent"].tolist() == [True, False, False]
+    assert at_five["min_extent"].tolist() == [False, False, False]
+    assert mask_checks(masks, 0.3)["min_extent"].tolist() == [True, True, False]
+    assert mask_checks(masks, 0)["min_extent"].tolist() == [True, True, True]
     assert at_four["in_frame"].tolist() == [True, False, True]
 
 
-def test_shape_world_judge_refuses_objects_shorter_than_min_height_px() -> None:
+def test_shape_world_judge_refuses_objects_smaller_than_min_extent() -> None:
     # catches: the min-height check not applied by the judge, compared against the wrong extent, or
     # not folded into ``valid``
     z = WORLD.instances("test")
@@ -43,12 +43,12 @@ def test_shape_world_judge_refuses_objects_shorter_than_min_height_px() -> None:
     assert min(height) >= 2  # the objects are visible at this condition
     for i, h in enumerate(height):
         one, s_one = z.subset(torch.tensor([i])), s[i:i + 1]
-        judge = ValidityJudge(WORLD, ValidityConf(in_frame=False, min_height_px=h))
-        assert judge.checks == ["min_height"]
+        judge = ValidityJudge(WORLD, ValidityConf(in_frame=False, min_extent=h / WORLD.image_size))
+        assert judge.checks == ["min_extent"]
         _, valid, checks = judge.render(one, s_one)
-        assert valid.tolist() == [[True]] and checks["min_height"].tolist() == [[True]]
-        _, valid, checks = ValidityJudge(WORLD, ValidityConf(in_frame=False, min_height_px=h + 1)).render(one, s_one)
-        assert valid.tolist() == [[False]] and checks["min_height"].tolist() == [[False]]
+        assert valid.tolist() == [[True]] and checks["min_extent"].tolist() == [[True]]
+        _, valid, checks = ValidityJudge(WORLD, ValidityConf(in_frame=False, min_extent=(h + 1) / WORLD.image_size)).render(one, s_one)
+        assert valid.tolist() == [[False]] and checks["min_extent"].tolist() == [[False]]
 
 
 class _Reference:
@@ -66,7 +66,7 @@ class _Reference:
 
 def _judge_with(monkeypatch, reference: _Reference, **rules) -> ValidityJudge:
     monkeypatch.setattr(validity, "load_target", lambda path, map_location="cpu": reference)
-    return ValidityJudge(WORLD, ValidityConf(in_frame=False, min_height_px=0, reference="ref.pt", **rules))
+    return ValidityJudge(WORLD, ValidityConf(in_frame=False, min_extent=0.0, reference="ref.pt", **rules))
 
 
 def test_reference_counts_only_confident_correct_answers(monkeypatch) -> None:

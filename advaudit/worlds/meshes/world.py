@@ -63,7 +63,7 @@ class MeshWorld:
         up_axis: ``auto`` (z for ModelNet, else y), ``y`` or ``z``.
         image_size, spp, max_depth, object_radius, ambient, exposure, ground, batch_cameras:
             the renderer (see :class:`~advaudit.worlds.meshes.renderer.MitsubaRenderer`).
-        factors: overrides ``{name: [low, high] | value}`` of the Table-1 bounds.
+        factors: overrides ``{name: [low, high] | value}`` of the default bounds (ShapeWorld's ``DEFAULT_FACTORS``).
         cache_dir: where normalised meshes (and the built-in export) are cached.
         device: ``cpu``/``cuda``/``auto``: Mitsuba's ``llvm_ad_rgb`` or ``cuda_ad_rgb`` variant.
         threads: Dr.Jit CPU threads (null: all cores).

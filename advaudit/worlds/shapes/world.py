@@ -28,13 +28,17 @@ TABLE1_FACTORS = [
     Factor("camera_distance", 1.0, 5.0, "m"), Factor("camera_azimuth", 0.0, 180.0, "deg", 360.0),
     Factor("camera_elevation", -90.0, 90.0, "deg"), Factor("camera_roll", 0.0, 360.0, "deg", 360.0),
 ]
-# The default S: Table 1 with camera distance narrowed to [1.5, 4] m so that every condition keeps
-# the label visible (Sec. 2.1). Measured on 600 random renders per range of 100 val instances at
-# 32 px: below 1.5 m the object overflows the frame (88% of renders at 1.0-1.2 m, 45% at 1.2-1.4 m,
-# 8% at 1.4-1.5 m, 0% above); above 4 m it is under 6 px tall on 6-14% of renders (2.6% at 3.5-4 m).
-# The paper's bounds: ``world.factors={camera_distance:[1,5]}`` or ``world=shapes_table1``.
-DEFAULT_FACTORS = [f if f.name != "camera_distance" else Factor("camera_distance", 1.5, 4.0, "m")
-                   for f in TABLE1_FACTORS]
+# The default S keeps the label (Sec. 2.1) where it matters, on the examiner's worst cases: Table 1
+# with the camera between 60 deg below and 60 deg above the object (straight down, a can, a barrel, a
+# bowl and a lamp show the same disc), 1.5-3.5 m away (nearer, the object overflows the 32 px frame;
+# farther, it shrinks to a few pixels) and the sun at >= 1 W/m2 (below, unlit objects are dark
+# blobs); the validity check's size rule (audit.validity.min_extent) does the rest. On a control
+# target, an independent strong judge still names 0.55 of BO's worst cases under Table 1 with distance
+# [1.5, 4] m, 0.91 in this box with the default check (benchmarks/label_kept.py,
+# docs/results/worst-case.md). The paper's bounds: ``world=shapes_table1``.
+LABEL_KEEPING_BOUNDS = {"camera_elevation": (-60.0, 60.0), "camera_distance": (1.5, 3.5), "sun_energy": (1.0, 5.0)}
+DEFAULT_FACTORS = [Factor(f.name, *LABEL_KEEPING_BOUNDS[f.name], f.unit, f.period) if f.name in LABEL_KEEPING_BOUNDS
+                   else f for f in TABLE1_FACTORS]
 SPLIT_OFFSETS = {"train": 0, "val": 1_000_000, "test": 2_000_000}
 
 
@@ -69,7 +73,7 @@ class ShapeWorld:
         image_size: output side (32 or 64 typical).
         instances_per_class: ``{train, val, test}`` instance counts per class (disjoint sets).
         seed: generates the instances deterministically.
-        factors: overrides ``{name: [low, high] | value}`` of the default Table-1 bounds.
+        factors: overrides ``{name: [low, high] | value}`` of the default bounds (``DEFAULT_FACTORS``).
         classes: subset of class names (default: all 10).
         shadows: cast shadow rays for the sun and the point light.
         device: where instances live and rendering runs.
@@ -140,11 +144,11 @@ class ShapeWorld:
         (each ``[N*q]`` bool, True = passed; ``rules`` is a :class:`~advaudit.worlds.validity.ValidityConf`):
 
         - ``in_frame``: no object pixel on the image border (the whole object is visible);
-        - ``min_height``: the object spans at least ``rules.min_height_px`` pixels along its longer
+        - ``min_extent``: the object spans at least ``rules.min_extent`` of the frame along its longer
           image axis (so a speck far away, or an object seen edge-on, does not count as a view of it).
         """
         images, masks = self.render_with_masks(z, s)
-        return images, mask_checks(masks, rules.min_height_px)
+        return images, mask_checks(masks, rules.min_extent)
 
     def with_image_size(self, image_size: int) -> "ShapeWorld":
         """The same world (instances, factors, lights) rendered at another resolution."""

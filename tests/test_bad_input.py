@@ -102,6 +102,8 @@ def cases(f: dict[str, Path]) -> dict[str, tuple[str, list[str], str]]:
         "random_selection_without_n": ("examine.py", ["audit.selection=random", t], "audit.n_instances"),
         "rl_negative_lr": ("examine.py", ["examiner=rl", "examiner.lr=-1", t], "examiner.lr"),
         "pool_size_zero": ("examine.py", [*search, "audit.pool_size=0"], "audit.pool_size"),
+        "search_budget_zero": ("examine.py", [*search, "audit.budget=0"],
+                               "audit.budget=0; the number of queries must be >= 1 (the nearest valid value is 1)"),
         "budget_above_pool": ("examine.py", [*search, "audit.pool_size=50", "audit.budget=100"], "audit.budget=100"),
         "report_at_beyond_budget": ("examine.py", [*search, "audit.report_at=[5,500]"], "audit.report_at"),
         "tau_above_one": ("examine.py", [*search, "audit.tau=1.5"], "audit.tau"),

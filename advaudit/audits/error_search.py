@@ -27,10 +27,11 @@ from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
 from advaudit.audits.error_search_report import write_report
+from advaudit.config import typed
+from advaudit.config.schemas import ErrorSearchAuditConf
 from advaudit.confutil import plain
 from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.data.split import class_index
-from advaudit.errors import require
 from advaudit.models.tracking import open_wandb
 from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import ScoreOrder
@@ -48,40 +49,41 @@ MEASURES = ("sdr", "errors", "spread", "coverage", "confidence")  # per query co
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
+    """Search ``cfg.target``'s confident mistakes with ``cfg.search.name`` and ``audit.compare``; returns the summary."""
     out = Path(cfg.paths.output_dir)
-    audit, search = cfg.audit, cfg.search
+    audit, search = typed(ErrorSearchAuditConf, cfg.audit), cfg.search
     target = load_audit_target(cfg)
-    datamodule = target_datamodule(target, audit.get("dataset"))
-    split = datamodule.splits[str(audit.split)]
-    require(int(audit.budget) >= 1, f"audit.budget={audit.budget}; the number of queries must be >= 1")
+    datamodule = target_datamodule(target, audit.dataset)
+    split = datamodule.splits[audit.split.value]
     critical = class_index(audit.critical_class, target.class_names)
 
     probs = target.predict_proba(split.x)                       # calibrated, [N, K]
     confidence, predicted = probs.max(1)
-    mask = eligible(predicted, confidence, critical, float(audit.tau))
+    mask = eligible(predicted, confidence, critical, audit.tau)
     index = mask.nonzero().squeeze(1)
     items, conf_e = split.x[index], confidence[index]
     is_error = split.y[index] != critical                       # only used by the label oracle and metrics
     log.info("%d of %d %s items are predicted %r with confidence > %s (%d errors among them)",
-             len(index), len(split.x), audit.split, target.class_names[critical], audit.tau, int(is_error.sum()))
+             len(index), len(split.x), audit.split.value, target.class_names[critical], audit.tau,
+             int(is_error.sum()))
 
-    methods = [str(search.name)] + [m for m in plain(audit.compare, []) if m != search.name]
+    methods = [str(search.name)] + [m for m in audit.compare if m != search.name]
     makers = {name: build_method(search, name) for name in methods}
     scorers = {name: method for name, make in makers.items() if is_scorer(method := make(), name)}
     facts: dict[str, Any] = {}
     item_scores: dict[str, torch.Tensor] = {}
     distances: dict[str, torch.Tensor] = {}
-    low, high = attack_box(split.x, plain(audit.get("box", "auto"), "auto"))
+    low, high = attack_box(split.x, audit.box)
     inputs = ScoreInputs(items, index, split.x, predicted, low, high, critical, target)
     for name, scorer in scorers.items():
         distances[name], facts[name] = scorer.item_values(inputs, out / "scores" / name)
 
     generator = torch.Generator().manual_seed(int(cfg.seed))
     interactive = str(cfg.get("oracle", "labels")) == "cli"
-    replications = 1 if interactive else int(audit.replications)
-    clamp = interactive or bool(audit.get("clamp_pool_size", False))  # pools as large as the data allow
-    pool_size = min(int(audit.pool_size), len(index)) if clamp else int(audit.pool_size)
-    if pool_size < int(audit.pool_size):
+    replications = 1 if interactive else audit.replications
+    clamp = interactive or audit.clamp_pool_size  # pools as large as the data allow
+    pool_size = min(audit.pool_size, len(index)) if clamp else audit.pool_size
+    if pool_size < audit.pool_size:
         log.info("pools of %d: only %d eligible items (audit.pool_size=%d)", pool_size, len(index), audit.pool_size)
     pools = draw_pools(len(index), pool_size, replications, generator)      # [R, P]
     for name, scorer in scorers.items():
@@ -89,13 +91,13 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     # table columns in different units count alike after range-normalisation; pixels stay as they are
     scaled = (items - inputs.low) / (inputs.high - inputs.low).clamp_min(1e-12) if items.dim() == 2 else items
-    features = pca_features(scaled, int(audit.features.components))
-    budget = min(int(audit.budget), pool_size)
+    features = pca_features(scaled, audit.features.components)
+    budget = min(audit.budget, pool_size)
     results = _completed(out)
     # the coverage utility every method is measured with: Bansal & Weld's kernel width (their method's setting)
     variance = float((plain(search.get("bansal_weld"), {}) or {}).get("variance", 0.001))
     diameters = torch.cat([pool_diameter(features[pools[s:s + 100]]) for s in range(0, replications, 100)])
-    chunk = int(audit.pool_chunk)
+    chunk = audit.pool_chunk
     for name in (methods[:1] if interactive else methods):
         if name in results:
             continue
@@ -130,14 +132,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     for name, record in results.items():
         if "confidence_mean" in record:  # the paper's Fig. 7: confidence of everything the method queried
             summary[f"search/{name}/queried_confidence"] = sum(record["confidence_mean"]) / len(record["confidence_mean"])
-        for k in plain(audit.report_at, []):
+        for k in audit.report_at:
             if k <= budget:
                 for measure in MEASURES:
                     if f"{measure}_mean" in record:
                         summary[f"search/{name}/{measure}@{k}"] = record[f"{measure}_mean"][k - 1]
         if name == search.name:
             summary.update({f"search/sdr@{k}": record["sdr_mean"][k - 1]
-                            for k in plain(audit.report_at, []) if k <= budget})
+                            for k in audit.report_at if k <= budget})
     with open_wandb(cfg, job_type="examine", name=f"error_search-{search.name}") as wandb_run:
         paths = write_report(out, results, summary, items, conf_e, is_error, distances, pools, target, critical,
                              str(search.name), interactive)

@@ -170,18 +170,21 @@ class WorstCaseAuditConf(Ranged):
 
 
 @dataclass
-class SearchFeaturesConf:
-    # PCA of the inputs: the derived feature space of spread/clustering/meta-model
+class SearchFeaturesConf(Ranged):
+    """``audit.features``: PCA of the inputs, the derived feature space of spread/clustering/meta-model."""
+
+    config_path: ClassVar[str] = "audit.features"
     components: int = ranged(20, low=1, integer=True)
 
 
 @dataclass
-class ErrorSearchAuditConf:
+class ErrorSearchAuditConf(Ranged):
     """``conf/audit/error_search.yaml``: find a model's confident mistakes in an unlabeled pool with few
     labels (adversarial distance papers). ``search.name`` is the method reported first (``search=<name>``);
     every method in ``compare`` runs beside it on the same pools. Each method is a ``_target_`` block
     ``search.<name>`` (``conf/search/method/<name>.yaml``: :mod:`advaudit.search.methods`)."""
 
+    config_path: ClassVar[str] = "audit"
     name: str = "error_search"
     run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.error_search.run"))
     split: Split = Split.test
@@ -192,9 +195,12 @@ class ErrorSearchAuditConf:
     tau: float = ranged(0.65, low=0, high=1)  # ... with calibrated confidence above tau
     # attack box and MAE unit: auto ([0, 1] for images, observed per-feature range for tables) | observed | [low, high]
     box: Any = "auto"
-    pool_size: int = 2000  # P items per simulated unlabeled pool (checked with the budget in validation)
+    # P items per simulated unlabeled pool (>= budget: checked in validation)
+    pool_size: int = ranged(2000, low=1, integer=True, message="{path}={value}: a pool needs at least one item; "
+                            "the nearest valid value is 1")
     replications: int = ranged(1000, low=1, integer=True)  # R pools
-    budget: int = 50  # B oracle queries per pool
+    budget: int = ranged(50, low=1, integer=True, message="{path}={value}; the number of queries must be >= 1 "
+                         "(the nearest valid value is 1)")  # B oracle queries per pool
     pool_chunk: int = ranged(100, low=1, integer=True)  # pools processed together (memory: chunk * P * anchors floats)
     features: SearchFeaturesConf = field(default_factory=SearchFeaturesConf)
     compare: List[str] = field(default_factory=list)

@@ -260,17 +260,15 @@ def _check_examiner(examiner: DictConfig, checks: Checks) -> None:
 
 
 def _check_error_search(audit: DictConfig, search: DictConfig | None, checks: Checks) -> None:
+    """The error search's keys that tie together (single-field ranges: ``ErrorSearchAuditConf``)."""
     pool_size, budget = _get(audit, "pool_size"), _get(audit, "budget")
-    ok_pool = checks.require(isinstance(pool_size, int) and pool_size >= 1,
-                             f"audit.pool_size={pool_size}: a pool needs at least one item; the nearest "
-                             "valid value is 1")
-    ok_budget = checks.require(isinstance(budget, int) and budget >= 1,
-                               f"audit.budget={budget}; the number of queries must be >= 1 (the nearest valid "
-                               "value is 1)")
+    checks.ranges(audit, "audit")
+    # each tie needs its keys inside their own rules (budget >= 1, pool_size >= 1), reported by ranges
+    ok_pool = isinstance(pool_size, int) and pool_size >= 1
+    ok_budget = isinstance(budget, int) and budget >= 1
     if ok_pool and ok_budget:
         checks.require(budget <= pool_size, f"audit.budget={budget} queries exceed audit.pool_size={pool_size} "
                        f"items; set audit.budget<={pool_size} or audit.pool_size>={budget}")
-    checks.ranges(audit, "audit")
     if ok_budget:
         report_at = _plain(_get(audit, "report_at")) or []
         beyond = [k for k in report_at if k > budget]

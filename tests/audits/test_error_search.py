@@ -122,6 +122,29 @@ def test_bad_input_is_named(biased_svm: Path, tmp_path: Path) -> None:
         SklearnTarget(SVC().fit(torch.rand(10, 2).numpy(), [0, 1] * 5), meta)
 
 
+def test_settings_outside_their_rules_are_refused_by_validation_and_by_the_typed_audit(biased_svm: Path,
+                                                                                       tmp_path: Path) -> None:
+    """A single setting's rule lives on its schema field: validation prints the rule's own line (and not the
+    budget-within-pool tie on top), and building the typed audit refuses the same value."""
+    from advaudit.config import typed, validate
+    from advaudit.config.schemas import ErrorSearchAuditConf
+
+    cfg = compose_config("examine", search_overrides(biased_svm, "audit.budget=0", "audit.pool_size=0",
+                                                     "audit.features.components=0"), tmp_path / "bad")
+    with pytest.raises(AdvauditError) as refused:
+        validate(cfg, "examine")
+    assert str(refused.value) == (
+        "3 problems in the config: audit.pool_size=0: a pool needs at least one item; the nearest valid value is 1; "
+        "audit.budget=0; the number of queries must be >= 1 (the nearest valid value is 1); "
+        "audit.features.components=0 must be >= 1; the nearest valid value is 1")
+    with pytest.raises(AdvauditError, match=r"^audit\.budget=0; the number of queries must be >= 1 "):
+        typed(ErrorSearchAuditConf, {"budget": 0})
+    with pytest.raises(AdvauditError, match=r"^audit\.features\.components=0 must be >= 1"):
+        typed(ErrorSearchAuditConf, {"features": {"components": 0}})
+    audit = typed(ErrorSearchAuditConf, compose_config("examine", search_overrides(biased_svm), tmp_path / "ok").audit)
+    assert (audit.budget, audit.pool_size, audit.replications, audit.report_at) == (15, 60, 30, [5, 15])
+
+
 def test_clamped_pools_hold_every_eligible_item(biased_svm: Path, tmp_path: Path) -> None:
     """``audit.clamp_pool_size=true`` turns a pool larger than the data into the largest the data allow:
     every pool is then the whole eligible set, so a static ranking queries the same items in each pool."""

@@ -75,6 +75,18 @@ def tiny_shapes_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(train(compose_config("train", ["model=cnn", *TINY_SHAPES], tmp))["checkpoint"])
 
 
+@pytest.fixture(scope="session")
+def biased_svm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An SVM black box on the real breast-cancer table whose training split lost its large benign
+    tumours (``experiment=error_search/train_table``); path of its target.pt."""
+    from advaudit.tasks import train
+
+    tmp = tmp_path_factory.mktemp("svm")
+    cfg = compose_config("train", ["experiment=error_search/train_table", "logger=none", "callbacks=none",
+                                   "model.grid={kernel:[rbf],C:[1.0]}"], tmp)
+    return Path(train(cfg)["checkpoint"])
+
+
 def worst_case_overrides(target: Path, *extra: str) -> list[str]:
     """A seconds-long worst-case examination of ``target`` on 16-px ShapeWorld."""
     return [f"target={target}", "audit=worst_case", "world=shapes", "world.image_size=16",

@@ -16,17 +16,6 @@ from tests.conftest import compose_config
 ALL = "[random,low_confidence,lakkaraju,bansal_weld,facility_locations,adversarial_distance]"
 
 
-@pytest.fixture(scope="module")
-def biased_svm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An SVM on breast cancer whose training split lost its large benign tumours."""
-    from advaudit.tasks import train
-
-    tmp = tmp_path_factory.mktemp("svm")
-    cfg = compose_config("train", ["experiment=error_search/train_table", "logger=none", "callbacks=none",
-                                   "model.grid={kernel:[rbf],C:[1.0]}"], tmp)
-    return Path(train(cfg)["checkpoint"])
-
-
 def search_overrides(target: Path, *extra: str) -> list[str]:
     return [f"target={target}", "experiment=error_search/table", "logger=none", "audit.pool_size=60",
             "audit.replications=30", "audit.budget=15", "audit.report_at=[5,15]",

@@ -23,7 +23,7 @@ from advaudit.core.records import read_json, read_jsonl
 from advaudit.errors import AdvauditError
 from advaudit.search.methods import Scorer, build_method, is_scorer
 from advaudit.search.scorers import ScoreInputs
-from tests.conftest import REPO, compose_config
+from tests.conftest import REPO
 
 SCORER_YAML = """\
 # @package search.by_confidence
@@ -54,17 +54,6 @@ class ByConfidence:
         return values[pools]
 
 
-@pytest.fixture(scope="module")
-def svm_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An SVM black box on the real breast-cancer table (the error-search tests' biased split)."""
-    from advaudit.tasks import train
-
-    tmp = tmp_path_factory.mktemp("svm")
-    cfg = compose_config("train", ["experiment=error_search/train_table", "logger=none", "callbacks=none",
-                                   "model.grid={kernel:[rbf],C:[1.0]}"], tmp)
-    return Path(train(cfg)["checkpoint"])
-
-
 def run_examine(cases: dict[str, list[str]], tmp_path: Path) -> dict[str, dict[str, Any]]:
     """Each case's ``examine.py`` arguments run as the CLI runs them: exit code, stdout, stderr."""
     batch = {name: {"script": "examine.py", "args": args} for name, args in cases.items()}
@@ -76,11 +65,11 @@ def run_examine(cases: dict[str, list[str]], tmp_path: Path) -> dict[str, dict[s
     return json.loads((tmp_path / "results.json").read_text())
 
 
-def test_a_scorer_defined_only_here_runs_as_primary_and_in_compare(svm_target: Path, tmp_path: Path) -> None:
+def test_a_scorer_defined_only_here_runs_as_primary_and_in_compare(biased_svm: Path, tmp_path: Path) -> None:
     config_dir = tmp_path / "my_conf"
     (config_dir / "search" / "method").mkdir(parents=True)
     (config_dir / "search" / "method" / "by_confidence.yaml").write_text(SCORER_YAML)
-    common = ["--config-dir", str(config_dir), "experiment=error_search/table", f"target={svm_target}",
+    common = ["--config-dir", str(config_dir), "experiment=error_search/table", f"target={biased_svm}",
               "logger=none", "threads=1", "audit.pool_size=60", "audit.replications=30", "audit.budget=15",
               "audit.report_at=[5,15]", "+search/method=by_confidence"]
     runs = {"primary": [*common, "search.name=by_confidence", "audit.compare=[low_confidence]"],

@@ -34,6 +34,7 @@ import numpy as np
 
 from advaudit.core.intervals import format_summary, mean_with_ci
 
+
 def box(elevation: float = 90, distance: float = 4, sun: float = 0, min_extent: float = 0.1875) -> list[str]:
     """examine.py overrides for the paper's Table-1 box narrowed to |camera elevation| <= ``elevation``
     deg, camera distance in [1.5, ``distance``] m and sun energy in [``sun``, 5] W/m2, with a validity

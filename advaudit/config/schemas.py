@@ -639,10 +639,12 @@ class ClassifierModelConf:
 class SklearnModelConf:
     """``conf/model/{svm,logreg}.yaml``: a scikit-learn black box grid-searched on a table."""
 
+    name: Optional[str] = None  # the label of tables and W&B tags
     train: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.models.sklearn_training.train_sklearn"))
-    estimator: str = MISSING
-    params: Dict[str, Any] = field(default_factory=dict)
-    grid: Dict[str, Any] = field(default_factory=dict)
+    # the estimator: {_target_: <a scikit-learn class>, _partial_: true, <its own keyword arguments>};
+    # training supplies random_state. A target file stores only advaudit.models.checkpoint's allowed classes
+    estimator: Any = MISSING
+    grid: Dict[str, Any] = field(default_factory=dict)  # GridSearchCV's param_grid (3-fold CV); {} fits as given
 
 
 @dataclass

@@ -137,7 +137,7 @@ def _check_train(cfg: DictConfig, checks: Checks) -> None:
     dataset = cfg.get("dataset")
     if model is not None and _get(_get(model, "train"), "_target_") == SKLEARN_TRAINING and dataset is not None:
         checks.require(str(_get(dataset, "_target_")).endswith("TabularDataModule"),
-                       f"model={_get(model, 'estimator')} is a black box for tables; use dataset=tabular "
+                       f"model={_get(model, 'name')} is a black box for tables; use dataset=tabular "
                        "(or a torch model for images)")
     _check_dataset(dataset, "dataset", checks)
 

@@ -99,7 +99,8 @@ def _first_line(error: BaseException) -> str:
 
 
 # -- scikit-learn estimators as plain data --------------------------------------------------------
-def _allowed_estimators() -> dict[str, type]:
+def storable_estimators() -> dict[str, type]:
+    """The scikit-learn classes a target file may hold, by class name (rebuilt from plain data)."""
     from sklearn.linear_model import LogisticRegression  # scikit-learn is slow to import; only this path needs it
     from sklearn.svm import SVC
 
@@ -109,14 +110,14 @@ def _allowed_estimators() -> dict[str, type]:
 def estimator_to_state(estimator: Any) -> dict[str, Any]:
     """A fitted estimator's attributes as plain data + tensors (numpy arrays become tensors)."""
     name = type(estimator).__name__
-    if name not in _allowed_estimators():
-        raise AdvauditError(f"cannot store a {name}; supported black boxes: {sorted(_allowed_estimators())}")
+    if name not in storable_estimators():
+        raise AdvauditError(f"cannot store a {name}; supported black boxes: {sorted(storable_estimators())}")
     return {"class": name, "attributes": {k: _encode(v) for k, v in vars(estimator).items()}}
 
 
 def state_to_estimator(state: dict[str, Any]) -> Any:
     """Rebuild an estimator stored by :func:`estimator_to_state` (whitelisted classes only)."""
-    classes = _allowed_estimators()
+    classes = storable_estimators()
     if state.get("class") not in classes:
         raise AdvauditError(f"checkpoint holds an unsupported estimator {state.get('class')!r}")
     cls = classes[state["class"]]

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from advaudit.confutil import plain
+from advaudit.confutil import named_object, plain, refuse_unknown_arguments
 from advaudit.errors import require
 from advaudit.models.calibration import expected_calibration_error
+from advaudit.models.checkpoint import storable_estimators
 from advaudit.models.datamodule import TrainingData
 from advaudit.models.io import save_target
 from advaudit.models.target import SklearnTarget
@@ -21,15 +22,20 @@ from advaudit.models.tracking import open_wandb
 log = logging.getLogger(__name__)
 
 
-def make_estimator(name: str, params: dict[str, Any], seed: int) -> Any:
-    """``svm`` -> ``SVC(probability=True)``; ``logreg`` -> ``LogisticRegression``."""
-    from sklearn.linear_model import LogisticRegression  # scikit-learn is slow to import; only this path needs it
-    from sklearn.svm import SVC
-
-    if name == "svm":
-        return SVC(probability=True, random_state=seed, **params)
-    require(name == "logreg", f"unknown estimator {name!r}; use svm or logreg")
-    return LogisticRegression(max_iter=2000, random_state=seed, **params)
+def make_estimator(block: Any, seed: int) -> Any:
+    """The unfitted estimator ``model.estimator`` names (a ``_target_`` block with ``_partial_: true``),
+    given ``random_state=seed``; one a target file can store (:func:`storable_estimators`), else one line."""
+    options = plain(block, {})
+    require(isinstance(options, Mapping) and "_target_" in options,
+            f"model.estimator must be a block naming the estimator, {{_target_: <a scikit-learn class>, _partial_: "
+            f"true, <its settings>}} (conf/model/svm.yaml is one), not {options!r}")
+    refuse_unknown_arguments("model.estimator", "estimator", options, ("random_state",), "training")
+    params = {str(k): v for k, v in options.items() if not str(k).startswith("_")}
+    estimator = named_object(str(options["_target_"]), "model.estimator")(random_state=seed, **params)
+    name = type(estimator).__name__
+    require(name in storable_estimators(), f"model.estimator builds a {name}, which a target file cannot store; "
+            f"use one of {sorted(storable_estimators())} (or import a model trained elsewhere: target={{path: ...}})")
+    return estimator
 
 
 def train_sklearn(cfg: DictConfig) -> dict[str, Any]:
@@ -38,15 +44,15 @@ def train_sklearn(cfg: DictConfig) -> dict[str, Any]:
 
     datamodule: TrainingData = instantiate(cfg.dataset)
     datamodule.setup()
-    require(datamodule.kind == "tabular", f"model={cfg.model.estimator} is a black box for tables; "
+    label = cfg.model.name or str(cfg.model.estimator._target_).rsplit(".", 1)[-1]
+    require(datamodule.kind == "tabular", f"model={label} is a black box for tables; "
             "use dataset=tabular (or a torch model for images)")
-    meta = {"arch": f"sklearn-{cfg.model.estimator}", "arch_params": {}, "class_names": datamodule.class_names,
+    meta = {"arch": f"sklearn-{label}", "arch_params": {}, "class_names": datamodule.class_names,
             "input_shape": list(datamodule.input_shape), "normalization": datamodule.normalization(),
             "kind": "tabular", "dataset": datamodule.describe(),
             "config": OmegaConf.to_container(cfg, resolve=True)}
-    params = plain(cfg.model.get("params"), {})
     grid = plain(cfg.model.get("grid"), {})
-    estimator = make_estimator(cfg.model.estimator, params, int(cfg.seed))
+    estimator = make_estimator(cfg.model.estimator, int(cfg.seed))
     train = datamodule.split("train")
     mean, std = (np.asarray(meta["normalization"][k]) for k in ("mean", "std"))
     x_train = (train.x.numpy() - mean) / std
@@ -66,5 +72,5 @@ def train_sklearn(cfg: DictConfig) -> dict[str, Any]:
     save_target(target, checkpoint, extra={"metrics": metrics})
     with open_wandb(cfg, job_type="train") as run:
         run.log({k: v for k, v in metrics.items() if "/" in k})
-    log.info("%s %s test/acc %.4f checkpoint %s", cfg.model.estimator, chosen, metrics["test/acc"], checkpoint)
+    log.info("%s %s test/acc %.4f checkpoint %s", label, chosen, metrics["test/acc"], checkpoint)
     return {**metrics, "checkpoint": str(checkpoint)}

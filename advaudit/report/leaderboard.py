@@ -28,7 +28,9 @@ def _method(config: dict[str, Any]) -> str | None:
         value = config.get(key)
         if isinstance(value, dict):
             arch = value.get("arch")  # a label in runs recorded before models had a name
-            return value.get("name") or (arch if isinstance(arch, str) else None) or value.get("estimator")
+            estimator = value.get("estimator")  # a name in runs recorded before estimators had a _target_
+            return value.get("name") or (arch if isinstance(arch, str) else None) or (
+                estimator if isinstance(estimator, str) else None)
     return None
 
 

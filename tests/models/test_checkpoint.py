@@ -32,6 +32,10 @@ def test_torch_round_trip_gives_identical_predictions(tiny_fmnist_target: Path) 
     assert target.meta["arch"] == "advaudit.models.nets.SmallCNN" and target.meta["arch_params"]["channels"] == [32, 64]
 
 
+SVM = {"_target_": "sklearn.svm.SVC", "_partial_": True, "probability": True}
+LOGREG = {"_target_": "sklearn.linear_model.LogisticRegression", "_partial_": True, "max_iter": 2000}
+
+
 @pytest.mark.parametrize("estimator", ["svm", "logreg"])
 def test_sklearn_round_trip_gives_identical_predictions(tmp_path: Path, estimator: str) -> None:
     dm = TabularDataModule(name="breast_cancer")
@@ -39,12 +43,25 @@ def test_sklearn_round_trip_gives_identical_predictions(tmp_path: Path, estimato
     norm = dm.normalization()
     meta = {"arch": estimator, "class_names": dm.class_names, "input_shape": [30], "normalization": norm}
     mean, std = torch.tensor(norm["mean"]), torch.tensor(norm["std"])
-    model = make_estimator(estimator, {}, seed=0).fit(((train.x - mean) / std).numpy(), train.y.numpy())
+    block = {"svm": SVM, "logreg": LOGREG}[estimator]
+    model = make_estimator(block, seed=0).fit(((train.x - mean) / std).numpy(), train.y.numpy())
     target = SklearnTarget(model, meta)
     loaded = load_target(save_target(target, tmp_path / "t.pt"))
     x = dm.split("test").x
     assert torch.equal(loaded.predict_proba(x), target.predict_proba(x))
     assert float((loaded.predict_proba(x).argmax(1) == dm.split("test").y).float().mean()) > 0.9
+
+
+def test_an_estimator_block_is_built_with_the_seed_and_refused_when_a_target_file_cannot_store_it() -> None:
+    estimator = make_estimator({**SVM, "C": 3.0}, seed=7)
+    assert (type(estimator).__name__, estimator.C, estimator.probability, estimator.random_state) == ("SVC", 3.0, True, 7)
+    with pytest.raises(AdvauditError, match="builds a DecisionTreeClassifier, which a target file cannot store; "
+                                            r"use one of \['LogisticRegression', 'SVC'\]"):
+        make_estimator({"_target_": "sklearn.tree.DecisionTreeClassifier", "_partial_": True}, seed=0)
+    with pytest.raises(AdvauditError, match="did you mean"):
+        make_estimator({**SVM, "kernal": "rbf"}, seed=0)
+    with pytest.raises(AdvauditError, match="random_state is supplied by training"):
+        make_estimator({**SVM, "random_state": 1}, seed=0)
 
 
 def test_missing_corrupt_foreign_and_unsafe_files(tmp_path: Path) -> None:

@@ -71,7 +71,8 @@ def refuse_unknown_arguments(where: str, part: str, options: Mapping[str, Any], 
         where: the block's dotted config path, for messages (``examiner``, ``model.arch``).
         part: what the callable is, for messages (``examiner``, ``architecture``).
         options: the block as plain data, ``_target_`` included.
-        supplied: keyword arguments the caller passes; the callable must take them, the config must not set them.
+        supplied: keyword arguments the caller passes; the callable must take them, the config must not set them
+            (none: every argument is a setting).
         supplier: who passes them, for messages.
 
     Raises:
@@ -93,5 +94,5 @@ def refuse_unknown_arguments(where: str, part: str, options: Mapping[str, Any], 
     accepted = [name for name, p in parameters.items() if name != "self" and name not in supplied
                 and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     unknown = [key for key in settings if key not in accepted]
-    require(not unknown, unknown_keys_message(where, unknown, accepted) + f" ({target} takes these settings; "
-            f"{supplier} supplies {given})")
+    supplies = f"; {supplier} supplies {given}" if supplied else ""
+    require(not unknown, unknown_keys_message(where, unknown, accepted) + f" ({target} takes these settings{supplies})")

@@ -27,16 +27,15 @@ refused with one line naming the ones it does, when the config is validated
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from hydra.utils import get_object, instantiate
+from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from torch import Tensor
 
-from advaudit.confutil import plain
-from advaudit.errors import AdvauditError, require, unknown_keys_message
+from advaudit.confutil import plain, refuse_unknown_arguments
+from advaudit.errors import require
 from advaudit.search.policy import QueryPolicy
 from advaudit.search.scorers import ScoreInputs
 
@@ -87,8 +86,7 @@ def build_method(search: Any, name: str) -> MethodFactory:
     require(name in method_names(search), f"search has no method {name!r} (a block with _target_); the methods "
             f"are {method_names(search)}; add one of your own with +search/method={name} (docs/extending.md)")
     options = dict(blocks[name])
-    target = str(options["_target_"])
-    _refuse_unknown(f"search.{name}", target, options)
+    refuse_unknown_arguments(f"search.{name}", "method", options, (), "the audit")
     options["_partial_"] = True
     return instantiate(OmegaConf.create(options))
 
@@ -107,16 +105,3 @@ def is_scorer(method: object, name: str) -> bool:
             "nor a policy (start, next, observe): advaudit.search.methods")
     return False
 
-
-def _refuse_unknown(where: str, target: str, options: dict[str, Any]) -> None:
-    """Every setting in ``options`` (the block at ``where``) is a keyword argument of ``target``."""
-    try:
-        parameters = inspect.signature(get_object(target)).parameters
-    except Exception as error:  # noqa: BLE001  (not importable: say which, on one line)
-        cause = error.__cause__ or error
-        raise AdvauditError(f"{where}._target_={target} cannot be imported ({type(cause).__name__}: "
-                            f"{str(cause).splitlines()[0] if str(cause) else ''})") from None
-    accepted = [key for key, p in parameters.items() if key != "self"
-                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    unknown = [key for key in options if not key.startswith("_") and key not in accepted]
-    require(not unknown, unknown_keys_message(where, unknown, accepted) + f" ({target} takes these settings)")

@@ -40,6 +40,24 @@ def plain(node: Any, default: Any = None) -> Any:
     return default if node is None else node
 
 
+def split_target_block(block: Any, where: str, part: str, callable_kind: str, example: str) -> tuple[str, dict[str, Any]]:
+    """A ``_target_`` block as ``(_target_, its keyword arguments)`` (Hydra's ``_..._`` keys dropped).
+
+    Args:
+        block: the config node (or plain data) at ``where``.
+        part, callable_kind, example: for the message when ``block`` names nothing (``architecture``,
+            ``class or function``, ``conf/model/cnn.yaml``).
+
+    Raises:
+        AdvauditError: one line when ``block`` is not a mapping with ``_target_``.
+    """
+    options = plain(block, {})
+    require(isinstance(options, Mapping) and "_target_" in options,
+            f"{where} must be a block naming the {part}, {{_target_: <{callable_kind}>, _partial_: true, "
+            f"<its settings>}} ({example} is one), not {options!r}")
+    return str(options["_target_"]), {str(k): v for k, v in options.items() if not str(k).startswith("_")}
+
+
 def named_object(target: str, where: str) -> Any:
     """The class or function the dotted path ``target`` names (imported), for the block at ``where``.
 

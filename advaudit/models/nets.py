@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 import torch
 from torch import nn
 
-from advaudit.confutil import named_object, plain, refuse_unknown_arguments
+from advaudit.confutil import named_object, refuse_unknown_arguments, split_target_block
 from advaudit.errors import AdvauditError, require
 
 #: the keyword arguments training gives every architecture, besides its own settings
@@ -42,12 +42,7 @@ BUILTIN = frozenset(LEGACY_NAMES.values())
 
 def split_arch(block: Any) -> tuple[str, dict[str, Any]]:
     """A ``model.arch`` block as ``(_target_, its keyword arguments)`` (Hydra's ``_..._`` keys dropped)."""
-    options = plain(block, {})
-    require(isinstance(options, Mapping) and "_target_" in options,
-            f"model.arch must be a block naming the architecture, {{_target_: <class or function>, _partial_: true, "
-            f"<its settings>}} (conf/model/cnn.yaml is one), not {options!r}")
-    params = {str(k): v for k, v in options.items() if not str(k).startswith("_")}
-    return str(options["_target_"]), params
+    return split_target_block(block, "model.arch", "architecture", "class or function", "conf/model/cnn.yaml")
 
 
 def build_net(target: str, input_shape: Sequence[int], num_classes: int, **params: Any) -> nn.Module:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from advaudit.confutil import named_object, plain, refuse_unknown_arguments
+from advaudit.confutil import named_object, plain, refuse_unknown_arguments, split_target_block
 from advaudit.errors import require
 from advaudit.models.calibration import expected_calibration_error
 from advaudit.models.checkpoint import storable_estimators
@@ -25,13 +25,11 @@ log = logging.getLogger(__name__)
 def make_estimator(block: Any, seed: int) -> Any:
     """The unfitted estimator ``model.estimator`` names (a ``_target_`` block with ``_partial_: true``),
     given ``random_state=seed``; one a target file can store (:func:`storable_estimators`), else one line."""
-    options = plain(block, {})
-    require(isinstance(options, Mapping) and "_target_" in options,
-            f"model.estimator must be a block naming the estimator, {{_target_: <a scikit-learn class>, _partial_: "
-            f"true, <its settings>}} (conf/model/svm.yaml is one), not {options!r}")
-    refuse_unknown_arguments("model.estimator", "estimator", options, ("random_state",), "training")
-    params = {str(k): v for k, v in options.items() if not str(k).startswith("_")}
-    estimator = named_object(str(options["_target_"]), "model.estimator")(random_state=seed, **params)
+    target, params = split_target_block(block, "model.estimator", "estimator", "a scikit-learn class",
+                                        "conf/model/svm.yaml")
+    refuse_unknown_arguments("model.estimator", "estimator", {"_target_": target, **params}, ("random_state",),
+                             "training")
+    estimator = named_object(target, "model.estimator")(random_state=seed, **params)
     name = type(estimator).__name__
     require(name in storable_estimators(), f"model.estimator builds a {name}, which a target file cannot store; "
             f"use one of {sorted(storable_estimators())} (or import a model trained elsewhere: target={{path: ...}})")

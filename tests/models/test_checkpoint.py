@@ -62,6 +62,9 @@ def test_an_estimator_block_is_built_with_the_seed_and_refused_when_a_target_fil
         make_estimator({**SVM, "kernal": "rbf"}, seed=0)
     with pytest.raises(AdvauditError, match="random_state is supplied by training"):
         make_estimator({**SVM, "random_state": 1}, seed=0)
+    with pytest.raises(AdvauditError, match=r"^model.estimator must be a block naming the estimator, "
+                                            r"\{_target_: <a scikit-learn class>"):
+        make_estimator("svm", seed=0)  # the name an older config gave
 
 
 def test_missing_corrupt_foreign_and_unsafe_files(tmp_path: Path) -> None:

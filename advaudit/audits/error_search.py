@@ -35,7 +35,7 @@ from advaudit.data.split import class_index
 from advaudit.models.tracking import open_wandb
 from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import ScoreOrder
-from advaudit.search.coverage import coverage_utility_curve, pool_diameter
+from advaudit.search.coverage import PAPER_VARIANCE, coverage_utility_curve, pool_diameter
 from advaudit.search.features import pca_features
 from advaudit.search.methods import build_method, is_scorer
 from advaudit.search.metrics import oracle_ceiling, pool_mean_and_sd, sdr_curve, spread_curve
@@ -95,7 +95,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     budget = min(audit.budget, pool_size)
     results = _completed(out)
     # the coverage utility every method is measured with: Bansal & Weld's kernel width (their method's setting)
-    variance = float((plain(search.get("bansal_weld"), {}) or {}).get("variance", 0.001))
+    variance = float((plain(search.get("bansal_weld"), {}) or {}).get("variance", PAPER_VARIANCE))
     diameters = torch.cat([pool_diameter(features[pools[s:s + 100]]) for s in range(0, replications, 100)])
     chunk = audit.pool_chunk
     for name in (methods[:1] if interactive else methods):

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from advaudit.errors import require
-from advaudit.search.coverage import NeighbourCoverage
+from advaudit.search.coverage import PAPER_VARIANCE, NeighbourCoverage
 from advaudit.search.policy import PoolBatch
 
 
@@ -231,7 +231,7 @@ class BansalWeldCoverage(_Masked):
 
     name = "bansal_weld"
 
-    def __init__(self, variance: float = 0.001, neighbours: int = 64, max_k: int = 5, prior_strength: float = 2.0,
+    def __init__(self, variance: float = PAPER_VARIANCE, neighbours: int = 64, max_k: int = 5, prior_strength: float = 2.0,
                  score: str = "published") -> None:
         require(score in ("published", "expected_gain"), f"bansal_weld score={score!r}; use published or expected_gain")
         require(variance > 0 and neighbours >= 1 and max_k >= 4, f"bansal_weld variance={variance} must be > 0, "

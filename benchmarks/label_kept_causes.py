@@ -17,24 +17,19 @@ worst case), so a property that does not lift the share here will not lift it as
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
 import yaml
 
+from advaudit.compare.records import read_run
+from advaudit.compare.replay import render_worst
 from advaudit.worlds.shapes import ShapeWorld
-from advaudit.worlds.shapes.world import SPLIT_OFFSETS
 
 PROPERTIES = ("area", "luminance", "contrast", "shading")
 THRESHOLDS = {"area": (0.03, 0.05, 0.07, 0.1), "luminance": (0.08, 0.1, 0.12, 0.15),
               "contrast": (0.05, 0.1, 0.15, 0.2), "shading": (0.01, 0.02, 0.04, 0.07)}
-
-
-def split_of(instance_id: int) -> str:
-    """The split an instance id was drawn in (ids are offset per split)."""
-    return max((offset, split) for split, offset in SPLIT_OFFSETS.items() if instance_id >= offset)[1]
 
 
 def image_properties(image: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
@@ -49,19 +44,14 @@ def image_properties(image: torch.Tensor, mask: torch.Tensor) -> dict[str, float
 
 def worst_case_rows(world: ShapeWorld, run: Path) -> list[dict]:
     """One row per judged instance of one examination: its class, the judge's verdict, the properties."""
-    names = [f.name for f in world.factors]
-    pools = {split: world.instances(split) for split in SPLIT_OFFSETS}
-    rows = []
-    for record in json.loads((run / "result.json").read_text())["per_instance"]:
-        if record.get("judge_correct") is None:
-            continue
-        split = split_of(record["instance"])
-        z = pools[split].subset(torch.tensor([record["instance"] - SPLIT_OFFSETS[split]]))
-        s = torch.tensor([[[float(record["worst_s"][name]) for name in names]]])
-        images, masks = world.render_with_masks(z, s)
-        rows.append({"run": run.name, "class": record["class"], "correct": bool(record["judge_correct"]),
-                     **image_properties(images[0], masks[0])})
-    return rows
+    record = read_run(run)
+    split = str(record.config.get("audit", {}).get("selection_split", "val"))
+    z, s, frame = render_worst(world, record, split)  # the instances by id, their worst conditions [N, C]
+    judged = torch.tensor(frame["judge_correct"].notna().to_numpy())
+    images, masks = world.render_with_masks(z.subset(judged.nonzero().squeeze(1)), s[judged, None])
+    return [{"run": run.name, "class": row["class"], "correct": bool(row["judge_correct"]),
+             **image_properties(image, mask)}
+            for (_, row), image, mask in zip(frame[judged.numpy()].iterrows(), images, masks)]
 
 
 def main() -> None:

@@ -23,7 +23,6 @@ cases in the views the issue found label-destroying (|camera elevation| > 60 deg
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from advaudit.core.intervals import format_summary, mean_with_ci
+from advaudit.core.records import read_json, write_json
 
 
 def box(elevation: float = 90, distance: float = 4, sun: float = 0, min_extent: float = 0.1875) -> list[str]:
@@ -73,7 +73,7 @@ def examine(target: str, judge: str, overrides: list[str], directory: Path, seed
             extra: list[str]) -> None:
     """One examination (skipped when its result.json says ok)."""
     result = directory / "result.json"
-    if result.exists() and json.loads(result.read_text()).get("status") == "ok":
+    if result.exists() and read_json(result).get("status") == "ok":
         return
     command = [sys.executable, "examine.py", f"target={target}", f"audit.judge={judge}", f"seed={seed}",
                f"audit.n_instances={n_instances}", "threads=1", "logger=none", f"hydra.run.dir={directory}",
@@ -96,7 +96,7 @@ def summarise(runs: list[Path], seed: int = 0) -> dict[str, Any]:
     """Pooled judge verdicts of ``runs`` (one result.json each) with a bootstrap interval over instances."""
     verdicts, per_seed, random_right, extreme, e_t = [], [], [], [], []
     for directory in runs:
-        result = json.loads((directory / "result.json").read_text())
+        result = read_json(directory / "result.json")
         kept = [row["judge_correct"] for row in result["per_instance"] if row.get("judge_correct") is not None]
         verdicts += kept
         per_seed.append(float(np.mean(kept)) if kept else float("nan"))
@@ -148,7 +148,7 @@ def main() -> None:
                   f"{', '.join(f'{v:.2f}' for v in row['per_seed'])} | {row['judge_random']:.3f} | "
                   f"{row['destroying_view_share']:.2f} | {row['E_T']:.3f} |", flush=True)
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+        write_json(args.json, rows)
 
 
 if __name__ == "__main__":

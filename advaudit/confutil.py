@@ -40,7 +40,14 @@ def plain(node: Any, default: Any = None) -> Any:
     return default if node is None else node
 
 
-def split_target_block(block: Any, where: str, part: str, callable_kind: str, example: str) -> tuple[str, dict[str, Any]]:
+def target_block_keys(node: Any) -> list[str]:
+    """The keys of ``node`` (a mapping of named parts, e.g. ``search``) that hold a ``_target_`` block, in order."""
+    blocks = plain(node, {}) or {}
+    return [str(key) for key, value in blocks.items() if isinstance(value, dict) and "_target_" in value]
+
+
+def split_target_block(block: Any, where: str, part: str, callable_kind: str,
+                       example: str) -> tuple[str, dict[str, Any]]:
     """A ``_target_`` block as ``(_target_, its keyword arguments)`` (Hydra's ``_..._`` keys dropped).
 
     Args:

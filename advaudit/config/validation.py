@@ -41,6 +41,7 @@ from advaudit.config.known_keys import unknown_argument_problems, unknown_key_pr
 from advaudit.config.ranges import key_rule_problems, range_problems
 from advaudit.config.schemas import (KEY_RULES, SCHEMAS, DatasetConf, ExamineConf, SklearnModelConf, TrainConf,
                                      WorldRulesConf)
+from advaudit.confutil import target_block_keys
 from advaudit.errors import AdvauditError, unknown_keys_message, warn
 from advaudit.files import describe_path
 from advaudit.models.imported.spec import ADVAUDIT_FILE_KEYS, parse_target_spec
@@ -276,8 +277,7 @@ def _check_error_search(audit: DictConfig, search: DictConfig | None, checks: Ch
                        f"or raise audit.budget to {max(beyond) if beyond else budget}")
         checks.require(all(k >= 1 for k in report_at), f"audit.report_at={report_at}: k counts queries, from 1")
     if search is not None:
-        # a method is a block with _target_ under search (advaudit.search.methods)
-        methods = [str(k) for k, v in (_plain(search) or {}).items() if isinstance(v, dict) and "_target_" in v]
+        methods = target_block_keys(search)  # a method is a block with _target_ under search (advaudit.search.methods)
         name = _get(search, "name")
         checks.require(name in methods, f"search.name={name} is not a method in search; use one of {methods} "
                        f"(search=<name>), or add your own with +search/method=<name> (docs/extending.md)")

@@ -34,7 +34,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from torch import Tensor
 
-from advaudit.confutil import plain, refuse_unknown_arguments
+from advaudit.confutil import plain, refuse_unknown_arguments, target_block_keys
 from advaudit.errors import require
 from advaudit.search.policy import QueryPolicy
 from advaudit.search.scorers import ScoreInputs
@@ -70,9 +70,7 @@ MethodFactory = Callable[[], "Scorer | QueryPolicy"]
 
 def method_names(search: Any) -> list[str]:
     """The names of the methods in ``search`` (its keys holding a ``_target_`` block), in order."""
-    blocks = plain(search, {}) or {}
-    return [str(key) for key, value in blocks.items()
-            if key not in LABEL_KEYS and isinstance(value, dict) and "_target_" in value]
+    return [key for key in target_block_keys(search) if key not in LABEL_KEYS]
 
 
 def build_method(search: Any, name: str) -> MethodFactory:

@@ -17,7 +17,9 @@ runs are skipped, an interrupted one resumes: rerun the same command). The table
 instances of every seed: the share with a 95% bootstrap interval over examined instances, the
 per-seed shares, the judge's accuracy on random conditions of the same box, the share of worst
 cases in the views the issue found label-destroying (|camera elevation| > 60 deg or camera distance
-> 3.5 m), and E_T. ``--json`` writes the rows.
+> 3.5 m), and E_T. ``--json`` writes the rows. Without ``--judge`` the examinations only run (for
+instance while the judge is still training, or to measure a judge inside the validity check,
+``--extra audit.validity.reference=<judge A>``, with another, ``benchmarks/rejudge.py --judge <judge B>``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def box(elevation: float = 90, distance: float = 4, sun: float = 0, min_extent: 
 #: named candidates, each a box and check from the paper's Table 1 (``default``: world=shapes as it is)
 CANDIDATES: dict[str, list[str]] = {
     "default": [],
+    "no_reference": ["audit.validity.reference=null"],  # the default box without the packaged judge in the check
     "table1": ["world=shapes_table1"],
     "table1_distance_4": box(),
     "elevation_72": box(elevation=72),
@@ -69,13 +72,14 @@ def run_dir(out: Path, candidate: str, examiner: str, seed: int) -> Path:
     return out / candidate / f"{examiner}_s{seed}"
 
 
-def examine(target: str, judge: str, overrides: list[str], directory: Path, seed: int, n_instances: int,
+def examine(target: str, judge: str | None, overrides: list[str], directory: Path, seed: int, n_instances: int,
             extra: list[str]) -> None:
     """One examination (skipped when its result.json says ok)."""
     result = directory / "result.json"
     if result.exists() and read_json(result).get("status") == "ok":
         return
-    command = [sys.executable, "examine.py", f"target={target}", f"audit.judge={judge}", f"seed={seed}",
+    judged = [f"audit.judge={judge}"] if judge else []
+    command = [sys.executable, "examine.py", f"target={target}", *judged, f"seed={seed}",
                f"audit.n_instances={n_instances}", "threads=1", "logger=none", f"hydra.run.dir={directory}",
                *overrides, *extra]
     print("+", " ".join(command), flush=True)
@@ -111,7 +115,9 @@ def summarise(runs: list[Path], seed: int = 0) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", required=True, help="the control target.pt")
-    parser.add_argument("--judge", required=True, help="an independent strong judge target.pt")
+    parser.add_argument("--judge", default=None,
+                        help="an independent strong judge target.pt; without one the examinations only run "
+                             "(judge them later with benchmarks/rejudge.py)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--candidates", nargs="+", default=["default"],
                         help=f"named ({', '.join(CANDIDATES)}) or NAME=override;override")
@@ -131,8 +137,9 @@ def main() -> None:
         else:
             raise SystemExit(f"error: unknown candidate {name!r}; use one of {sorted(CANDIDATES)} or NAME=override;...")
     rows = []
-    print("| candidate | examiner | worst cases the judge names correctly | per seed | judge on random "
-          "conditions | worst cases end-on or far | E_T |\n|---|---|---|---|---|---|---|")
+    if args.judge:
+        print("| candidate | examiner | worst cases the judge names correctly | per seed | judge on random "
+              "conditions | worst cases end-on or far | E_T |\n|---|---|---|---|---|---|---|")
     for name, overrides in candidates.items():
         for examiner in args.examiners:
             runs = []
@@ -141,6 +148,8 @@ def main() -> None:
                 examine(args.target, args.judge, overrides + EXAMINERS[examiner], directory, seed, args.n_instances,
                         args.extra)
                 runs.append(directory)
+            if not args.judge:
+                continue
             row = {"candidate": name, "overrides": overrides, "examiner": examiner, "seeds": args.seeds,
                    **summarise(runs)}
             rows.append(row)

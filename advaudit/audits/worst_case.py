@@ -153,6 +153,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                            torch.Generator().manual_seed(seed + 1))
     device = getattr(world, "device", torch.device("cpu"))
     judge = ValidityJudge(world, audit.validity, device=target.device if hasattr(target, "device") else device)
+    require(not (audit.judge and judge.reference_path is not None
+                 and Path(str(audit.judge)).expanduser().resolve() == judge.reference_path.resolve()),
+            f"audit.judge={audit.judge} is the validity check's own reference judge, so it would measure nothing; "
+            "give an independent judge (e.g. train.py experiment=examiner/train_judge seed=1 dataset.world_seed=1) "
+            "or set audit.validity.reference=null")
     examiner = build_examiner(cfg.examiner, len(z), len(space.free), seed=seed, device=device,
                               periodic=periodic_mask(space.free_factors))
     budget, report_budgets = budget_in_queries(audit, examiner.q)

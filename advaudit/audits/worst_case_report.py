@@ -242,6 +242,7 @@ def summarise_and_report(cfg: DictConfig, audit: WorstCaseAuditConf, world: Any,
         "examine/random_valid_accuracy": float(random_ok[random_valid_flat].mean()) if random_valid_flat.any() else None,
         "examine/random_invalid_share": float(1 - random_valid_flat.mean()),
         "validity_checks": judge.checks,
+        "validity_reference": str(judge.reference_path) if judge.reference_path is not None else None,
         "per_class": per_class,
         "n_instances": int(len(labels)), "queries_per_instance": int(queries),
         # over every invocation of a resumed or extended run; None where a resumed checkpoint predates the count
@@ -328,6 +329,14 @@ def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
     return format_interval(value, result[key + "/lo"], result[key + "/hi"], 0 if percent else 4, percent=percent)
 
 
+def _reference_line(result: dict[str, Any]) -> str:
+    reference = result.get("validity_reference")
+    if reference is None:
+        return ("no reference judge in the check (`audit.validity.reference=null`, or a world without its own): "
+                "views a person could not name can count as failures")
+    return f"reference judge in the check: `{reference}`"
+
+
 def _judge_line(result: dict[str, Any]) -> str:
     if "examine/judge_correct_worst" not in result:
         return ("no independent judge was given, so whether the worst cases keep their label is not measured "
@@ -364,7 +373,7 @@ def _markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any]
   {result['instance_selection']['description']})
 - a valid misclassified condition was found for {_fmt(result, 'examine/failure_rate', percent=True)} of instances
 - validity: {100 * result['examine/invalid_share']:.1f}% of proposals invalid ({checks});
-  {100 * result['examine/random_invalid_share']:.1f}% of random conditions invalid
+  {100 * result['examine/random_invalid_share']:.1f}% of random conditions invalid; {_reference_line(result)}
 - accuracy under random valid conditions: {'n/a' if accuracy is None else f'{100 * accuracy:.1f}%'}
 - validity where it matters: the lowest true-class probability of {100 * (1 - result['examine/worst_raw_valid']):.0f}%
   of instances was on a condition the checks throw out; {100 * result['examine/final_invalid_share']:.1f}% of the

@@ -112,6 +112,10 @@ class FunctionConf:
     _partial_: bool = True  # the task supplies cfg
 
 
+#: ``audit.validity.reference`` naming the world's own reference judge (``world.reference_judge()``)
+WORLD_REFERENCE = "world"
+
+
 @dataclass
 class ValidityConf(Ranged):
     """``audit.validity``: a failure counts only where the label is preserved (examiner paper Sec. 2.1);
@@ -125,9 +129,11 @@ class ValidityConf(Ranged):
     min_extent: float = ranged(0.3, low=0, high=1)
     # TransformWorld: share of the image's content that stays in frame
     min_content_kept: float = ranged(0.8, low=0, high=1)
-    # a strong target.pt trained on this world: its confident correct answer stands in for the human
-    # judge (needs this true-class probability)
-    reference: Optional[str] = None
+    # a strong model trained on this world whose confident correct answer stands in for the human judge
+    # (needs this true-class probability): `world` (the world's own: ShapeWorld's packaged judge where
+    # it was trained, i.e. all ten classes within Table 1's bounds; none for other worlds), a target.pt,
+    # or null (no reference). docs/results/worst-case.md, "A judge in the default check"
+    reference: Optional[str] = "world"
     reference_min_prob: float = ranged(0.5, low=0, high=1)
 
 

@@ -39,8 +39,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from advaudit.config.known_keys import unknown_argument_problems, unknown_key_problems
 from advaudit.config.ranges import key_rule_problems, range_problems
-from advaudit.config.schemas import (KEY_RULES, SCHEMAS, DatasetConf, ExamineConf, SklearnModelConf, TrainConf,
-                                     WorldRulesConf)
+from advaudit.config.schemas import (KEY_RULES, SCHEMAS, WORLD_REFERENCE, DatasetConf, ExamineConf, SklearnModelConf,
+                                     TrainConf, WorldRulesConf)
 from advaudit.confutil import target_block_keys
 from advaudit.errors import AdvauditError, unknown_keys_message, warn
 from advaudit.files import describe_path
@@ -242,7 +242,7 @@ def _check_worst_case(audit: DictConfig, examiner: DictConfig | None, world: Dic
     validity = _get(audit, "validity")
     if validity is not None:
         reference = _get(validity, "reference")
-        if reference:
+        if reference and reference != WORLD_REFERENCE:
             _check_file(checks, reference, "audit.validity.reference", "a target.pt used as the reference judge")
     fixed = _plain(_get(audit, "fixed_random")) or []
     _check_factor_names(world, fixed, "audit.fixed_random", checks)

@@ -8,10 +8,12 @@ model. advaudit checks every proposal and counts failures only on valid ones:
   the same pass as the images): ShapeWorld asks that the whole object is in frame and spans at
   least ``min_extent`` of the frame; TransformWorld that at least ``min_content_kept`` of the image's content
   stays in frame. A world without ``render_checked`` has no geometric check (all pass).
-- an optional **reference judge** (``reference=<target.pt>``): a strong model, trained on the same
-  world with many fresh renders, whose *confident correct* answer (probability of the true class
-  >= ``reference_min_prob``) stands in for the human. When the reference takes another image
-  size than the target, the world renders the same scenes again at its size
+- a **reference judge**: a strong model, trained on the same world with many fresh renders, whose
+  *confident correct* answer (probability of the true class >= ``reference_min_prob``) stands in
+  for the human. ``reference=world`` (the default) is the world's own (``world.reference_judge()``:
+  ShapeWorld's packaged judge where it was trained; none for a world without one),
+  ``reference=<target.pt>`` another, ``reference=null`` none. When the reference takes another
+  image size than the target, the world renders the same scenes again at its size
   (``world.with_image_size``).
 """
 
@@ -22,7 +24,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from advaudit.config.schemas import ValidityConf
+from advaudit.config.schemas import WORLD_REFERENCE, ValidityConf
 from advaudit.errors import require
 from advaudit.models import load_target
 from advaudit.worlds.protocol import Instances, World
@@ -43,8 +45,9 @@ class ValidityJudge:
         self.world, self.rules = world, rules
         self.reference = None
         self.reference_world = world
-        if rules.reference:
-            path = Path(str(rules.reference)).expanduser()
+        self.reference_path = reference_path(world, rules.reference)
+        if self.reference_path is not None:
+            path = self.reference_path
             self.reference = load_target(path, map_location=str(device))
             require(list(self.reference.class_names) == list(world.class_names),
                     f"the reference judge {path} knows classes {self.reference.class_names} but the world has "
@@ -88,6 +91,17 @@ class ValidityJudge:
         for passed in checks.values():
             valid &= passed
         return images, valid, checks
+
+
+def reference_path(world: World, reference: str | None) -> Path | None:
+    """The reference judge's file named by ``audit.validity.reference``: ``world`` -> the world's own
+    (None for a world without one), a path -> that file, null -> None."""
+    if not reference:
+        return None
+    if str(reference) == WORLD_REFERENCE:
+        own = getattr(world, "reference_judge", None)
+        return own() if own is not None else None
+    return Path(str(reference)).expanduser()
 
 
 def mask_checks(masks: Tensor, min_extent: float) -> dict[str, Tensor]:

@@ -33,4 +33,14 @@ def test_without_a_judge_the_report_says_label_keeping_is_not_measured(make_cfg,
     result = examine(make_cfg("examine", worst_case_overrides(tiny_shapes_target)))
     assert "examine/judge_correct_worst" not in result and "examine/worst_raw_valid" in result
     assert all(r["judge_correct"] is None for r in result["per_instance"])
-    assert "is not measured" in Path(result["report"]).read_text()
+    report = Path(result["report"]).read_text()
+    assert "is not measured" in report and "reference judge in the check: `" in report
+    assert result["validity_reference"].endswith("reference_judge.pt")
+
+
+def test_the_report_says_when_no_reference_judge_is_in_the_check(make_cfg, tiny_shapes_target: Path) -> None:
+    from advaudit.tasks import examine
+
+    result = examine(make_cfg("examine", worst_case_overrides(tiny_shapes_target, "audit.validity.reference=null")))
+    assert result["validity_reference"] is None and "reference" not in result["validity_checks"]
+    assert "no reference judge in the check" in Path(result["report"]).read_text()

@@ -81,12 +81,13 @@ def test_budgets_are_honoured_to_the_query_and_in_iterations(make_cfg, tiny_shap
 
 
 def test_failures_count_only_on_label_preserving_conditions(make_cfg, tiny_shapes_target: Path, tmp_path: Path) -> None:
-    # camera distance 1: the object overflows the frame in nearly every view
+    # camera distance 1: the object overflows the frame in nearly every view (the in-frame check alone)
     close = examine(make_cfg("examine", worst_case_overrides(
-        tiny_shapes_target, "world.factors={camera_distance:1.0}", "audit.validity.min_extent=0")))
+        tiny_shapes_target, "world.factors={camera_distance:1.0}", "audit.validity.min_extent=0",
+        "audit.validity.reference=null")))
     far = examine(make_cfg("examine", worst_case_overrides(
         tiny_shapes_target, "world.factors={camera_distance:2.5}", "audit.validity.min_extent=0",
-        f"paths.output_dir={tmp_path / 'far'}")))
+        "audit.validity.reference=null", f"paths.output_dir={tmp_path / 'far'}")))
     assert close["examine/invalid_share"] > 0.8 and far["examine/invalid_share"] == 0.0
     records = read_jsonl(tmp_path / "run" / "steps.jsonl")
     misclassified_valid = sum(p != r["label"] and ok for r in records for p, ok in zip(r["predicted"], r["valid"]))

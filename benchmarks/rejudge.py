@@ -1,0 +1,77 @@
+"""Judge finished examinations' worst cases with another judge, after the fact.
+
+``benchmarks/label_kept.py`` judges worst cases during the examination (``audit.judge``). When the
+judge the measurement needs did not exist yet, or one judge sits inside the validity check
+(``audit.validity.reference``) and a *second, independent* one must measure it, this script
+re-renders every instance's worst valid case from the run's ``result.json`` (the world rebuilt
+from the run's config, the instance taken by id: :func:`advaudit.compare.replay.render_worst`) and
+asks ``--judge``: the share of worst cases it classifies correctly (argmax = true class), pooled
+over the runs with a 95% bootstrap interval over instances, and per run; next to it, the judge's
+accuracy on uniform random conditions of the same instances in the same box (``--random`` per
+instance), its baseline.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/rejudge.py --judge outputs/judge/train_w16_i1000_s1/checkpoints/target.pt \\
+        outputs/label_kept/judged_check/bo_s0 outputs/label_kept/judged_check/bo_s1 [...] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from advaudit.compare.records import read_run
+from advaudit.compare.replay import render_worst
+from advaudit.config.schemas import ValidityConf
+from advaudit.core.intervals import format_summary, mean_with_ci
+from advaudit.core.records import write_json
+from advaudit.worlds import build_world
+from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
+
+
+def judge_run(run_dir: Path, judge_path: Path, n_random: int, seed: int) -> dict[str, Any]:
+    """One examination judged by ``judge_path``: per-instance verdicts on its worst valid cases ``[N]``
+    and the judge's accuracy on ``n_random`` uniform random conditions per instance."""
+    record = read_run(run_dir)
+    config = record.config
+    split = str((config.get("audit") or {}).get("selection_split", "val"))
+    world = build_world(config["world"])
+    z, s, _ = render_worst(world, record, split)  # instances by id [N], worst conditions [N, C]
+    rules = ValidityConf(in_frame=False, min_extent=0.0, min_content_kept=0.0, reference=str(judge_path),
+                         reference_min_prob=0.0)  # the judge's own verdict only: argmax = true class
+    judge = ValidityJudge(world, rules, device="cpu")
+    _, _, checks = judge.render(z, s.unsqueeze(1))
+    generator = torch.Generator().manual_seed(seed)
+    _, _, random_checks = judge.render(z, world.random_conditions(len(s), n_random, generator=generator))
+    return {"run": str(run_dir), "correct": checks[REFERENCE_CHECK][:, 0].numpy().astype(float),
+            "random": float(random_checks[REFERENCE_CHECK].float().mean())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="examination run folders (result.json with worst_s)")
+    parser.add_argument("--judge", type=Path, required=True, help="the judge's target.pt")
+    parser.add_argument("--random", type=int, default=16, help="random conditions per instance for the baseline")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    judged = [judge_run(run, args.judge, args.random, args.seed) for run in args.runs]
+    pooled = np.concatenate([row["correct"] for row in judged])
+    summary = mean_with_ci(pooled, seed=args.seed)
+    for row in judged:
+        print(f"{row['run']}: {row['correct'].mean():.3f} of {len(row['correct'])} worst cases "
+              f"(random conditions {row['random']:.3f})")
+    print(f"pooled: {format_summary(summary, 3)} (n = {len(pooled)}); judge on random conditions "
+          f"{np.mean([row['random'] for row in judged]):.3f}")
+    if args.json:
+        write_json(args.json, {"judge": str(args.judge), "kept": summary, "instances": len(pooled),
+                               "runs": [{"run": r["run"], "kept": float(r["correct"].mean()), "n": len(r["correct"]),
+                                         "random": r["random"]} for r in judged]})
+
+
+if __name__ == "__main__":
+    main()

@@ -25,11 +25,10 @@ import torch
 
 from advaudit.compare.records import read_run
 from advaudit.compare.replay import render_worst
-from advaudit.config.schemas import ValidityConf
 from advaudit.core.intervals import format_summary, mean_with_ci
 from advaudit.core.records import write_json
 from advaudit.worlds import build_world
-from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
+from advaudit.worlds.validity import independent_verdicts
 
 
 def judge_run(run_dir: Path, judge_path: Path, n_random: int, seed: int) -> dict[str, Any]:
@@ -40,14 +39,9 @@ def judge_run(run_dir: Path, judge_path: Path, n_random: int, seed: int) -> dict
     split = str((config.get("audit") or {}).get("selection_split", "val"))
     world = build_world(config["world"])
     z, s, _ = render_worst(world, record, split)  # instances by id [N], worst conditions [N, C]
-    rules = ValidityConf(in_frame=False, min_extent=0.0, min_content_kept=0.0, reference=str(judge_path),
-                         reference_min_prob=0.0)  # the judge's own verdict only: argmax = true class
-    judge = ValidityJudge(world, rules, device="cpu")
-    _, _, checks = judge.render(z, s.unsqueeze(1))
-    generator = torch.Generator().manual_seed(seed)
-    _, _, random_checks = judge.render(z, world.random_conditions(len(s), n_random, generator=generator))
-    return {"run": str(run_dir), "correct": checks[REFERENCE_CHECK][:, 0].numpy().astype(float),
-            "random": float(random_checks[REFERENCE_CHECK].float().mean())}
+    random_s = world.random_conditions(len(s), n_random, generator=torch.Generator().manual_seed(seed))
+    correct, random_accuracy = independent_verdicts(world, judge_path, z, s, random_s)
+    return {"run": str(run_dir), "correct": correct.numpy().astype(float), "random": random_accuracy}
 
 
 def main() -> None:

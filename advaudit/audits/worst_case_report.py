@@ -27,8 +27,8 @@ from advaudit.core.records import read_jsonl
 from advaudit.models.tracking import open_wandb
 from advaudit.core.intervals import format_interval, mean_with_ci
 from advaudit.worlds.protocol import factor_to_unit
-from advaudit.config.schemas import Mode, ValidityConf, WorstCaseAuditConf
-from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
+from advaudit.config.schemas import Mode, WorstCaseAuditConf
+from advaudit.worlds.validity import independent_verdicts
 
 
 GALLERY_PX = 96
@@ -291,16 +291,13 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
                            "examine/final_invalid_share": float(1 - valid[:, last:].mean())}
     if not judge_path:
         return out, [None] * len(p)
-    judge = ValidityJudge(world, ValidityConf(in_frame=False, min_extent=0.0, min_content_kept=0.0,
-                                              reference=str(judge_path), reference_min_prob=0.0), device=device)
-    _, _, checks = judge.render(z, worst_s.unsqueeze(1).to(device))
+    worst_verdicts, random_accuracy = independent_verdicts(world, judge_path, z, worst_s, random_s, device)
     has_worst = worst_index >= 0
-    correct = checks[REFERENCE_CHECK][:, 0].numpy()[has_worst].astype(float)
-    _, _, random_checks = judge.render(z, random_s.to(device))
+    correct = worst_verdicts.numpy()[has_worst].astype(float)
     out.update(_with_ci("examine/judge_correct_worst", correct, seed) if len(correct) else {})
-    out["examine/judge_correct_random"] = float(random_checks[REFERENCE_CHECK].float().mean())
+    out["examine/judge_correct_random"] = random_accuracy
     out["judge"] = str(judge_path)
-    verdicts = checks[REFERENCE_CHECK][:, 0].tolist()
+    verdicts = worst_verdicts.tolist()
     return out, [bool(verdicts[i]) if has_worst[i] else None for i in range(len(p))]
 
 

@@ -8,9 +8,9 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from advaudit.data.base import ArrayDataModule
-from advaudit.errors import AdvauditError, require, warn
+from advaudit.errors import AdvauditError, require
 from advaudit.models import Target
-from advaudit.models.imported.spec import OTHER_CLASS
+from advaudit.models.classes import align_target
 from advaudit.models.imported.store import load_any_target
 from advaudit.runtime import resolve_device
 
@@ -35,13 +35,13 @@ def target_datamodule(target: Target, override: Any = None) -> ArrayDataModule:
 
     ``override`` is ``audit.dataset``: a dataset config block (``_target_`` to an
     :class:`ArrayDataModule` and its settings, as ``+dataset@audit.dataset=<name>`` puts one there).
-    Its classes must be the target's, in the target's order (``classes`` selects and orders them;
-    a class map's "other" output needs no items).
-    The stored config is rebuilt as it was: test-time shifts stay as they were at training time
-    unless overridden.
+    The target's classes are paired with the dataset's by name and its outputs put in the dataset's
+    class order, in place (:func:`advaudit.models.classes.align_target`; a class map's "other" output
+    stays last and needs no items). The stored config is rebuilt as it was: test-time shifts stay as
+    they were at training time unless overridden.
 
     Raises:
-        AdvauditError: when the override is not a dataset config or its classes are not the target's.
+        AdvauditError: when the override is not a dataset config, or a class has no partner by name.
     """
     if override is None:
         stored: Any = target.meta.get("config", {}).get("dataset")
@@ -53,11 +53,11 @@ def target_datamodule(target: Target, override: Any = None) -> ArrayDataModule:
                 "dataset in your config, audit.dataset={_target_: ...} (or +dataset@audit.dataset=<name>)")
         datamodule = instantiate(OmegaConf.create(stored))
         datamodule.setup()
+        align_target(target, datamodule.class_names, "the target's dataset")
         return datamodule
     datamodule = _override_datamodule(override)
     datamodule.setup()
-    # a class map's "any other output" comes last and has no items of its own
-    _require_target_classes(datamodule.class_names, [c for c in target.class_names if c != OTHER_CLASS])
+    align_target(target, datamodule.class_names, "audit.dataset")
     return datamodule
 
 
@@ -77,25 +77,6 @@ def _override_datamodule(override: Any) -> ArrayDataModule:
             f"{type(datamodule).__name__}, not a dataset; name a datamodule such as "
             "advaudit.data.fashion_mnist.FashionMNISTDataModule")
     return datamodule
-
-
-def _require_target_classes(classes: list[str], target_classes: list[str]) -> None:
-    """Labels index the target's outputs: the override has the target's classes in its order.
-
-    Another number of classes, or the target's classes in another order, is refused; the same number
-    under other names (``ankle-boot`` for ``boot``) is compared by index, with a warning naming them.
-    """
-    classes, target_classes = [str(c) for c in classes], [str(c) for c in target_classes]
-    if classes == target_classes:
-        return
-    if set(target_classes) <= set(classes):
-        raise AdvauditError(f"audit.dataset has classes {classes} but the target predicts {target_classes}; keep "
-                            f"the target's classes in its order with audit.dataset.classes=[{', '.join(target_classes)}]")
-    require(len(classes) == len(target_classes), f"audit.dataset has {len(classes)} classes {classes} but the "
-            f"target predicts {len(target_classes)} {target_classes}; give a dataset with the target's classes "
-            "(audit.dataset.classes=[...] keeps some and orders them)")
-    renamed = [f"{c} as {t}" for c, t in zip(classes, target_classes) if c != t]
-    warn(f"audit.dataset names its classes differently from the target; compared by index: {', '.join(renamed)}")
 
 
 def _shown(value: Any) -> str:

@@ -19,7 +19,7 @@ from advaudit.config import typed
 from advaudit.config.schemas import EvaluateAuditConf
 from advaudit.core.plots import plt, reliability_diagram, save_figure
 from advaudit.models.calibration import expected_calibration_error, reliability_table
-from advaudit.models.imported.spec import OTHER_CLASS
+from advaudit.models.classes import OTHER_CLASS
 from advaudit.models.tracking import open_wandb
 
 
@@ -67,4 +67,5 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         wb.log_image("evaluate/reliability", reliability_png)
         wb.log_image("evaluate/confusion", confusion_png)
     return {**metrics, "per_class_acc": dict(zip([c for c in target.class_names if c != OTHER_CLASS], per_class)),
-            "n_items": len(split), "plots": [str(reliability_png), str(confusion_png)]}
+            "n_items": len(split), "class_alignment": target.meta.get("class_alignment"),
+            "plots": [str(reliability_png), str(confusion_png)]}

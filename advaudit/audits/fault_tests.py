@@ -34,6 +34,7 @@ from advaudit.faults.foolbox_pgd import foolbox_pixel_tests
 from advaudit.faults.search import FaultResult, generator_tests, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_target
+from advaudit.models.classes import align_target
 from advaudit.models.generator import load_generator
 from advaudit.models.generator_training import require_gate_passed
 from advaudit.models.tracking import open_wandb
@@ -56,8 +57,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     device = target.device  # generator, seeds, judge and transfer targets join the target there
     generator, meta = load_generator(str(cfg.generator), map_location=str(device))
     require_gate_passed(meta, str(cfg.generator))
-    require(meta["class_names"] == target.class_names, f"the generator was trained on classes {meta['class_names']} "
-            f"but the target has {target.class_names}; train the generator on the target's dataset")
+    classes = list(meta["class_names"])  # the generator's labels: every model here is paired with them by name
+    align_target(target, classes, "the generator's classes")
     require(list(meta["image_shape"]) == list(target.input_shape), f"the generator makes images of shape "
             f"{meta['image_shape']}, the target takes {list(target.input_shape)}")
     source = class_index(audit.source_class, target.class_names)
@@ -74,9 +75,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     features = _fault_features(audit.fault_feature)
     judge = None
     if audit.judge:
-        judge = load_target(audit.judge, map_location=str(device)).eval()
-        require(judge.class_names == target.class_names, f"the judge (audit.judge) knows classes {judge.class_names}, "
-                f"the target {target.class_names}; train the judge on the target's classes")
+        judge = align_target(load_target(audit.judge, map_location=str(device)).eval(), classes,
+                             "the generator's classes (as the judge audit.judge sees them)")
     n = audit.n_seeds
     # each direction: (prefix in the summary, seed class, target class, sign of the fault's direction);
     # its seeds are rows [i n, (i + 1) n) of the one batch that both directions walk together
@@ -128,8 +128,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     # the target's class probabilities on seeds and tests, for the galleries' titles
     probabilities = {"seeds": target.predict_proba(seeds).cpu(),
                      **{kind: target.predict_proba(result.tests).cpu() for kind, result in kinds.items()}}
-    others = {Path(str(path)).parent.parent.name: load_target(str(path), map_location=str(device)).eval()
-              for path in audit.transfer_targets}
+    others = {Path(str(path)).parent.parent.name: align_target(
+        load_target(str(path), map_location=str(device)).eval(), classes,
+        f"the generator's classes (as the transfer target {path} sees them)") for path in audit.transfer_targets}
     distances: dict[str, dict[str, torch.Tensor]] = {}
     views: dict[str, tuple[torch.Tensor, FaultResult]] = {}
     titles: dict[str, list[str]] = {}

@@ -36,7 +36,7 @@ from advaudit.core.progress import progress
 from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.errors import AdvauditError, require
 from advaudit.examiners import build_examiner
-from advaudit.worlds import build_world, check_target_fits
+from advaudit.worlds import build_world, fit_target_to_world
 from advaudit.worlds.protocol import Factor, periodic_mask, unit_to_factor
 from advaudit.worlds.validity import ValidityJudge
 
@@ -144,7 +144,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     target = load_audit_target(cfg)
     world = build_world(cfg.world)
-    check_target_fits(world, target)
+    target = fit_target_to_world(world, target)
     seed = int(cfg.seed)
     calibrated = audit.calibrated
     z = select_instances(world, target, audit.selection_split.value, audit.selection.value, audit.n_instances,

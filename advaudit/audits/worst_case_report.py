@@ -168,7 +168,7 @@ def summarise_and_report(cfg: DictConfig, audit: WorstCaseAuditConf, world: Any,
     true_prob = history["true_prob"]
     queries = true_prob.shape[1]
     budgets = [b for b in budgets if b <= queries]
-    names = world.class_names
+    names = list(target.class_names)  # the world's classes in its order (+ a class map's "(other)", predicted too)
     labels = z.labels.cpu().numpy()
     device = getattr(world, "device", "cpu")
     result = examination_metrics(history, labels, q, budgets, strength, seed)
@@ -243,6 +243,7 @@ def summarise_and_report(cfg: DictConfig, audit: WorstCaseAuditConf, world: Any,
         "examine/random_invalid_share": float(1 - random_valid_flat.mean()),
         "validity_checks": judge.checks,
         "validity_reference": str(judge.reference_path) if judge.reference_path is not None else None,
+        "class_alignment": target.meta.get("class_alignment"),
         "per_class": per_class,
         "n_instances": int(len(labels)), "queries_per_instance": int(queries),
         # over every invocation of a resumed or extended run; None where a resumed checkpoint predates the count
@@ -326,6 +327,12 @@ def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
     return format_interval(value, result[key + "/lo"], result[key + "/hi"], 0 if percent else 4, percent=percent)
 
 
+def _classes_line(result: dict[str, Any]) -> str:
+    """How the target's classes were paired with the world's, where that was more than equal names in order."""
+    said = (result.get("class_alignment") or {}).get("description")
+    return f"\n- classes: {said}" if said else ""
+
+
 def _reference_line(result: dict[str, Any]) -> str:
     reference = result.get("validity_reference")
     if reference is None:
@@ -359,7 +366,7 @@ def _markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any]
     accuracy = result["examine/random_valid_accuracy"]
     return f"""# Worst-case audit
 
-- target: `{cfg.target}`
+- target: `{cfg.target}`{_classes_line(result)}
 - examiner: `{cfg.examiner.name}`, mode `{audit.mode.value}`, {result['n_instances']} instances,
   {result['queries_per_instance']} queries each in iterations of q = {result['q']}
   ({result['queries_per_second'] or 0:.0f} queries/s)

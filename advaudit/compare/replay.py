@@ -27,12 +27,13 @@ from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric, run_value
 from advaudit.errors import require
 from advaudit.models.imported.store import load_any_target
-from advaudit.worlds import build_world
+from advaudit.worlds import build_world, fit_target_to_world
 
 
-def _load_target(value: Any) -> Any:
-    """A run's target: its path, or the target block in its config (a model imported by config)."""
-    return load_any_target(value, device="cpu")
+def load_world_target(value: Any, world: Any) -> Any:
+    """A run's target (its path, or the target block in its config) on the CPU, its outputs in ``world``'s
+    class order (classes paired by name, :func:`advaudit.worlds.fit_target_to_world`)."""
+    return fit_target_to_world(world, load_any_target(value, device="cpu"))
 
 
 def render_worst(world: Any, run: Any, split: str) -> tuple[Any, torch.Tensor, pd.DataFrame]:
@@ -69,7 +70,7 @@ def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
     split = str((config.get("audit") or {}).get("selection_split", "val"))
     calibrated = bool((config.get("audit") or {}).get("calibrated", False))
     world = build_world(config["world"])
-    targets = {t: _load_target(_target_value(group, t)) for t in group.targets}
+    targets = {t: load_world_target(_target_value(group, t), world) for t in group.targets}
     rows = []
     for seed in seeds:
         for source in group.targets:

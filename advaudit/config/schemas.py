@@ -286,7 +286,7 @@ class EvaluateAuditConf(Ranged):
     metric: Optional[str] = None
     split: Split = Split.test
     # a dataset config to evaluate on instead of the target's own (e.g. a shifted test set), with the
-    # target's classes in its order: a conf/dataset option with +dataset@audit.dataset=fashion_mnist (then
+    # target's classes (paired by name, in any order): a conf/dataset option with +dataset@audit.dataset=fashion_mnist (then
     # audit.dataset.<key>=... as for dataset=), or a block audit.dataset={_target_: ..., limit: {test: 500}}
     dataset: Any = None
 

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from advaudit.errors import AdvauditError, check_finite
+from advaudit.models.classes import pick_columns
 
 
 class TorchTarget(nn.Module):
@@ -131,7 +132,7 @@ class SklearnTarget:
         x = torch.as_tensor(x, dtype=torch.float32)
         self.check_input(x)
         z = (x.double().numpy() - self._mean) / self._std
-        probs = torch.as_tensor(self.estimator.predict_proba(z), dtype=torch.float32)
+        probs = pick_columns(torch.as_tensor(self.estimator.predict_proba(z), dtype=torch.float32), self)
         check_finite(probs, context)
         return probs
 

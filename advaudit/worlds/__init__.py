@@ -8,10 +8,10 @@ from typing import Any
 
 from hydra.utils import instantiate
 
-from advaudit.worlds.protocol import (Factor, Instances, World, check_target_fits, factor_to_unit,
+from advaudit.worlds.protocol import (Factor, Instances, World, fit_target_to_world, factor_to_unit,
                                       unit_to_factor)
 
-__all__ = ["Factor", "Instances", "World", "build_world", "check_target_fits", "factor_to_unit",
+__all__ = ["Factor", "Instances", "World", "build_world", "fit_target_to_world", "factor_to_unit",
            "unit_to_factor"]
 
 

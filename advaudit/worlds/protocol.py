@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from advaudit.errors import AdvauditError, require
-from advaudit.models.imported.spec import OTHER_CLASS
+from advaudit.models.classes import align_target
 
 
 @dataclass(frozen=True)
@@ -177,13 +177,13 @@ def configure_factors(defaults: Sequence[Factor], overrides: Mapping[str, Any] |
     return list(factors.values())
 
 
-def check_target_fits(world: World, target: Any) -> None:
-    """Raise naming both sides when ``target`` can't take the world's images or classes."""
+def fit_target_to_world(world: World, target: Any) -> Any:
+    """``target`` with its outputs in the world's class order (:func:`advaudit.models.classes.align_target`).
+
+    Raises naming both sides when ``target`` can't take the world's images, or a class has no partner by name.
+    """
     if tuple(target.input_shape) != tuple(world.image_shape):
         raise AdvauditError(f"the world renders images of shape {list(world.image_shape)} but the target "
                             f"takes {list(target.input_shape)}; set world.image_size / use a target "
                             "trained on this world")
-    classes = [c for c in target.class_names if c != OTHER_CLASS]  # a class map's "any other output"
-    if len(classes) != len(world.class_names) or (classes != list(world.class_names) and OTHER_CLASS in target.class_names):
-        raise AdvauditError(f"the world has {len(world.class_names)} classes {world.class_names} but the "
-                            f"target has {target.num_classes} {target.class_names}")
+    return align_target(target, list(world.class_names), "the world")

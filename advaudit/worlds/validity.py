@@ -27,6 +27,7 @@ from torch import Tensor
 from advaudit.config.schemas import WORLD_REFERENCE, ValidityConf
 from advaudit.errors import require
 from advaudit.models import load_target
+from advaudit.models.classes import align_target
 from advaudit.worlds.protocol import Instances, World
 
 REFERENCE_CHECK = "reference"
@@ -48,10 +49,8 @@ class ValidityJudge:
         self.reference_path = reference_path(world, rules.reference)
         if self.reference_path is not None:
             path = self.reference_path
-            self.reference = load_target(path, map_location=str(device))
-            require(list(self.reference.class_names) == list(world.class_names),
-                    f"the reference judge {path} knows classes {self.reference.class_names} but the world has "
-                    f"{world.class_names}; give a reference trained on this world")
+            self.reference = align_target(load_target(path, map_location=str(device)), list(world.class_names),
+                                          "the world (as the reference judge audit.validity.reference sees it)")
             shape = tuple(self.reference.input_shape)
             if shape != tuple(world.image_shape):
                 require(hasattr(world, "with_image_size") and shape[0] == world.image_shape[0] and shape[1] == shape[2],

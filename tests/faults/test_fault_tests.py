@@ -277,7 +277,7 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
         examine(compose_config("examine", [*base, f"audit.source_class={source}", "audit.eps=0"], tmp_path / "eps"))
     wrong = save_generator(ConditionalGenerator(3, (1, 28, 28), 16, 8), {**meta, "class_names": ["a", "b", "c"]},
                            tmp_path / "wrong.pt")
-    with pytest.raises(AdvauditError, match="trained on classes"):
+    with pytest.raises(AdvauditError, match="the target's class 't-shirt' is not a class of the generator's classes"):
         examine(compose_config("examine", [*base, f"generator={wrong}"], tmp_path / "wrong"))
 
 

@@ -24,7 +24,7 @@ from advaudit.models.imported.spec import OTHER_CLASS, parse_target_spec
 from advaudit.models.imported.store import import_target, load_block_target
 from tests.models.user_models import LitNet, brightness_votes
 
-FMNIST_NAMES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "boot"]
+FMNIST_NAMES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle-boot"]
 NORM3 = {"mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}
 
 

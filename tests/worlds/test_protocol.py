@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from advaudit.errors import AdvauditError
-from advaudit.worlds.protocol import (Factor, check_in_bounds, check_target_fits, configure_factors,
+from advaudit.worlds.protocol import (Factor, check_in_bounds, fit_target_to_world, configure_factors,
                                       factor_to_unit, unit_to_factor)
 from advaudit.worlds.shapes import DEFAULT_FACTORS, ShapeWorld
 
@@ -39,14 +39,20 @@ def test_unit_round_trip_and_out_of_bounds_refusal() -> None:
 
 
 class _Target:
-    def __init__(self, shape: tuple[int, ...], k: int) -> None:
-        self.input_shape, self.num_classes, self.class_names = shape, k, [str(i) for i in range(k)]
+    def __init__(self, shape: tuple[int, ...], names: list[str]) -> None:
+        self.input_shape, self.meta = shape, {"class_names": list(names)}
+
+    @property
+    def class_names(self) -> list[str]:
+        return self.meta["class_names"]
 
 
-def test_check_target_fits_names_both_sides() -> None:
+def test_fit_target_to_world_names_both_sides() -> None:
     world = ShapeWorld(image_size=32)
-    check_target_fits(world, _Target((3, 32, 32), 10))
+    fitted = fit_target_to_world(world, _Target((3, 32, 32), list(reversed(world.class_names))))
+    assert fitted.class_names == world.class_names  # paired by name, outputs in the world's order
+    assert fitted.output_columns.tolist() == list(reversed(range(10)))
     with pytest.raises(AdvauditError, match=r"renders images of shape \[3, 32, 32\] but the target takes \[1, 28, 28\]"):
-        check_target_fits(world, _Target((1, 28, 28), 10))
-    with pytest.raises(AdvauditError, match="the world has 10 classes"):
-        check_target_fits(world, _Target((3, 32, 32), 2))
+        fit_target_to_world(world, _Target((1, 28, 28), world.class_names))
+    with pytest.raises(AdvauditError, match="the target predicts no class 'bowl' of the world"):
+        fit_target_to_world(world, _Target((3, 32, 32), world.class_names[:2]))

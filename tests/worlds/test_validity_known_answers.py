@@ -58,6 +58,7 @@ class _Reference:
 
     def __init__(self, probs: torch.Tensor, size: int = 16) -> None:
         self.probs, self.input_shape, self.shown = probs, (3, size, size), []
+        self.meta = {"class_names": list(self.class_names)}
 
     def predict_proba(self, x: torch.Tensor, calibrated: bool = False) -> torch.Tensor:
         self.shown.append(tuple(x.shape[1:]))

@@ -22,6 +22,7 @@ from hydra.utils import get_class, get_method, instantiate
 from torch import Tensor, nn
 
 from advaudit.errors import AdvauditError, one_line, require
+from advaudit.models.classes import class_pairing
 from advaudit.models.imported.adapters import ClassMap, InputAdapter, as_scores
 from advaudit.models.imported.formats import FileKind, how_to_audit, identify
 from advaudit.models.imported.spec import TargetSpec
@@ -298,6 +299,7 @@ def assemble(module: nn.Module | None, predict: Callable | None, spec: TargetSpe
     meta = {"class_names": spec.audit_classes(), "input_shape": audit_shape, "model_input_shape": model_shape,
             "normalization": spec.normalization, "arch": f"imported:{fmt}", "outputs": outputs, "format": fmt,
             "source": spec.record(), **({"config": {"dataset": spec.dataset}} if spec.dataset else {}),
+            **class_pairing(spec.class_alignment, spec.match_classes),
             **(meta_extra or {})}
     temperature = float(spec.temperature) if spec.temperature != "calibrate" else 1.0
     if module is not None:

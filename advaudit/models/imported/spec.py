@@ -7,7 +7,8 @@ weights are and what auditing it needs::
     target:
       model: {_target_: torchvision.models.resnet18, num_classes: 10}   # code runs because you name it
       path: resnet18_fmnist.pt            # state_dict / .safetensors / Lightning .ckpt
-      class_names: [t-shirt, trouser, ...]
+      class_names: [t-shirt, trouser, ...]  # paired with the data's classes by name, in any order
+      class_alignment: {boot: ankle-boot}   # optional: a model class called otherwise in the data
       input_shape: [3, 32, 32]            # what the model takes
       resize_from: [1, 28, 28]            # what the audit feeds: resized (and grey -> RGB) to input_shape
       normalization: {mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5]}   # or: model (it normalises itself)
@@ -32,16 +33,15 @@ from omegaconf import OmegaConf
 
 from advaudit.confutil import plain
 from advaudit.errors import AdvauditError, one_line, require
+from advaudit.models.classes import MATCHES, OTHER_CLASS
 
 #: file formats a ``target`` block can name in ``format`` (``auto``: identified from the file)
 FORMATS = ("auto", "advaudit", "state_dict", "safetensors", "lightning", "torchscript", "export", "onnx",
            "skops", "pickle", "joblib")
 #: the keys a target block naming an advaudit target file may hold (the file describes the rest); ``architecture``
 #: is the ``_target_`` of an architecture outside advaudit that the file was trained with, which the user trusts
-ADVAUDIT_FILE_KEYS = ("path", "trusted_types", "name", "format", "architecture")
+ADVAUDIT_FILE_KEYS = ("path", "trusted_types", "name", "format", "architecture", "class_alignment", "match_classes")
 OUTPUTS = ("logits", "probabilities", "log_probabilities")
-#: the audit class that collects every model output outside a ``class_map``
-OTHER_CLASS = "(other)"
 CONF_DATASETS = Path(__file__).resolve().parents[3] / "conf" / "dataset"
 
 
@@ -56,6 +56,8 @@ class TargetSpec:
     function: Any = None
     class_names: list[str] | None = None
     class_map: dict[str, list[Any]] | None = None
+    class_alignment: dict[str, str] | None = None
+    match_classes: str = "name"
     output_names: list[str] | None = None
     input_shape: list[int] | None = None
     resize_from: list[int] | None = None
@@ -144,6 +146,10 @@ def _check_spec(spec: TargetSpec) -> None:
     require(spec.class_names is not None or spec.class_map is not None,
             "target needs class_names: [...] (one per model output, in order) or a class_map "
             "{audit class: [model outputs]}")
+    require(spec.match_classes in MATCHES, f"target.match_classes={spec.match_classes!r}; use one of "
+            f"{', '.join(MATCHES)} (name: the target's classes are paired with the data's by name)")
+    require(spec.class_alignment is None or isinstance(spec.class_alignment, dict),
+            "target.class_alignment maps a model class to the data's name for it, e.g. {boot: ankle-boot}")
     if spec.class_map is not None:
         require(isinstance(spec.class_map, dict) and all(isinstance(v, list) and v for v in spec.class_map.values()),
                 "target.class_map must map each audit class to a non-empty list of model outputs (indices or "

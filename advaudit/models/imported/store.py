@@ -23,6 +23,7 @@ from advaudit.confutil import plain
 from advaudit.errors import AdvauditError, require
 from advaudit.models.calibration import fit_temperature
 from advaudit.models.checkpoint import save_checkpoint
+from advaudit.models.classes import class_pairing
 from advaudit.models.imported.build import assemble, build_model, module_to_bytes, onnx_bytes, place
 from advaudit.models.imported.formats import identify
 from advaudit.models.imported.spec import ADVAUDIT_FILE_KEYS, TargetSpec, parse_target_spec
@@ -32,7 +33,7 @@ from advaudit.models.io import load_target
 log = logging.getLogger(__name__)
 
 #: spec keys that describe the adapters (kept in an imported file); the rest named the source
-_ADAPTER_KEYS = ("class_names", "class_map", "output_names", "input_shape", "resize_from", "normalization", "outputs",
+_ADAPTER_KEYS = ("class_names", "class_map", "class_alignment", "match_classes", "output_names", "input_shape", "resize_from", "normalization", "outputs",
                  "array", "name", "tolerance")
 
 
@@ -67,9 +68,11 @@ def load_block_target(node: Any, device: str = "cpu", seed: int = 0) -> Any:
         extra = sorted(set(data) - set(ADVAUDIT_FILE_KEYS))
         require(not extra, f"target.path={path} is an advaudit target file that describes itself; drop {extra}")
         architecture = data.get("architecture")
-        return load_target(Path(str(path)).expanduser(), map_location=device,
-                           trusted_types=list(data.get("trusted_types") or []),
-                           architectures=[str(architecture)] if architecture else [])
+        target = load_target(Path(str(path)).expanduser(), map_location=device,
+                             trusted_types=list(data.get("trusted_types") or []),
+                             architectures=[str(architecture)] if architecture else [])
+        target.meta.update(class_pairing(data.get("class_alignment"), data.get("match_classes") or "name"))
+        return target
     require(data.get("architecture") is None, f"target.architecture names the architecture of an advaudit target "
             f"file (written by train.py); target.path={path} is not one: name its model with target.model="
             "{_target_: ...} instead")

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from advaudit.errors import check_finite
+from advaudit.models.classes import OrderedOutputs, pick_columns
 from advaudit.models.imported.adapters import ClassMap, InputAdapter, as_scores, audit_scores
 from advaudit.models.imported.spec import channels_of
 from advaudit.models.target import TorchTarget
@@ -61,9 +62,10 @@ class ImportedTorchTarget(TorchTarget):
 
     def use_channels_last(self) -> "ImportedTorchTarget":
         """Channels-last weights where the user's module accepts it (a scripted module keeps its layout)."""
+        pipeline = self.net.net if isinstance(self.net, OrderedOutputs) else self.net
         if len(self.meta["model_input_shape"]) == 3 and self.device.type == "cpu":
             try:
-                self.net.model.to(memory_format=torch.channels_last)
+                pipeline.model.to(memory_format=torch.channels_last)
             except (RuntimeError, TypeError, NotImplementedError):
                 pass
         return self
@@ -106,7 +108,7 @@ class BlackBoxTarget:
                 raw = self.predict(model_input.numpy() if self.array == "numpy" else model_input)
                 scores = torch.as_tensor(np.asarray(raw) if not isinstance(raw, Tensor) else raw).float().cpu()
                 outs.append(audit_scores(scores, self.outputs, self.class_map))
-        return torch.cat(outs) if outs else torch.empty(0, self.num_classes)
+        return pick_columns(torch.cat(outs), self) if outs else torch.empty(0, self.num_classes)
 
     __call__ = logits
 

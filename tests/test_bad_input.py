@@ -147,7 +147,7 @@ def cases(f: dict[str, Path]) -> dict[str, tuple[str, list[str], str]]:
                                  "+dataset@audit.dataset=fashion_mnist"),
         "audit_dataset_other_classes": ("examine.py", ["audit=error_search", t, "+dataset@audit.dataset=digits",
                                                        "audit.dataset.classes=[0,1,2]"],
-                                        "audit.dataset has 3 classes ['0', '1', '2'] but the target predicts 10"),
+                                        "the target's class 't-shirt' is not a class of audit.dataset (its classes: ['0', '1', '2'])"),
     }
 
 

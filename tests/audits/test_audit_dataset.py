@@ -3,7 +3,6 @@ data, given as a dataset block or as a ``conf/dataset`` option (``+dataset@audit
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
@@ -49,32 +48,33 @@ def test_error_search_reads_the_override(make_cfg, tiny_fmnist_target: Path, for
     assert 0 <= result["search/random/sdr@5"] and (Path(cfg.paths.output_dir) / "report.md").is_file()
 
 
-def test_the_override_must_hold_the_targets_classes_in_its_order(tiny_fmnist_target: Path,
-                                                                  caplog: pytest.LogCaptureFixture) -> None:
-    """Labels index the target's outputs: another number of classes, or the same in another order, is
-    refused; as many classes under other names are compared by index, with a warning naming them."""
+def test_the_override_is_paired_with_the_targets_classes_by_name(tiny_fmnist_target: Path) -> None:
+    """Labels index the data's classes: the target's outputs are reordered to them by name; a class the data
+    does not have is refused, and digits named 0..9 are paired with the target's classes only when asked."""
     from omegaconf import OmegaConf
 
-    target = load_target(tiny_fmnist_target)
     digits = OmegaConf.create({"_target_": "advaudit.data.sklearn_sets.DigitsDataModule"})
-    with pytest.raises(AdvauditError, match=r"audit.dataset has 2 classes \['0', '1'\] but the target predicts 10 "
-                                            r"\['t-shirt', .*give a dataset with the target's classes"):
-        target_datamodule(target, OmegaConf.create({**digits, "classes": [0, 1]}))
+    with pytest.raises(AdvauditError, match=r"the target's class 't-shirt' is not a class of audit.dataset \(its "
+                                            r"classes: \['0', '1'\]\)"):
+        target_datamodule(load_target(tiny_fmnist_target), OmegaConf.create({**digits, "classes": [0, 1]}))
+    ordered = load_target(tiny_fmnist_target)
+    same = target_datamodule(ordered, OmegaConf.create({"_target_": FMNIST, "limit": {"train": 50, "test": 10}}))
+    assert len(same.split("test")) == 10 and same.class_names == ordered.class_names == CLASS_NAMES
+    reversed_target = load_target(tiny_fmnist_target)
     reordered = OmegaConf.create({"_target_": FMNIST, "classes": list(reversed(CLASS_NAMES)), "limit": {"test": 10}})
-    with pytest.raises(AdvauditError, match=rf"keep the target's classes in its order with audit.dataset.classes="
-                                            rf"\[{', '.join(CLASS_NAMES)}\]"):
-        target_datamodule(target, reordered)
-    same = target_datamodule(target, OmegaConf.create({"_target_": FMNIST, "limit": {"train": 50, "test": 10}}))
-    assert len(same.split("test")) == 10 and same.class_names == target.class_names
-    with caplog.at_level(logging.WARNING, logger="advaudit"):
-        renamed = target_datamodule(target, OmegaConf.create({**digits, "limit": {"train": 50, "test": 10}}))
-    assert len(renamed.class_names) == 10 and caplog.messages == [
-        "warning: audit.dataset names its classes differently from the target; compared by index: 0 as t-shirt, "
-        "1 as trouser, 2 as pullover, 3 as dress, 4 as coat, 5 as sandal, 6 as shirt, 7 as sneaker, 8 as bag, "
-        "9 as ankle-boot"]
+    data = target_datamodule(reversed_target, reordered)
+    x = data.split("test").x
+    assert reversed_target.class_names == data.class_names == list(reversed(CLASS_NAMES))
+    assert torch.allclose(reversed_target.predict_proba(x), ordered.predict_proba(x).flip(1), atol=1e-6)
+    by_position = load_target(tiny_fmnist_target)
+    by_position.meta["match_classes"] = "position"      # what target={path: ..., match_classes: position} sets
+    renamed = target_datamodule(by_position, OmegaConf.create({**digits, "limit": {"train": 50, "test": 10}}))
+    assert renamed.class_names == [str(d) for d in range(10)] == by_position.class_names
+    assert by_position.meta["class_alignment"]["description"].startswith(
+        "classes paired by position, as the target block asks (match_classes: position): t-shirt as 0, trouser as 1")
     with pytest.raises(AdvauditError, match="builds a Linear, not a dataset"):
-        target_datamodule(target, OmegaConf.create({"_target_": "torch.nn.Linear", "in_features": 2,
-                                                    "out_features": 2}))
+        target_datamodule(ordered, OmegaConf.create({"_target_": "torch.nn.Linear", "in_features": 2,
+                                                     "out_features": 2}))
 
 
 @pytest.mark.parametrize("value,message", [

@@ -58,6 +58,7 @@ class _FixedTarget:
 
     class_names = ["a", "b", "c"]
     num_classes = 3
+    meta = {"class_names": class_names}
 
     def check_input(self, x: torch.Tensor) -> None:
         pass

@@ -33,8 +33,8 @@ from advaudit.models.io import load_target
 log = logging.getLogger(__name__)
 
 #: spec keys that describe the adapters (kept in an imported file); the rest named the source
-_ADAPTER_KEYS = ("class_names", "class_map", "class_alignment", "match_classes", "output_names", "input_shape", "resize_from", "normalization", "outputs",
-                 "array", "name", "tolerance")
+_ADAPTER_KEYS = ("class_names", "class_map", "class_alignment", "match_classes", "output_names", "input_shape",
+                 "resize_from", "normalization", "outputs", "array", "name", "tolerance")
 
 
 def load_any_target(value: Any, device: str = "cpu", seed: int = 0) -> Any:

@@ -170,8 +170,11 @@ def strongest(tests: list[FactorTest]) -> FactorTest | None:
 
 
 def region_words(factor: str, region: Sequence[float], unit: str = "") -> str:
-    """``camera_roll 288-360 deg`` (an arc across the seam reads ``324-36 deg``)."""
-    return f"{factor} {region[0]:.4g}-{region[1]:.4g}" + (f" {unit}" if unit else "")
+    """``camera_roll 288-360 deg``; ``camera_elevation -60 to -36 deg`` where a bound is negative; an arc
+    across a circle's seam reads ``camera_roll 324-36 deg``."""
+    low, high = f"{region[0]:.4g}", f"{region[1]:.4g}"
+    span = f"{low} to {high}" if low.startswith("-") or high.startswith("-") else f"{low}-{high}"
+    return f"{factor} {span}" + (f" {unit}" if unit else "")
 
 
 def test_words(test: FactorTest, alpha: float = ALPHA) -> str:

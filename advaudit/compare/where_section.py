@@ -106,7 +106,7 @@ def sentences(section: dict[str, Any]) -> list[str]:
         lines.append(f"{pair['a']} vs {pair['b']}: {pair['tested_words']}")
         if pair["confirmation"]:
             lines.append(pair["confirmation"]["words"])
-    said = [r["words"] for r in section["sensitivity"]["pairs"] if r["said"]]
+    said = [r["words"] for r in sorted(section["sensitivity"]["pairs"], key=lambda r: -abs(r["diff"])) if r["said"]]
     lines += said or ["On paired random conditions no fifth of any factor separates how much the checkpoints lose "
                       "there (Holm over factors x fifths)."]
     return lines

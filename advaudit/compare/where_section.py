@@ -17,6 +17,7 @@ conditions differ). :func:`where_markdown` and :func:`where_html` turn the secti
 
 from __future__ import annotations
 
+import base64
 import html
 import itertools
 import json
@@ -118,7 +119,7 @@ def where_markdown(section: dict[str, Any] | None) -> list[str]:
         return []
     sens = section["sensitivity"]
     lines = ["", "### Where one checkpoint is weaker than the other", "",
-             f"Worst cases tested between the checkpoints per factor; a proposed region confirmed on "
+             f"Worst cases tested between the checkpoints per factor; a proposed region is confirmed on "
              f"{len(sens['instances'])} held-out {sens['split']} instances under new random conditions (seed "
              f"{section['seed']}); accuracy per fifth of each factor on {sens['conditions_per_instance']} paired "
              "random conditions per instance.", ""]
@@ -134,10 +135,14 @@ def where_markdown(section: dict[str, Any] | None) -> list[str]:
 
 
 def where_html(section: dict[str, Any] | None) -> str:
-    """An HTML fragment of the section (sentences and the figure's file name; the page embeds it)."""
+    """A self-contained HTML fragment of the section: its sentences, then the figure embedded as a PNG
+    data URI (no file or network needed to show it); empty for None."""
     if not section:
         return ""
     items = "".join(f"<li>{html.escape(s)}</li>" for s in section["sentences"])
+    plot = Path(section["plot"])
+    image = (f"<img src=\"data:image/png;base64,{base64.b64encode(plot.read_bytes()).decode()}\" "
+             "alt=\"accuracy per fifth of each factor, per checkpoint\" style=\"max-width:100%\">"
+             if plot.is_file() else "")
     return (f"<section class=\"where\"><h3>Where one checkpoint is weaker than the other</h3><ul>{items}</ul>"
-            f"<img src=\"{html.escape(Path(section['plot']).name)}\" alt=\"accuracy per fifth of each factor\">"
-            "</section>")
+            f"{image}</section>")

@@ -21,6 +21,7 @@ from advaudit.compare import compare_runs
 from advaudit.compare.confirm import region_conditions
 from advaudit.compare.sensitivity import fifth_index, per_fifth
 from advaudit.compare.where import Axis, between_checkpoints, holm, kuiper_statistic, strongest
+from advaudit.compare.where_section import where_html
 from advaudit.worlds.protocol import Factor, Instances
 from tests.compare.fixtures import write_worst_case
 
@@ -173,6 +174,8 @@ def test_the_comparison_names_the_weak_checkpoint_in_its_region_with_the_known_d
     assert loses == pytest.approx(where["sensitivity"]["overall"]["weak_t"]["mean"], abs=1e-9)
     assert 0.7 < loses < 0.9
     assert Path(where["plot"]).is_file()
+    fragment = where_html(where)
+    assert "weak_t is the weaker checkpoint there" in fragment and "data:image/png;base64," in fragment
     text = (tmp_path / "out" / "comparison.md").read_text()
     assert "### Where one checkpoint is weaker than the other" in text and "weak_t is the weaker" in text
     stored = json.loads((tmp_path / "out" / "comparison.json").read_text())["groups"][0]["where"]

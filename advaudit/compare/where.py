@@ -87,16 +87,26 @@ class FactorTest:
 
 def kuiper_statistic(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     """Two-sample Kuiper ``V`` of points in [0, 1) ``x`` ``[..., n]`` and ``y`` ``[..., m]`` (batched over
-    leading dimensions, as ``permutation_test(vectorized=True)`` calls it)."""
+    leading dimensions, as ``permutation_test(vectorized=True)`` calls it).
+
+    Both empirical distribution functions are evaluated after the last of each run of tied values
+    (examiners often put many worst cases exactly on a bound), by one sort: memory ``[..., n + m]``.
+    """
     x, y = np.moveaxis(np.asarray(x, float), axis, -1), np.moveaxis(np.asarray(y, float), axis, -1)
+    n = x.shape[-1]
     points = np.concatenate([x, y], -1)                                   # [..., n + m]
-    cdf_x = (x[..., :, None] <= points[..., None, :]).mean(-2)            # [..., n + m]
-    cdf_y = (y[..., :, None] <= points[..., None, :]).mean(-2)
-    gap = cdf_x - cdf_y
-    return np.maximum(gap.max(-1), 0.0) + np.maximum((-gap).max(-1), 0.0)
+    order = np.argsort(points, -1, kind="stable")
+    values = np.take_along_axis(points, order, -1)
+    from_x = order < n
+    gap = np.cumsum(from_x, -1) / n - np.cumsum(~from_x, -1) / y.shape[-1]
+    last = np.ones(values.shape, dtype=bool)
+    last[..., :-1] = values[..., 1:] != values[..., :-1]
+    up = np.where(last, gap, -np.inf).max(-1)
+    down = np.where(last, -gap, -np.inf).max(-1)
+    return np.maximum(up, 0.0) + np.maximum(down, 0.0)
 
 
-def two_sample(a: np.ndarray, b: np.ndarray, axis: Axis, resamples: int = 1999,
+def two_sample(a: np.ndarray, b: np.ndarray, axis: Axis, resamples: int = 4999,
                seed: int = 0) -> tuple[str, float, float]:
     """``(test, statistic, p)`` for worst-case values ``a`` ``[n_a]`` and ``b`` ``[n_b]`` on ``axis``."""
     if not axis.periodic:

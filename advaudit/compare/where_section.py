@@ -66,6 +66,7 @@ def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
     seeds = group.common_seeds()
     seed = int(seeds[0]) if seeds else 0
     axes = [Axis.of(f) for f in world.factors if f.name in searched_factors(list(world.factors), group.design)]
+    targets = load_targets(group, names)          # first: a checkpoint that cannot be loaded stops here
     values = worst_values(group, names, seeds)
     section: dict[str, Any] = {"alpha": settings.alpha, "seed": seed, "settings": asdict(settings), "pairs": []}
     for a, b in itertools.combinations([names[t] for t in group.targets], 2):
@@ -79,7 +80,6 @@ def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
     split = held_out_split(str(audit.get("selection_split", "val")))
     calibrated = bool(audit.get("calibrated", False))
     z = choose_instances(world, split, settings.instances, seed)
-    targets = load_targets(group, names)
     checks = []
     for pair in section["pairs"]:
         if pair["proposed"]:

@@ -108,6 +108,12 @@ def test_the_two_sample_kuiper_statistic_does_not_depend_on_where_the_circle_is_
     for shift in (0.1, 0.37, 0.8):
         assert kuiper_statistic(np.mod(x + shift, 1), np.mod(y + shift, 1)) == pytest.approx(kuiper_statistic(x, y))
     assert kuiper_statistic(x, x) == 0.0
+    ties_x, ties_y = np.array([0.0, 0.0, 0.0, 0.5, 0.9]), np.array([0.0, 0.5, 0.5, 0.5, 0.7, 0.7])
+    grid = np.concatenate([ties_x, ties_y])     # the definition: max over every point of F_x - F_y and F_y - F_x
+    gap = (ties_x[:, None] <= grid).mean(0) - (ties_y[:, None] <= grid).mean(0)
+    assert kuiper_statistic(ties_x, ties_y) == pytest.approx(max(gap.max(), 0) + max((-gap).max(), 0))
+    batch = np.stack([x[:20], y[:20]])          # batched over a leading axis, as permutation_test calls it
+    assert kuiper_statistic(batch, batch[::-1]) == pytest.approx([kuiper_statistic(x[:20], y[:20])] * 2)
 
 
 @pytest.mark.slow

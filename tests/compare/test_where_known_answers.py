@@ -190,12 +190,20 @@ def test_the_comparison_names_the_weak_checkpoint_in_its_region_with_the_known_d
     assert float(redrawn[..., 0].min()) >= 0.8                              # reproducible from the record
 
 
-def test_two_identical_checkpoints_get_no_region_and_no_weaker_one(tmp_path: Path) -> None:
+def test_identical_checkpoints_get_no_region_and_each_pair_is_checked_on_its_own(tmp_path: Path) -> None:
+    """Three checkpoints: strong and its twin are identical; weak_t is weak at t >= 0.8 against both."""
     rng = np.random.default_rng(6)
     _write(tmp_path / "runs" / "strong", "strong", rng, planted=False)
     _write(tmp_path / "runs" / "twin", "twin", rng, planted=False)
+    _write(tmp_path / "runs" / "weak", "weak_t", rng, planted=True)
     [group] = compare_runs([tmp_path / "runs"], tmp_path / "out")["groups"]
-    [pair] = group["where"]["pairs"]
-    assert pair["proposed"] is None and pair["confirmation"] is None
-    assert not any(r["said"] for r in group["where"]["sensitivity"]["pairs"])
-    assert "no fifth of any factor separates" in group["where"]["sentences"][-1]
+    pairs = {frozenset((p["a"], p["b"])): p for p in group["where"]["pairs"]}
+    alike = pairs[frozenset(("strong", "twin"))]
+    assert alike["proposed"] is None and alike["confirmation"] is None
+    for other in ("strong", "twin"):
+        check = pairs[frozenset(("weak_t", other))]["confirmation"]
+        assert check["weaker"] == "weak_t" and check["region"] == pytest.approx([0.8, 1.0])
+        assert check["p"] < 1e-6 and check["p_holm"] == pytest.approx(min(1.0, 2 * check["p"]))   # Holm over 2
+    said = [r for r in group["where"]["sensitivity"]["pairs"] if r["said"]]
+    assert {frozenset((r["a"], r["b"])) for r in said} == {frozenset(("weak_t", "strong")), frozenset(("weak_t", "twin"))}
+    assert {(r["factor"], r["fifth"]) for r in said} == {("t", 4)}

@@ -165,12 +165,14 @@ def confirmation_words(check: dict[str, Any]) -> str:
     numbers = (f"mean true-class probability {lower} {check['true_prob'][lower]:.3f} vs {other} "
                f"{check['true_prob'][other]:.3f}, paired difference "
                f"{format_interval(sign * check['diff'], lo, hi, 3, sign=True)} over {check['n']} held-out instances "
-               f"x {check['conditions_per_instance']} conditions, Wilcoxon p = {_p(check['p'])} (Holm {_p(check['p_holm'])}); "
+               f"x {check['conditions_per_instance']} conditions, Wilcoxon p = {_p(check['p'])} "
+               f"(Holm {_p(check['p_holm'])}); "
                f"accuracy {check['accuracy'][lower]:.2f} vs {check['accuracy'][other]:.2f}, "
                f"{format_interval(100 * sign * acc['diff'], 100 * acc_lo, 100 * acc_hi, 0, sign=True)} points")
+    head = f"Checked on held-out instances under new random conditions with {where}: "
     if weaker is None:
-        return f"Checked on held-out instances under new random conditions with {where}: nothing separates {a} and {b} there ({numbers})."
-    return f"Checked on held-out instances under new random conditions with {where}: {weaker} is the weaker checkpoint there ({numbers})."
+        return head + f"nothing separates {a} and {b} there ({numbers})."
+    return head + f"{weaker} is the weaker checkpoint there ({numbers})."
 
 
 def _p(p: float) -> str:

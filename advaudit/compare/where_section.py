@@ -88,7 +88,7 @@ def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
             pair["confirmation"] = check | {"split": split}
             checks.append(pair["confirmation"])
     decide(checks, settings.alpha)
-    key = json.dumps([config["world"], sorted(targets), [str(replay_module._target_value(group, t))
+    key = json.dumps([config["world"], calibrated, sorted(targets), [str(replay_module._target_value(group, t))
                                                          for t in group.targets], split, seed, asdict(settings)],
                      sort_keys=True, default=str)
     if key not in _MEASURED:
@@ -107,7 +107,8 @@ def sentences(section: dict[str, Any]) -> list[str]:
         lines.append(f"{pair['a']} vs {pair['b']}: {pair['tested_words']}")
         if pair["confirmation"]:
             lines.append(pair["confirmation"]["words"])
-    said = [r["words"] for r in sorted(section["sensitivity"]["pairs"], key=lambda r: -abs(r["diff"])) if r["said"]]
+    rows = sorted(section["sensitivity"]["pairs"], key=lambda r: -abs(r["diff"]))
+    said = [r["words"] for r in rows if r["said"]]
     lines += said or ["On paired random conditions no fifth of any factor separates how much the checkpoints lose "
                       "there (Holm over factors x fifths)."]
     return lines

@@ -56,6 +56,15 @@ def test_where_names_the_factor_and_the_fifth_of_its_range_where_one_checkpoints
     assert alike.p > 0.05
 
 
+def test_on_a_circle_the_region_may_cross_the_seam_and_is_given_as_the_world_accepts_it() -> None:
+    rng = np.random.default_rng(4)
+    rolls = {CONTROL: rng.uniform(0, 360, 30), WEAK: np.mod(rng.uniform(-30, 30, 30), 360)}   # 330..360 and 0..30
+    found = where({"groups": [_group("rl", 0.5, 0.0, rolls)]}, WORLD, circles={"camera_roll"})
+    assert found.factor == "camera_roll" and found.test == "Kuiper" and found.p < 0.05
+    assert found.suspect == "roll_narrowed" and found.region == (324.0, 396.0)   # the arc 324 -> 36 deg
+    assert found.share_suspect == pytest.approx(1.0)
+
+
 def test_the_check_names_the_weaker_checkpoint_and_the_summary_says_it_is_the_planted_one() -> None:
     rng = np.random.default_rng(2)
     rolls = {CONTROL: rng.uniform(0, 360, 30), WEAK: rng.uniform(300, 360, 30)}

@@ -25,6 +25,7 @@ from advaudit.compare.power import pair_power
 from advaudit.compare.records import RunRecord, discover_runs
 from advaudit.compare.replay import replay as run_replay
 from advaudit.compare.stats import checkpoint_summary, compare_pairs, paired_frame, verdict
+from advaudit.compare.where_section import where_markdown, where_section
 from advaudit.core.intervals import format_interval
 from advaudit.core.naming import short_names
 from advaudit.core.records import write_json
@@ -98,7 +99,22 @@ def compare_group(group: Group, out: Path, replay: bool) -> dict[str, Any]:
         except Exception as error:  # a replay that cannot run (a checkpoint moved) must not lose the report
             log.warning("replay of %s skipped: %s", group.label, error)
             result["notes"].append(f"replay skipped: {error}")
+    if replay and world is not None:
+        add_where(result, group, names, out, slug)
     return result
+
+
+def add_where(result: dict[str, Any], group: Group, names: dict[str, str], out: Path, slug: str) -> None:
+    """``result["where"]``: where one checkpoint is weaker than the other (:mod:`advaudit.compare.where_section`)."""
+    try:
+        section = where_section(group, names, out, slug)
+    except Exception as error:  # a check that cannot run (a checkpoint moved) must not lose the report
+        log.warning("where section of %s skipped: %s", group.label, error)
+        result["notes"].append(f"where section skipped: {error}")
+        return
+    if section is not None:
+        result["where"] = section
+        result["plots"]["sensitivity"] = section["plot"]
 
 
 def design_of_group(group: Group, seeds: list[int]) -> str:
@@ -233,5 +249,6 @@ def markdown(summary: dict[str, Any]) -> str:
                 cells = [by.get((t, cls)) for t in names]
                 lines.append(f"| {cls} | " + " | ".join(
                     format_interval(c["mean"], c["lo"], c["hi"], 2, undefined="–") if c else "–" for c in cells) + " |")
-        lines += [""] + [f"![{k}]({Path(p).name})" for k, p in group["plots"].items()]
+        lines += where_markdown(group.get("where"))
+        lines += [""] + [f"![{k}]({Path(p).name})" for k, p in group["plots"].items() if k != "sensitivity"]
     return "\n".join(lines) + "\n"

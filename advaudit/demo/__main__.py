@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
               + f"; {verdict.test} p = {verdict.p_holm:.2g} over {verdict.n_instances} paired instances")
     where = findings.where
     if where is not None:
-        print(f"   worst cases lie most differently in {where.factor} (two-sample KS p = {where.p:.2g}): "
+        print(f"   worst cases lie most differently in {where.factor} (two-sample {where.test} p = {where.p:.2g}): "
               f"{100 * where.share_suspect:.0f}% of {where.suspect}'s in {where.region[0]:g}-{where.region[1]:g}, "
               f"{100 * where.share_other:.0f}% of the other's")
     if where is not None:  # checked whatever step 2's p: the check tests on new instances and conditions

@@ -5,11 +5,12 @@ and two comparisons of :mod:`advaudit.compare` (``comparison.json``):
 
 - **Severity** (step 2): for each examiner, the paired test of its headline metric (``audit.metric``
   of its runs; a true-class probability, so lower = weaker) between the two checkpoints.
-- **Where** (step 2): per examiner and searched factor, a two-sample Kolmogorov-Smirnov test of the
-  two checkpoints' worst conditions (Holm-corrected over all examiner x factor tests); the factor
-  with the smallest p. Its range is cut in fifths (as the comparison's table does); the fifth where
-  one checkpoint's worst cases outnumber the other's most is the *suspected region* and that
-  checkpoint the *suspect*. This only chooses where to look; it decides nothing.
+- **Where** (step 2): per examiner and searched factor, the comparison's between-checkpoint test of
+  the two checkpoints' worst conditions (:mod:`advaudit.compare.where`: two-sample Kolmogorov-Smirnov
+  on an interval, Kuiper on a circle), Holm-corrected over all examiner x factor tests; the factor
+  with the smallest p. Its window a fifth of the range wide (slid in tenths, across the seam on a
+  circle) where one checkpoint's worst cases outnumber the other's most is the *suspected region* and
+  that checkpoint the *suspect*. This only chooses where to look; it decides nothing.
 - **Check** (step 3): random conditions with that factor inside the suspected region, on held-out
   test instances (step 2 examined validation instances), the same for both checkpoints; the
   comparison's paired test of mean true-class probability names the weaker checkpoint there
@@ -26,15 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import ks_2samp
-from statsmodels.stats.multitest import multipletests
 
+from advaudit.compare.where import Axis, between_checkpoints, holm
 from advaudit.core.records import read_json
 from advaudit.errors import require
 from advaudit.worlds import build_world
 
 ALPHA = 0.05
-BINS = 5  # fifths of a factor's range, as the comparison's per-factor table
 
 
 @dataclass
@@ -78,11 +77,12 @@ class Where:
 
     examiner: str
     factor: str
-    p: float                                    # two-sample KS, Holm-corrected
+    p: float                                    # two-sample test, Holm-corrected
     suspect: str                                # the checkpoint with more worst cases in the region
     region: tuple[float, float]
     share_suspect: float
     share_other: float
+    test: str = "KS"                            # KS on an interval, Kuiper on a circle
 
 
 @dataclass
@@ -172,27 +172,36 @@ def _worst_values(comparison: dict[str, Any]) -> dict[tuple[str, str], dict[str,
     return out
 
 
-def where(comparison: dict[str, Any], world: dict[str, tuple[float, float]]) -> Where | None:
-    """The factor whose worst conditions differ most between the two checkpoints (module docstring)."""
+def where(comparison: dict[str, Any], world: dict[str, tuple[float, float]],
+          circles: frozenset[str] | set[str] = frozenset()) -> Where | None:
+    """The factor whose worst conditions differ most between the two checkpoints (module docstring);
+    ``circles``: the periodic factors of ``world``. A region across a circle's seam is returned as
+    ``(low, high + period)`` (``324-396``), the form ``world.factors`` accepts for such an arc."""
     tests = []
-    for (examiner, factor), values in _worst_values(comparison).items():
-        if len(values) == 2 and all(len(v) for v in values.values()) and factor in world:
-            first, second = values.values()
-            tests.append((examiner, factor, float(ks_2samp(first, second).pvalue), values))
+    for examiner, by_factor in _by_examiner(comparison).items():
+        names = tuple(dict.fromkeys(n for values in by_factor.values() for n in values))
+        if len(names) != 2:
+            continue
+        axes = [Axis(f, *world[f], periodic=f in circles) for f in by_factor if f in world]
+        tests += [(examiner, t) for t in between_checkpoints(by_factor, axes, names)]  # type: ignore[arg-type]
     if not tests:
         return None
-    corrected = multipletests([t[2] for t in tests], method="holm")[1]
-    best = int(np.argmin(corrected))
-    examiner, factor, _, values = tests[best]
-    low, high = world[factor]
-    edges = np.linspace(low, high, BINS + 1)
-    shares = {name: np.histogram(v, bins=edges)[0] / len(v) for name, v in values.items()}
-    (one, s_one), (two, s_two) = shares.items()
-    gap = s_one - s_two
-    k = int(np.argmax(np.abs(gap)))
-    suspect, other = (one, two) if gap[k] > 0 else (two, one)
-    return Where(examiner, factor, float(corrected[best]), suspect, (float(edges[k]), float(edges[k + 1])),
-                 float(shares[suspect][k]), float(shares[other][k]))
+    holm([t for _, t in tests])
+    examiner, best = min(tests, key=lambda pair: pair[1].p_holm)
+    low, high = best.region
+    if low > high:
+        high += world[best.factor][1] - world[best.factor][0]
+    return Where(examiner, best.factor, best.p_holm, best.suspect, (low, high), best.share_suspect,
+                 best.share_other, best.test.split(" ")[0])
+
+
+def _by_examiner(comparison: dict[str, Any]) -> dict[str, dict[str, dict[str, np.ndarray]]]:
+    """``{examiner: {factor: {checkpoint: worst-case values}}}`` from the per-factor breakdowns."""
+    out: dict[str, dict[str, dict[str, np.ndarray]]] = {}
+    for (examiner, factor), values in _worst_values(comparison).items():
+        if len(values) == 2 and all(len(v) for v in values.values()):
+            out.setdefault(examiner, {})[factor] = values
+    return out
 
 
 def unseen_region(trained: tuple[float, float], full: tuple[float, float]) -> tuple[float, float] | None:
@@ -206,11 +215,20 @@ def unseen_region(trained: tuple[float, float], full: tuple[float, float]) -> tu
 
 def world_factors(examine_dir: Path) -> dict[str, tuple[float, float]]:
     """Factor name -> (low, high) of the examinations' world (rebuilt from a run's config)."""
+    return {f.name: (float(f.low), float(f.high)) for f in _world_of(examine_dir)}
+
+
+def world_circles(examine_dir: Path) -> set[str]:
+    """The periodic factors (circles) of the examinations' world."""
+    return {f.name for f in _world_of(examine_dir) if f.periodic}
+
+
+def _world_of(examine_dir: Path) -> list[Any]:
     for path in sorted(examine_dir.glob("*/result.json")):
         config = read_json(path).get("config") or {}
         if config.get("world"):
-            return {f.name: (float(f.low), float(f.high)) for f in build_world(config["world"]).factors}
-    return {}
+            return list(build_world(config["world"]).factors)
+    return []
 
 
 def read_comparison(sweep_dir: Path) -> dict[str, Any]:
@@ -224,7 +242,8 @@ def analyse_examination(train_dir: Path, examine_dir: Path) -> Findings:
     world = world_factors(examine_dir)
     comparison = read_comparison(examine_dir)
     trained = read_trained(train_dir, world)
-    findings = Findings(trained, verdicts(comparison, headline_metrics(examine_dir)), where(comparison, world))
+    findings = Findings(trained, verdicts(comparison, headline_metrics(examine_dir)),
+                        where(comparison, world, world_circles(examine_dir)))
     planted = [t for t in trained if t.narrowed]
     if len(planted) == 1 and len(planted[0].narrowed) == 1:
         factor, bounds = next(iter(planted[0].narrowed.items()))

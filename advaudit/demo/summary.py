@@ -52,7 +52,7 @@ def severity_line(findings: Findings) -> str:
     other = next((t.name for t in findings.trained if t.name != where.suspect), "the other")
     differ = ("their worst cases lie in different places" if where.p < ALPHA
               else "no factor separates where their worst cases lie on its own")
-    return (head + f"; {differ}, most in {where.factor} (two-sample KS p = {_p(where.p)}, Holm, "
+    return (head + f"; {differ}, most in {where.factor} (two-sample {where.test} p = {_p(where.p)}, Holm, "
             f"{where.examiner.upper()}): {100 * where.share_suspect:.0f}% of {where.suspect}'s fall in "
             f"{_range(where.region)}, {100 * where.share_other:.0f}% of {other}'s.")
 

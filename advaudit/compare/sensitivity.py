@@ -1,0 +1,145 @@
+"""Per-factor sensitivity on paired random conditions: each checkpoint's accuracy per fifth of each factor.
+
+Held-out instances ``[n]`` each get ``m`` conditions uniform over all of S, rendered once and scored
+by every checkpoint (the same images). For every factor with a range, its range is cut in fifths
+(from ``low``; on a circle too); a condition falls in the fifth its value of that factor lies in,
+so one set of renders serves every factor. Per instance ``i``, checkpoint ``A`` and fifth ``f``:
+
+    acc_A,i(f) = share of i's conditions in f that A classifies correctly
+    acc_A,i    = share of all of i's conditions that A classifies correctly
+
+Per checkpoint and fifth: the mean of ``acc_A,i(f)`` over instances with a 95% bootstrap interval.
+Per pair (A, B) and fifth, the **checkpoint x fifth difference** (the interaction)
+
+    d_i(f) = (acc_A,i(f) - acc_A,i) - (acc_B,i(f) - acc_B,i)
+
+is how many points more A loses in that fifth than B does, each measured from its own accuracy
+over all random conditions: a checkpoint that is worse everywhere by the same amount shows no
+interaction. Its mean over instances gets a 95% bootstrap interval and a Wilcoxon signed-rank
+p-value, Holm-corrected over factors x fifths of the pair. The report says "A loses X points more
+than B at <factor> <fifth>" only where the corrected p is below ``alpha`` and the interval
+excludes 0, and only where the plain difference in the fifth (``acc_A(f) - acc_B(f)``, reported beside
+it) has an interval on the same side of 0: a checkpoint that is simply better than its own average
+in a fifth (because it loses elsewhere) is never said to make the other "lose more" there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Sequence
+
+import numpy as np
+from statsmodels.stats.multitest import multipletests
+
+from advaudit.compare.confirm import Settings, paired, score, uniform_conditions
+from advaudit.compare.where import ALPHA, region_words
+from advaudit.core.intervals import format_interval, mean_with_ci
+
+FIFTHS = 5
+
+
+def fifth_index(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    """``[...]`` factor values -> ``[...]`` fifth 0..4 of ``[low, high]`` (``high`` in the last)."""
+    unit = (np.asarray(values, float) - low) / (high - low)
+    return np.clip(np.floor(unit * FIFTHS), 0, FIFTHS - 1).astype(int)
+
+
+def fifth_bounds(low: float, high: float, k: int) -> tuple[float, float]:
+    return low + (high - low) * k / FIFTHS, low + (high - low) * (k + 1) / FIFTHS
+
+
+def per_fifth(correct: np.ndarray, fifth: np.ndarray) -> np.ndarray:
+    """``correct`` ``[n, m]`` and ``fifth`` ``[n, m]`` -> per-instance accuracy ``[n, 5]`` (NaN where an
+    instance has no condition in a fifth)."""
+    mask = fifth[:, :, None] == np.arange(FIFTHS)[None, None, :]         # [n, m, 5]
+    counts = mask.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, (correct[:, :, None] * mask).sum(1) / np.maximum(counts, 1), np.nan)
+
+
+def measure(world: Any, z: Any, targets: dict[str, Any], seed: int, settings: Settings,
+            calibrated: bool = False) -> dict[str, Any]:
+    """Render ``z`` under ``settings.random_conditions`` uniform conditions each and score every target;
+    returns the record (module docstring): ``factors``, ``checkpoints`` rows, ``pairs`` rows, ``overall``."""
+    factors = [f for f in world.factors if f.high > f.low]
+    s = uniform_conditions(list(world.factors), len(z), settings.random_conditions, seed)
+    scores = score(world, z, s, targets, calibrated, settings.batch)
+    column = {f.name: i for i, f in enumerate(world.factors)}
+    correct = {name: c for name, (_, c) in scores.items()}
+    overall = {name: c.mean(1) for name, c in correct.items()}                    # [n] per target
+    fifths = {f.name: per_fifth_all(correct, fifth_index(s[:, :, column[f.name]].numpy(), f.low, f.high))
+              for f in factors}                                                  # {factor: {target: [n, 5]}}
+    rows = [{"target": name, "factor": f.name, "fifth": k, "low": fifth_bounds(f.low, f.high, k)[0],
+             "high": fifth_bounds(f.low, f.high, k)[1], **mean_with_ci(fifths[f.name][name][:, k])}
+            for f in factors for name in targets for k in range(FIFTHS)]
+    pairs = [interaction(a, b, factors, fifths, overall, settings.alpha)
+             for a, b in itertools.combinations(list(targets), 2)]
+    return {"instances": [int(i) for i in z.ids.tolist()], "seed": int(seed),
+            "conditions_per_instance": int(settings.random_conditions),
+            "draw": "torch.Generator().manual_seed(seed): torch.rand([n, m, C]) mapped onto the factors' bounds",
+            "factors": [{"name": f.name, "low": float(f.low), "high": float(f.high),
+                         "unit": str(getattr(f, "unit", "") or ""), "periodic": bool(getattr(f, "periodic", False))}
+                        for f in factors],
+            "overall": {name: mean_with_ci(v) for name, v in overall.items()},
+            "checkpoints": rows, "pairs": [row for rows_ in pairs for row in rows_]}
+
+
+def per_fifth_all(correct: dict[str, np.ndarray], fifth: np.ndarray) -> dict[str, np.ndarray]:
+    return {name: per_fifth(c, fifth) for name, c in correct.items()}
+
+
+def interaction(a: str, b: str, factors: Sequence[Any], fifths: dict[str, dict[str, np.ndarray]],
+                overall: dict[str, np.ndarray], alpha: float = ALPHA) -> list[dict[str, Any]]:
+    """The pair's rows over factors x fifths: accuracies, the difference in the fifth, the interaction
+    with its interval and Wilcoxon p, Holm-corrected over the rows; ``words`` where it is said."""
+    rows = []
+    for f in factors:
+        acc_a, acc_b = fifths[f.name][a], fifths[f.name][b]
+        for k in range(FIFTHS):
+            low, high = fifth_bounds(f.low, f.high, k)
+            loss = paired(acc_a[:, k] - overall[a], acc_b[:, k] - overall[b])
+            rows.append({"a": a, "b": b, "factor": f.name, "unit": str(getattr(f, "unit", "") or ""), "fifth": k,
+                         "low": low, "high": high, "acc_a": float(np.nanmean(acc_a[:, k])),
+                         "acc_b": float(np.nanmean(acc_b[:, k])), "overall_a": float(overall[a].mean()),
+                         "overall_b": float(overall[b].mean()),
+                         "in_fifth": paired(acc_a[:, k], acc_b[:, k]), **loss})
+    finite = [r for r in rows if math.isfinite(r["p"])]
+    if finite:
+        for row, p in zip(finite, multipletests([r["p"] for r in finite], method="holm")[1]):
+            row["p_holm"] = float(p)
+    for row in rows:
+        row.setdefault("p_holm", float("nan"))
+        row["said"] = said(row, alpha)
+        row["words"] = sensitivity_words(row, len(rows)) if row["said"] else ""
+    return rows
+
+
+def said(row: dict[str, Any], alpha: float = ALPHA) -> bool:
+    """Said only where the interaction's corrected p is below ``alpha``, its interval excludes 0, and the
+    accuracy in the fifth itself differs the same way (interval excluding 0): the checkpoint said to lose
+    more there is the less accurate one there."""
+    inside = row["in_fifth"]
+    if not (math.isfinite(row["p_holm"]) and row["p_holm"] < alpha):
+        return False
+    if row["hi"] < 0:
+        return bool(inside["hi"] < 0)
+    return bool(row["lo"] > 0 and inside["lo"] > 0)
+
+
+def sensitivity_words(row: dict[str, Any], n_tests: int) -> str:
+    """``plain loses 12 points more than rot at rotation 18-30 deg (...)``."""
+    loser, winner, sign = (row["a"], row["b"], -1.0) if row["diff"] < 0 else (row["b"], row["a"], 1.0)
+    acc = {row["a"]: row["acc_a"], row["b"]: row["acc_b"]}
+    overall = {row["a"]: row["overall_a"], row["b"]: row["overall_b"]}
+    lo, hi = sorted((100 * sign * row["lo"], 100 * sign * row["hi"]))
+    where = region_words(row["factor"], (row["low"], row["high"]), row.get("unit", ""))
+    return (f"{loser} loses {100 * sign * row['diff']:.0f} points more than {winner} at {where} "
+            f"(accuracy there {acc[loser]:.2f} vs {acc[winner]:.2f}, over all random conditions "
+            f"{overall[loser]:.2f} vs {overall[winner]:.2f}; checkpoint x fifth difference "
+            f"{format_interval(100 * sign * row['diff'], lo, hi, 0)} points over {row['n']} held-out instances, "
+            f"Wilcoxon p = {_p(row['p'])}, Holm over {n_tests} factor x fifth cells {_p(row['p_holm'])}).")
+
+
+def _p(p: float) -> str:
+    return "nan" if not math.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}")

@@ -57,7 +57,7 @@ def render_worst(world: Any, run: Any, split: str) -> tuple[Any, torch.Tensor, p
     return z, s, frame
 
 
-def _target_value(group: Group, label: str) -> Any:
+def target_value(group: Group, label: str) -> Any:
     """What a run of ``label`` named as its target (a block where the config held one)."""
     run = next((r for r in group.runs if r.target == label), None)
     value = run.config.get("target") if run is not None else None
@@ -70,7 +70,7 @@ def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
     split = str((config.get("audit") or {}).get("selection_split", "val"))
     calibrated = bool((config.get("audit") or {}).get("calibrated", False))
     world = build_world(config["world"])
-    targets = {t: load_world_target(_target_value(group, t), world) for t in group.targets}
+    targets = {t: load_world_target(target_value(group, t), world) for t in group.targets}
     rows = []
     for seed in seeds:
         for source in group.targets:

@@ -51,9 +51,10 @@ def worst_values(group: Group, names: dict[str, str], seeds: list[int]) -> dict[
     return out
 
 
-def load_targets(group: Group, names: dict[str, str]) -> dict[str, Any]:
-    """``{name: loaded target}`` through replay's loader."""
-    return {names[t]: replay_module._load_target(replay_module._target_value(group, t)) for t in group.targets}
+def load_targets(group: Group, names: dict[str, str], world: Any) -> dict[str, Any]:
+    """``{name: loaded target}`` through replay's loader, each in ``world``'s class order (paired by name)."""
+    return {names[t]: replay_module.load_world_target(replay_module.target_value(group, t), world)
+            for t in group.targets}
 
 
 def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
@@ -66,7 +67,7 @@ def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
     seeds = group.common_seeds()
     seed = int(seeds[0]) if seeds else 0
     axes = [Axis.of(f) for f in world.factors if f.name in searched_factors(list(world.factors), group.design)]
-    targets = load_targets(group, names)          # first: a checkpoint that cannot be loaded stops here
+    targets = load_targets(group, names, world)          # first: a checkpoint that cannot be loaded stops here
     values = worst_values(group, names, seeds)
     section: dict[str, Any] = {"alpha": settings.alpha, "seed": seed, "settings": asdict(settings), "pairs": []}
     for a, b in itertools.combinations([names[t] for t in group.targets], 2):
@@ -88,7 +89,7 @@ def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
             pair["confirmation"] = check | {"split": split}
             checks.append(pair["confirmation"])
     decide(checks, settings.alpha)
-    key = json.dumps([config["world"], calibrated, sorted(targets), [str(replay_module._target_value(group, t))
+    key = json.dumps([config["world"], calibrated, sorted(targets), [str(replay_module.target_value(group, t))
                                                          for t in group.targets], split, seed, asdict(settings)],
                      sort_keys=True, default=str)
     if key not in _MEASURED:

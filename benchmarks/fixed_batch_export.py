@@ -1,10 +1,11 @@
 """Is a ``torch.export`` archive exported with a fixed batch audited as fast as its state_dict?
 
 One network (torchvision's ResNet-18 with a one-channel stem, 10 classes, random weights: speed does
-not depend on them) is given three ways: a target block naming its builder with a ``state_dict``
-file; the same network as a ``torch.export`` archive exported with a fixed batch of ``--batch``
-inputs, run as advaudit runs it (all chunks in one ``vmap`` call); and that archive run chunk by
-chunk (how advaudit ran it before, and still runs a program ``vmap`` cannot). Each scores the same
+not depend on them) is given as a target block naming its builder with a ``state_dict`` file, and
+as a ``torch.export`` archive exported with a fixed batch of ``--batch`` inputs, run three ways:
+as advaudit loads it (its graph re-exported with a dynamic batch), as advaudit runs a graph whose
+ops need the exported batch (all chunks in one ``vmap`` call), and chunk by chunk (how advaudit
+ran every such archive before, and still runs a graph ``vmap`` cannot). Each scores the same
 ``--items`` Fashion-MNIST-shaped inputs ``[1, 28, 28]`` with ``predict_proba`` (the audits' call);
 rounds are interleaved so all forms see the same machine load, and the table gives medians.
 
@@ -24,6 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from advaudit.models.imported.exported import FixedBatch  # noqa: E402
 from advaudit.models.imported.store import load_block_target  # noqa: E402
 from advaudit.runtime import configure_threads  # noqa: E402
 
@@ -41,19 +43,25 @@ def resnet18_grey(num_classes: int = 10) -> torch.nn.Module:
 
 
 def make_forms(root: Path, batch: int) -> dict[str, object]:
-    """``{form: target}``: the state_dict block, the fixed-batch archive batched and chunk by chunk."""
+    """``{form: target}``: the state_dict block and the fixed-batch archive run three ways."""
     torch.manual_seed(0)
     net = resnet18_grey().eval()
     torch.save(net.state_dict(), root / "net.pt")
-    torch.export.save(torch.export.export(net, (torch.rand(batch, 1, 28, 28),)), root / "net_b8.pt2")
+    program = torch.export.export(net, (torch.rand(batch, 1, 28, 28),))
+    torch.export.save(program, root / "net_fixed.pt2")
     common = {"class_names": NAMES, "input_shape": [1, 28, 28], "normalization": "model"}
-    block = load_block_target({"model": {"_target_": BUILDER}, "path": str(root / "net.pt"), **common})
-    exported = load_block_target({"path": str(root / "net_b8.pt2"), **common})
-    chunked = load_block_target({"path": str(root / "net_b8.pt2"), **common})
-    assert exported.net.model.batched, "vmap does not run this program"
-    chunked.net.model.batched = False
-    return {"state_dict block": block, f"torch.export, batch {batch}, one vmap call": exported,
-            f"torch.export, batch {batch}, chunk by chunk (before)": chunked}
+    forms: dict[str, object] = {
+        "state_dict block": load_block_target({"model": {"_target_": BUILDER}, "path": str(root / "net.pt"), **common}),
+        f"torch.export, batch {batch}, as loaded (re-exported, dynamic batch)":
+            load_block_target({"path": str(root / "net_fixed.pt2"), **common})}
+    assert not isinstance(forms[next(reversed(forms))].net.model, FixedBatch), "re-export failed"
+    for name, batched in (("all chunks in one vmap call", True), ("chunk by chunk (before)", False)):
+        target = load_block_target({"path": str(root / "net_fixed.pt2"), **common})
+        target.net.model = FixedBatch(program.module(), [batch, 1, 28, 28])
+        assert target.net.model.batched, "vmap does not run this program"
+        target.net.model.batched = batched
+        forms[f"torch.export, batch {batch}, {name}"] = target
+    return forms
 
 
 def main() -> None:

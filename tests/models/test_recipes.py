@@ -130,25 +130,60 @@ def small_cnn() -> torch.nn.Module:
                                torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(4 * 13 * 13, 10)).eval()
 
 
-def test_a_fixed_batch_archive_runs_any_batch_in_one_call_with_the_modules_scores(tmp_path: Path) -> None:
-    net = small_cnn()
-    torch.export.save(torch.export.export(net, (torch.rand(4, 1, 28, 28),)), tmp_path / "b4.pt2")
-    target = load_block_target({"path": str(tmp_path / "b4.pt2"), "class_names": [str(i) for i in range(10)],
-                                "input_shape": [1, 28, 28], "normalization": "model"})
-    fixed = target.net.model
-    assert isinstance(fixed, FixedBatch) and fixed.batch == 4 and fixed.batched
-    x = torch.rand(11, 1, 28, 28, generator=torch.Generator().manual_seed(2))   # not a multiple of 4
+def fixed_batch_target(net: torch.nn.Module, path: Path, batch: int = 4):
+    torch.export.save(torch.export.export(net, (torch.rand(batch, 1, 28, 28),)), path)
+    return load_block_target({"path": str(path), "class_names": [str(i) for i in range(10)],
+                              "input_shape": [1, 28, 28], "normalization": "model"})
+
+
+def scores_in_one_call(target, module: torch.nn.Module, net: torch.nn.Module) -> None:
+    """On 11 inputs (not a multiple of the exported 4): the module's scores, in one call, with its gradients."""
+    x = torch.rand(11, 1, 28, 28, generator=torch.Generator().manual_seed(2))
     calls = []
-    hook = fixed.module.register_forward_hook(lambda *args: calls.append(1))
+    hook = module.register_forward_hook(lambda *args: calls.append(1))
     with torch.no_grad():
         assert torch.allclose(target.logits(x), net(x), atol=1e-5)
     hook.remove()
-    assert len(calls) == 1                                     # three chunks of 4, one call
+    assert len(calls) == 1
     x.requires_grad_()
     target.logits(x)[:, 3].sum().backward()                    # gradient audits reach the input
     reference = x.detach().clone().requires_grad_()
     net(reference)[:, 3].sum().backward()
     assert torch.allclose(x.grad, reference.grad, atol=1e-5)
+
+
+def test_a_fixed_batch_archive_is_re_exported_with_a_dynamic_batch(tmp_path: Path) -> None:
+    net = small_cnn()
+    target = fixed_batch_target(net, tmp_path / "b4.pt2")
+    module = target.net.model
+    assert not isinstance(module, FixedBatch)
+    placeholder = next(n for n in module.graph.nodes if n.op == "placeholder")
+    assert not isinstance(placeholder.meta["val"].shape[0], int)      # the batch is symbolic now
+    scores_in_one_call(target, module, net)
+
+
+class PinnedBatch(torch.nn.Module):
+    """A network whose graph needs its batch size: ``view(4, -1)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = small_cnn()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net[5](self.net[:4](x).view(4, -1))
+
+
+def test_a_graph_that_needs_its_batch_runs_all_chunks_in_one_vmap_call(tmp_path: Path) -> None:
+    net = PinnedBatch().eval()
+    target = fixed_batch_target(net, tmp_path / "pinned.pt2")
+    fixed = target.net.model
+    assert isinstance(fixed, FixedBatch) and fixed.batch == 4 and fixed.batched
+
+    class ByChunks(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.cat([net(c) for c in torch.cat([x, x[-1:].expand(1, 1, 28, 28)]).split(4)])[:len(x)]
+
+    scores_in_one_call(target, fixed.module, ByChunks())
 
 
 class NumpyOnly(torch.nn.Module):

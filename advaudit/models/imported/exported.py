@@ -1,12 +1,14 @@
 """``torch.export`` archives, whatever batch size they were exported with.
 
 An ``ExportedProgram`` exported with a fixed batch (``torch.export.export(net, (torch.rand(8, ...),))``)
-accepts exactly that many inputs. :class:`FixedBatch` runs it on any batch: the inputs are padded to
-a whole number of exported batches and, where ``torch.vmap`` runs the program (checked against
-chunk-by-chunk results on a probe batch when the archive is loaded), all chunks go through one
-call, so an audit's batch of 1,024 inputs costs one call, not 128 calls of 8
-(docs/results/imported-models.md). A program ``vmap`` cannot run is run chunk by chunk, and
-loading says so, with the fix (export with a dynamic batch).
+accepts exactly that many inputs. Loading re-exports its graph with a dynamic batch
+(:func:`with_dynamic_batch`: the graph's nodes are traced again, without the input checks that pin
+the batch; a graph whose ops need that batch size keeps it, and tracing says so), checked against
+the archive's own chunk-by-chunk scores on a probe batch: an audit's batch of 1,024 inputs is then
+one call at the speed of the module itself. A graph that needs its batch size runs in
+:class:`FixedBatch`: padded to whole exported batches, all chunks in one ``torch.vmap`` call where
+``vmap`` gives the chunk-by-chunk scores, else chunk by chunk, with a warning that names the fix
+(docs/imported-models.md measures the three).
 """
 
 from __future__ import annotations
@@ -24,10 +26,57 @@ log = logging.getLogger(__name__)
 
 
 def exported_module(program: Any, source: str = "the torch.export archive") -> nn.Module:
-    """An ``ExportedProgram``'s module; a :class:`FixedBatch` around it when its batch size is fixed."""
-    module = program.module()
+    """An ``ExportedProgram``'s module, taking any batch (module docstring)."""
     shape = _static_input_shape(program)
-    return FixedBatch(module, shape, source) if shape is not None else module
+    if shape is None:
+        return program.module()
+    return with_dynamic_batch(program, shape) or FixedBatch(program.module(), shape, source)
+
+
+class _GraphRunner(nn.Module):
+    """Runs a graph module's nodes one by one (``torch.fx.Interpreter``): its input checks, which are
+    forward hooks and not nodes, do not run, so tracing it sees which ops depend on the batch size."""
+
+    def __init__(self, graph_module: nn.Module) -> None:
+        super().__init__()
+        self.graph_module = graph_module
+
+    def forward(self, x: Tensor) -> Any:
+        return torch.fx.Interpreter(self.graph_module).run(x)
+
+
+def with_dynamic_batch(program: Any, shape: list[int]) -> nn.Module | None:
+    """``program``'s graph re-exported with a dynamic batch, or ``None`` where its ops need ``shape[0]``
+    inputs (or it cannot be traced again); checked against the archive on ``shape[0] + 3`` probe inputs."""
+    batch = int(shape[0])
+    example = torch.rand(*shape, generator=torch.Generator().manual_seed(0))
+    try:
+        runner = _GraphRunner(program.module(check_guards=False))
+        again = torch.export.export(runner, (example,), dynamic_shapes=({0: torch.export.Dim.AUTO},))
+    except Exception as error:  # noqa: BLE001 - not traceable again: the fixed-batch path serves it
+        log.info("the exported program cannot be re-exported with a dynamic batch (%s)", one_line(error)[:200])
+        return None
+    if _static_input_shape(again) is not None:
+        return None  # an op of the graph needs the exported batch size (e.g. a view to [8, -1])
+    dynamic = again.module()
+    probe = torch.rand(batch + 3, *shape[1:], generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = chunked(program.module(), probe, batch)
+        try:
+            got = as_scores(dynamic(probe))
+        except Exception:  # noqa: BLE001 - a guard kept the exported batch size: the fixed-batch path serves it
+            return None
+    if got.shape != expected.shape or not torch.allclose(got, expected, rtol=1e-4,
+                                                         atol=1e-5 * (1.0 + float(expected.abs().max()))):
+        return None
+    return dynamic
+
+
+def chunked(module: nn.Module, x: Tensor, batch: int) -> Tensor:
+    """``module`` (which takes exactly ``batch`` inputs) on ``x`` ``[B, ...]`` chunk by chunk, the last padded."""
+    pad = (-len(x)) % batch
+    padded = torch.cat([x, x[-1:].expand(pad, *x.shape[1:])]) if pad else x
+    return torch.cat([as_scores(module(padded[i:i + batch])) for i in range(0, len(padded), batch)])[:len(x)]
 
 
 def _static_input_shape(program: Any) -> list[int] | None:
@@ -43,7 +92,8 @@ def _static_input_shape(program: Any) -> list[int] | None:
 
 
 class FixedBatch(nn.Module):
-    """Runs ``module``, which takes exactly ``shape[0]`` inputs, on any batch ``[B, *shape[1:]]`` -> ``[B, M]``.
+    """Runs ``module``, which takes exactly ``shape[0]`` inputs, on any batch ``[B, *shape[1:]]`` -> ``[B, M]``
+    (for a graph :func:`with_dynamic_batch` cannot free of its batch size).
 
     The batch is padded (repeating its last input) to ``k * shape[0]`` inputs; ``vmap`` then runs the
     ``k`` chunks in one call where :meth:`_vmap_agrees` found it gives the chunk-by-chunk scores
@@ -61,14 +111,14 @@ class FixedBatch(nn.Module):
                  "module and its state_dict")
 
     def forward(self, x: Tensor) -> Tensor:
+        if not self.batched:
+            return chunked(self.module, x, self.batch)
         n = len(x)
         pad = (-n) % self.batch
         if pad:
             x = torch.cat([x, x[-1:].expand(pad, *x.shape[1:])])
-        if self.batched:
-            out = torch.vmap(self._scores)(x.reshape(-1, self.batch, *x.shape[1:]))
-            return out.reshape(-1, *out.shape[2:])[:n]
-        return torch.cat([self._scores(x[i:i + self.batch]) for i in range(0, len(x), self.batch)])[:n]
+        out = torch.vmap(self._scores)(x.reshape(-1, self.batch, *x.shape[1:]))
+        return out.reshape(-1, *out.shape[2:])[:n]
 
     def _scores(self, chunk: Tensor) -> Tensor:
         return as_scores(self.module(chunk))
@@ -78,7 +128,7 @@ class FixedBatch(nn.Module):
         probe = torch.rand(2 * self.batch, *item_shape, generator=torch.Generator().manual_seed(0))
         try:
             with torch.no_grad():
-                chunks = torch.cat([self._scores(probe[:self.batch]), self._scores(probe[self.batch:])])
+                chunks = chunked(self.module, probe, self.batch)
                 mapped = torch.vmap(self._scores)(probe.reshape(2, self.batch, *item_shape)).reshape(chunks.shape)
         except Exception as error:  # noqa: BLE001 - an op without a batching rule: chunk by chunk instead
             log.info("torch.vmap cannot run the exported program (%s)", one_line(error)[:200])

@@ -24,7 +24,7 @@ from advaudit.models import load_target as load_target_file
 from advaudit.models.imported.black_box import onnx_bytes
 from advaudit.models.imported.exported import FixedBatch
 from advaudit.models.imported.formats import how_to_audit, identify
-from advaudit.models.imported.spec import named_dataset
+from advaudit.models.imported.spec import named_dataset, parse_target_spec
 from advaudit.models.imported.store import import_target, load_block_target
 
 BREAST_CANCER = ["malignant", "benign"]
@@ -244,6 +244,11 @@ def test_a_mistyped_dotted_name_is_one_line_with_the_closest_name() -> None:
         line = str(error.value)
         assert line.startswith(f"target.function={path} cannot be imported (") and line.endswith(fix), line
         assert "\n" not in line
+    block = {"function": "tests.models.user_models.brightness_votes", "class_names": ["a"], "input_shape": [1],
+             "normalization": "model", "dataset": {"_target_": "advaudit.data.sklearn_sets.TabularDataModul"}}
+    with pytest.raises(AdvauditError, match=r"did you mean target.dataset._target_=advaudit.data.sklearn_sets."
+                                            r"TabularDataModule\?$"):
+        parse_target_spec(block)
 
 
 def test_onnx_damage_is_told_apart_from_a_missing_data_file(tmp_path: Path) -> None:

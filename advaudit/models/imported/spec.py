@@ -34,7 +34,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from advaudit.confutil import plain
+from advaudit.confutil import locate, plain
 from advaudit.errors import AdvauditError, one_line, require
 
 #: file formats a ``target`` block can name in ``format`` (``auto``: identified from the file)
@@ -128,6 +128,8 @@ def parse_target_spec(node: Any, seed: int = 0) -> TargetSpec:
     _check_spec(spec)
     if isinstance(spec.dataset, str):
         spec.dataset = named_dataset(spec.dataset, seed)
+    elif isinstance(spec.dataset, dict) and "_target_" in spec.dataset:
+        locate(spec.dataset["_target_"], "target.dataset._target_")  # a typo named now, not deep in the audit
     return spec
 
 

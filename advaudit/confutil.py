@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
+import importlib
 import inspect
-import logging
+import pkgutil
+import sys
 from typing import Any, Mapping, Sequence
 
-from hydra.utils import get_object
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from advaudit.errors import AdvauditError, require, unknown_keys_message
+from advaudit.errors import AdvauditError, one_line, require, unknown_keys_message
 
 
 def override_value(value: Any) -> str:
@@ -69,19 +71,68 @@ def named_object(target: str, where: str) -> Any:
     """The class or function the dotted path ``target`` names (imported), for the block at ``where``.
 
     Raises:
-        AdvauditError: one line saying why it cannot be imported.
+        AdvauditError: one line saying why it cannot be imported (:func:`locate`).
     """
-    hydra_log = logging.getLogger("hydra.utils")  # it logs the failure over several lines; ours is the one line
-    level = hydra_log.level
-    hydra_log.setLevel(logging.CRITICAL)
-    try:
-        return get_object(target)
-    except Exception as error:  # noqa: BLE001  (not importable: say which, on one line)
-        cause = error.__cause__ or error
-        raise AdvauditError(f"{where}._target_={target} cannot be imported ({type(cause).__name__}: "
-                            f"{str(cause).splitlines()[0] if str(cause) else ''})") from None
-    finally:
-        hydra_log.setLevel(level)
+    return locate(target, f"{where}._target_")
+
+
+def locate(path: Any, key: str) -> Any:
+    """The object the dotted ``path`` names (``my_pkg.models.build``), imported, for the config key ``key``.
+
+    Raises:
+        AdvauditError: one line naming ``key``, ``path``, why it cannot be imported, the closest existing
+            name where one is found (a module's attributes and submodules, or the top-level modules), and the
+            fix; an error raised while a module that exists is imported is named as that module's.
+    """
+    require(isinstance(path, str) and bool(path.strip()) and ".." not in path,
+            f"{key}={path!r} is not a dotted path; give the module and the name, e.g. my_pkg.models.build")
+    parts = path.strip().split(".")
+    obj: Any = None
+    for depth, part in enumerate(parts):
+        prefix = ".".join(parts[:depth + 1])
+        if depth and hasattr(obj, part):
+            obj = getattr(obj, part)
+            continue
+        if depth and not inspect.ismodule(obj):
+            raise AdvauditError(_not_found(key, path, f"AttributeError: {'.'.join(parts[:depth])} has no attribute "
+                                           f"{part!r}", _close(part, dir(obj), parts, depth), False))
+        try:
+            obj = importlib.import_module(prefix)
+        except ModuleNotFoundError as error:
+            if error.name != prefix:
+                raise AdvauditError(f"{key}={path} cannot be imported: importing {prefix} failed (ModuleNotFoundError: "
+                                    f"{error}); install that module or fix the import in {prefix}") from None
+            known = _submodules(obj) + (dir(obj) if obj is not None else [])
+            reason = f"ModuleNotFoundError: No module named {prefix!r}" if depth == 0 else \
+                f"AttributeError: {'.'.join(parts[:depth])} has no attribute or submodule {part!r}"
+            raise AdvauditError(_not_found(key, path, reason, _close(part, known, parts, depth), depth == 0)) from None
+        except Exception as error:  # noqa: BLE001 - the user's module fails while importing: name it
+            raise AdvauditError(f"{key}={path} cannot be imported: importing {prefix} raised "
+                                f"{type(error).__name__}: {one_line(error)[:200]}; fix that module") from None
+    return obj
+
+
+def _not_found(key: str, path: str, reason: str, close: str | None, top_level: bool) -> str:
+    fix = f"did you mean {key}={close}?" if close else f"correct {key}"
+    if "." not in path:
+        fix = f"name its module too, {key}=<module>.{path} (the module importable from PYTHONPATH)"
+    elif top_level:
+        fix += f" (or put the folder that holds {path.split('.')[0]} on PYTHONPATH)"
+    return f"{key}={path} cannot be imported ({reason}); {fix}"
+
+
+def _close(name: str, candidates: Sequence[str], parts: Sequence[str], depth: int) -> str | None:
+    """``parts`` joined with ``parts[depth]`` replaced by the closest of ``candidates`` (``None``: none is close)."""
+    public = sorted({c for c in candidates if not c.startswith("_")} or set(candidates))
+    match = difflib.get_close_matches(name, public, n=1) or difflib.get_close_matches(name.lower(), public, n=1)
+    return ".".join([*parts[:depth], match[0], *parts[depth + 1:]]) if match else None
+
+
+def _submodules(obj: Any) -> list[str]:
+    """Names of the modules importable as ``obj.<name>`` (the top-level modules when ``obj`` is ``None``)."""
+    if obj is None:
+        return [m.name for m in pkgutil.iter_modules()] + list(sys.builtin_module_names)
+    return [m.name for m in pkgutil.iter_modules(getattr(obj, "__path__", []) or [])]
 
 
 def refuse_unknown_arguments(where: str, part: str, options: Mapping[str, Any], supplied: Sequence[str],

@@ -48,7 +48,9 @@ def target_datamodule(target: Target, override: Any = None) -> ArrayDataModule:
         require(stored is not None, "this checkpoint does not record its dataset; pass audit.dataset=<config> "
                 "(e.g. +dataset@audit.dataset=fashion_mnist)")
         named = str(stored.get("_target_", "")) if isinstance(stored, Mapping) else ""
-        require(named.startswith(SAFE_STORED_DATASETS), f"the target file names its dataset as {named or stored!r}; a "
+        from_config = bool(getattr(target, "dataset_from_config", False))  # a target block's `dataset`
+        require(from_config or named.startswith(SAFE_STORED_DATASETS), f"the target file names its dataset as "
+                f"{named or stored!r}; a "
                 "file never makes advaudit import code, so only advaudit's own datasets are built from it: pass the "
                 "dataset in your config, audit.dataset={_target_: ...} (or +dataset@audit.dataset=<name>)")
         datamodule = instantiate(OmegaConf.create(stored))

@@ -15,7 +15,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from advaudit.config.schemas import SCHEMAS
+from advaudit.config.schemas import SCHEMAS, report_budgets_within
 from advaudit.config.validation import plain_config, validate
 from advaudit.errors import AdvauditError
 
@@ -44,7 +44,10 @@ def typed(schema: type[T], node: Any) -> T:
 
 
 def register_configs() -> None:
-    """Store every schema under its group (``audit/worst_case_schema``, ...); idempotent."""
+    """Store every schema under its group (``audit/worst_case_schema``, ...) and register the resolvers schema
+    defaults use; idempotent."""
+    if not OmegaConf.has_resolver("report_budgets_within"):
+        OmegaConf.register_new_resolver("report_budgets_within", report_budgets_within)
     store = ConfigStore.instance()
     for group, name, node in SCHEMAS:
         store.store(group=group, name=name, node=node)

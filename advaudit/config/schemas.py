@@ -140,6 +140,17 @@ class ValidityConf(Ranged):
     reference_min_prob: float = ranged(0.99, low=0, high=1)
 
 
+#: the report budgets of the examiner paper's Table 2: ``audit.report_budgets``' default, up to the budget
+PAPER_REPORT_BUDGETS = (0, 100, 300, 500)
+
+
+def report_budgets_within(budget: Any) -> List[int]:
+    """``${report_budgets_within:${.budget}}``: the :data:`PAPER_REPORT_BUDGETS` below ``budget``, then ``budget``."""
+    if not isinstance(budget, int) or isinstance(budget, bool):
+        return list(PAPER_REPORT_BUDGETS)  # not a budget: validation names it
+    return [b for b in PAPER_REPORT_BUDGETS if b < budget] + [budget]
+
+
 @dataclass
 class WorstCaseAuditConf(Ranged):
     """``conf/audit/worst_case.yaml``: Algorithm 1 of the adversarial-examiner paper, batched over instances."""
@@ -152,7 +163,9 @@ class WorstCaseAuditConf(Ranged):
     # queries (model evaluations) | iterations (examiner steps of q queries; the paper's T: RL updates
     # of 32 samples, BO proposals)
     budget_unit: BudgetUnit = BudgetUnit.queries
-    report_budgets: List[int] = field(default_factory=lambda: [0, 100, 300, 500])  # in budget_unit; each <= budget
+    # in budget_unit, each <= budget (the audit also reports at the budget itself). Default: the paper's
+    # 0, 100, 300, 500 (Table 2) below the budget, then the budget: audit.budget=60 gives [0, 60]
+    report_budgets: List[int] = "${report_budgets_within:${.budget}}"  # type: ignore[assignment]
     mode: Mode = Mode.weakness  # weakness: minimise the true-class prob; strength: maximise it (Sec. 4.6)
     # stratified: per class, instances drawn with the seed: every checkpoint examined with one seed gets
     # the same instances (a paired design). best_per_class (the paper, the reproductions): per class, the

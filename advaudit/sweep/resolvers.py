@@ -1,9 +1,10 @@
-"""OmegaConf resolvers the launcher and logger configs use (registered when :mod:`advaudit` is imported)."""
+"""OmegaConf resolvers the launcher, logger and paths configs use (registered when :mod:`advaudit` is imported)."""
 
 from __future__ import annotations
 
 import os
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 
 from advaudit.core.wandb_run import run_group
@@ -27,8 +28,19 @@ def wandb_group(task_name: str) -> str:
     return run_group(task_name)
 
 
+def launch_dir() -> str:
+    """``${launch_dir:}``: the directory the command was started in (Hydra's ``runtime.cwd`` inside a job).
+
+    Unlike ``${hydra:runtime.cwd}`` it also resolves before Hydra has set its config, where a
+    multirun's sweeper resolves ``hydra.sweep.dir`` (which ``paths.root_dir`` feeds).
+    """
+    if HydraConfig.initialized():
+        return str(HydraConfig.get().runtime.cwd)
+    return os.getcwd()
+
+
 def register_resolvers() -> None:
-    """Register ``${cores_per_job:N}`` and ``${wandb_group:<task>}`` (idempotent)."""
-    for name, function in (("cores_per_job", cores_per_job), ("wandb_group", wandb_group)):
+    """Register ``${cores_per_job:N}``, ``${wandb_group:<task>}`` and ``${launch_dir:}`` (idempotent)."""
+    for name, function in (("cores_per_job", cores_per_job), ("wandb_group", wandb_group), ("launch_dir", launch_dir)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, function)

@@ -118,6 +118,8 @@ def composed(config_name: str, overrides: list[str]) -> dict[str, Any]:
 
 def _plain(root: DictConfig, path: str, node: Any) -> Any:
     """``node`` (at ``path`` of ``root``) as plain data: interpolations resolved where they can be."""
+    if isinstance(node, (DictConfig, ListConfig)) and node._is_interpolation():
+        return _resolved(root, path, node._value())
     if isinstance(node, DictConfig):
         if node._is_none():
             return None
@@ -127,7 +129,11 @@ def _plain(root: DictConfig, path: str, node: Any) -> Any:
         if node._is_none():
             return None
         return [_plain(root, f"{path}[{i}]", node._get_node(i)) for i in range(len(node))]
-    raw = node._value() if hasattr(node, "_value") else node
+    return _resolved(root, path, node._value() if hasattr(node, "_value") else node)
+
+
+def _resolved(root: DictConfig, path: str, raw: Any) -> Any:
+    """The value at ``path`` resolved, or ``raw`` (as written) when only a running Hydra job resolves it."""
     if isinstance(raw, str) and "${now:" in raw:
         return raw  # the clock: differs on every composition
     try:

@@ -192,7 +192,7 @@ def test_an_audit_defined_only_here_runs_from_examine_py(plugged: dict[str, Any]
 
 def test_a_function_block_that_cannot_run_is_one_line() -> None:
     with pytest.raises(AdvauditError, match=r"^audit.run._target_=my_audits.nope.run cannot be imported "
-                                            r"\(ModuleNotFoundError: No module named 'my_audits'\)$"):
+                                            r"\(ModuleNotFoundError: No module named 'my_audits'\); correct audit.run._target_"):
         named_function(OmegaConf.create({"_target_": "my_audits.nope.run", "_partial_": True}), "audit.run")
     with pytest.raises(AdvauditError, match=r"^model.train must be a block \{_target_: <module.function>, "
                                             r"_partial_: true\}.*not 'classifier'$"):

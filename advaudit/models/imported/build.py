@@ -18,12 +18,16 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
-from hydra.utils import get_class, get_method, instantiate
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
 from torch import Tensor, nn
 
+from advaudit.confutil import locate
 from advaudit.errors import AdvauditError, one_line, require
 from advaudit.models.classes import class_pairing
 from advaudit.models.imported.adapters import ClassMap, InputAdapter, as_scores
+from advaudit.models.imported.black_box import load_skops, onnx_bytes, onnx_predict, sklearn_predict
+from advaudit.models.imported.exported import exported_module
 from advaudit.models.imported.formats import FileKind, how_to_audit, identify
 from advaudit.models.imported.spec import TargetSpec
 from advaudit.models.imported.targets import BlackBoxTarget, ImportedTorchTarget, ModelPipeline
@@ -63,8 +67,7 @@ def build_model(spec: TargetSpec, device: str = "cpu") -> tuple[nn.Module | None
     if spec.source == "module":
         require(kind.kind in WEIGHT_FORMATS, f"target.model takes its weights from a state_dict, safetensors or "
                 f"Lightning file, but target.path={path} is {kind.detail}; " + how_to_audit(path, kind))
-        module = instantiate(spec.model)
-        require(isinstance(module, nn.Module), f"target.model built a {type(module).__name__}, not a torch.nn.Module")
+        module = _built_module(spec.model)
         state = strip_prefix(read_state_dict(path, kind.kind), module, spec.weights_prefix)
         load_weights(module, state, str(path))
         return module.eval(), None, kind.kind
@@ -75,7 +78,7 @@ def _from_file(spec: TargetSpec, path: Path, kind: FileKind, device: str) -> tup
     if kind.kind == "torchscript":
         return torch.jit.load(str(path), map_location="cpu").eval(), None, "torchscript"
     if kind.kind == "export":
-        return exported_module(torch.export.load(str(path))), None, "export"
+        return exported_module(torch.export.load(str(path)), f"target.path={path}"), None, "export"
     if kind.kind == "onnx":
         return None, onnx_predict(onnx_bytes(path), device), "onnx"
     if kind.kind == "skops":
@@ -97,15 +100,36 @@ def _from_file(spec: TargetSpec, path: Path, kind: FileKind, device: str) -> tup
     raise AdvauditError(f"target.path={path} is {kind.detail}; " + how_to_audit(path, kind))
 
 
+def _built_module(node: Any) -> nn.Module:
+    """``target.model`` built by Hydra, its ``_target_`` checked first (a typo is one line naming the key)."""
+    require(isinstance(node, dict) and "_target_" in node, f"target.model={node!r} must be a block naming the "
+            "module, {_target_: <class or function returning an nn.Module>, <its arguments>}")
+    locate(node["_target_"], "target.model._target_")
+    try:
+        module = instantiate(node)
+    except InstantiationException as error:
+        raise AdvauditError(f"target.model could not be built: {one_line(error)[:300]}; check target.model's "
+                            "arguments") from None
+    require(isinstance(module, nn.Module), f"target.model built a {type(module).__name__}, not a torch.nn.Module; "
+            "name a class or a function that returns the module")
+    return module
+
+
 def _function(node: Any) -> Callable[[Any], Any]:
-    function = get_method(node) if isinstance(node, str) else instantiate(node)
+    if isinstance(node, str):
+        function = locate(node, "target.function")
+    else:
+        require(isinstance(node, dict) and "_target_" in node, f"target.function={node!r} must be a dotted path "
+                "(my_pkg.predict) or a block {_target_: my_pkg.predict, _partial_: true, <its arguments>}")
+        locate(node["_target_"], "target.function._target_")
+        function = instantiate(node)
     require(callable(function), f"target.function built a {type(function).__name__}, which cannot be called; name "
             "a function from inputs [B, ...] to probabilities [B, K] (add _partial_: true to pass arguments)")
     return function
 
 
 def _lightning_module(spec: TargetSpec, path: Path) -> nn.Module:
-    cls = get_class(str(spec.lightning_module))
+    cls = locate(spec.lightning_module, "target.lightning_module")
     require(hasattr(cls, "load_from_checkpoint"), f"target.lightning_module={spec.lightning_module} is not a "
             "LightningModule class (it has no load_from_checkpoint)")
     try:
@@ -134,153 +158,6 @@ def _unpickle_trusted(path: Path, kind: FileKind) -> Any:
 
 
 # -- runtimes that need no code ------------------------------------------------------------------
-def exported_module(program: Any) -> nn.Module:
-    """An ``ExportedProgram``'s module, run in chunks of its batch size when that size is fixed."""
-    module = program.module()
-    batch = _static_batch(program)
-    return FixedBatch(module, batch) if batch is not None else module
-
-
-def _static_batch(program: Any) -> int | None:
-    names = set(program.graph_signature.user_inputs)
-    for node in program.graph.nodes:
-        if node.op == "placeholder" and node.name in names:
-            value = node.meta.get("val")
-            if value is not None and value.dim() > 0 and isinstance(value.shape[0], int):
-                return int(value.shape[0])
-            return None
-    return None
-
-
-class FixedBatch(nn.Module):
-    """Runs ``module`` (which takes exactly ``batch`` inputs) on any batch, padding the last chunk."""
-
-    def __init__(self, module: nn.Module, batch: int) -> None:
-        super().__init__()
-        self.module, self.batch = module, int(batch)
-
-    def forward(self, x: Tensor) -> Tensor:
-        outs = []
-        for start in range(0, len(x), self.batch):
-            chunk = x[start:start + self.batch]
-            pad = self.batch - len(chunk)
-            if pad:
-                chunk = torch.cat([chunk, chunk[-1:].expand(pad, *chunk.shape[1:])])
-            outs.append(as_scores(self.module(chunk))[:self.batch - pad])
-        return torch.cat(outs)
-
-
-def onnx_bytes(path: Path) -> bytes:
-    """An ONNX model with any external weight files (``model.onnx.data``) folded in, as bytes."""
-    import onnx  # ONNX: only ONNX targets need it
-
-    try:
-        return onnx.load(str(path), load_external_data=True).SerializeToString()
-    except Exception as error:  # noqa: BLE001 - a broken or incomplete file is the user's
-        raise AdvauditError(f"{path} cannot be read as ONNX: {one_line(error)[:300]} (its external data files must "
-                            "sit next to it)") from None
-
-
-def onnx_predict(model_bytes: bytes, device: str = "cpu") -> Callable[[Any], Any]:
-    """An onnxruntime session as ``numpy [B, ...] -> numpy [B, M]`` (its first input and output)."""
-    import onnxruntime as ort  # ONNX: only ONNX targets need it
-
-    providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if device.startswith("cuda") else ["CPUExecutionProvider"]
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = max(1, torch.get_num_threads())
-    try:
-        session = ort.InferenceSession(model_bytes, sess_options=options,
-                                       providers=[p for p in providers if p in ort.get_available_providers()])
-    except Exception as error:  # noqa: BLE001 - a broken file is the user's
-        raise AdvauditError(f"onnxruntime cannot load the ONNX model: {one_line(error)[:300]}") from None
-    first = session.get_inputs()[0]
-    batch = first.shape[0] if first.shape and isinstance(first.shape[0], int) else None
-    input_name, output_name = first.name, session.get_outputs()[0].name
-
-    def predict(x: Any) -> Any:
-        x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
-        if batch is None:
-            return session.run([output_name], {input_name: x})[0]
-        outs = []
-        for start in range(0, len(x), batch):
-            chunk = x[start:start + batch]
-            pad = batch - len(chunk)
-            if pad:
-                chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, 0)])
-            outs.append(session.run([output_name], {input_name: chunk})[0][:batch - pad])
-        return np.concatenate(outs)
-
-    return predict
-
-
-#: types skops does not trust by default whose objects advaudit bounds-checks itself (:func:`check_trees`)
-CHECKED_TYPES = ("sklearn.tree._tree.Tree",)
-
-
-def load_skops(data: bytes, trusted_types: list[str], source: str) -> Any:
-    """A scikit-learn object from skops bytes; other types skops does not trust must be listed by the user.
-
-    Decision trees (``sklearn.tree._tree.Tree``, in every forest and boosting model) are accepted
-    after :func:`check_trees` has checked their node indices, which is what skops warns about.
-    """
-    import skops.io as sio  # skops is slow to import; only scikit-learn targets need it
-
-    untrusted = sio.get_untrusted_types(data=data)
-    missing = [t for t in untrusted if t not in trusted_types and t not in CHECKED_TYPES]
-    require(not missing, f"{source} holds types skops does not trust by default: {missing}; if you made the file "
-            f"or trust its source add target.trusted_types=[{', '.join(missing)}] (recorded in the report)")
-    loaded = sio.loads(data, trusted=list(untrusted) or None)
-    check_trees(loaded, source)
-    return loaded
-
-
-def check_trees(obj: Any, source: str, depth: int = 0) -> int:
-    """Refuse decision trees whose node arrays index outside themselves or the estimator's features.
-
-    scikit-learn walks ``children_left/right`` and reads ``X[:, feature]`` without bounds checks;
-    a node may only point at ``-1`` (leaf) or a node of its tree, and split on a feature the
-    estimator has. Returns how many trees were checked.
-    """
-    if depth > 6 or obj is None or isinstance(obj, (str, bytes, int, float, bool)):
-        return 0
-    checked = 0
-    tree = getattr(obj, "tree_", None)
-    if tree is not None and type(tree).__name__ == "Tree":
-        count = int(tree.node_count)
-        n_features = min(int(tree.n_features), int(getattr(obj, "n_features_in_", tree.n_features)))
-        for name in ("children_left", "children_right"):
-            child = np.asarray(getattr(tree, name))
-            require(bool(((child == -1) | ((child >= 0) & (child < count))).all()),
-                    f"{source}: a decision tree's {name} points outside the tree; the file is corrupt or crafted")
-        feature = np.asarray(tree.feature)
-        leaf = np.asarray(tree.children_left) == -1
-        require(bool((leaf | ((feature >= 0) & (feature < n_features))).all()),
-                f"{source}: a decision tree splits on a feature the estimator does not have; the file is corrupt or crafted")
-        checked += 1
-    children: list[Any] = []
-    for name in ("estimators_", "steps", "estimator", "estimator_", "base_estimator_", "final_estimator_", "calibrated_classifiers_"):
-        value = getattr(obj, name, None)
-        if value is not None:
-            children.extend(np.asarray(value, dtype=object).ravel().tolist() if isinstance(value, (list, tuple, np.ndarray)) else [value])
-    for child in children:
-        child = child[1] if isinstance(child, tuple) and len(child) == 2 else child
-        checked += check_trees(child, source, depth + 1)
-    return checked
-
-
-def sklearn_predict(estimator: Any) -> Callable[[Any], Any]:
-    """``estimator.predict_proba`` on ``numpy [B, F]`` (images are flattened)."""
-    require(hasattr(estimator, "predict_proba"), f"{type(estimator).__name__} has no predict_proba; black-box "
-            "targets must give probabilities (e.g. SVC(probability=True))")
-
-    def predict(x: Any) -> Any:
-        x = np.asarray(x)
-        return estimator.predict_proba(x.reshape(len(x), -1) if x.ndim > 2 else x)
-
-    predict.estimator = estimator  # type: ignore[attr-defined]
-    return predict
-
-
 # -- the target --------------------------------------------------------------------------------------
 def assemble(module: nn.Module | None, predict: Callable | None, spec: TargetSpec, fmt: str,
              meta_extra: dict[str, Any] | None = None) -> ImportedTorchTarget | BlackBoxTarget:
@@ -352,7 +229,7 @@ def module_to_bytes(module: nn.Module, model_shape: list[int]) -> tuple[str, byt
 def module_from_bytes(backend: str, data: bytes) -> nn.Module:
     """The inverse of :func:`module_to_bytes` (and of a stored TorchScript / export file)."""
     if backend == "export":
-        return exported_module(torch.export.load(io.BytesIO(data)))
+        return exported_module(torch.export.load(io.BytesIO(data)), "the imported target file")
     return torch.jit.load(io.BytesIO(data), map_location="cpu").eval()
 
 

@@ -30,11 +30,13 @@ _CODE_PREFIXES = ("torch.nn.", "torchvision.", "timm.", "transformers.", "pytorc
 class FileKind:
     """``kind``: one of ``advaudit``, ``state_dict``, ``lightning``, ``torchscript``, ``export``, ``onnx``,
     ``safetensors``, ``skops``, ``pickled_module``, ``pickle``, ``joblib``, ``torch_other`` or ``unknown``;
-    ``classes``: the classes a pickle would import; ``detail``: what it is, in words."""
+    ``classes``: the classes a pickle would import; ``detail``: what it is, in words; ``features``: a
+    scikit-learn estimator's ``n_features_in_``, where the file shows it without running anything."""
 
     kind: str
     detail: str
     classes: list[str] = field(default_factory=list)
+    features: int | None = None
 
 
 def identify(path: str | Path, load_tensors: bool = True) -> FileKind:
@@ -57,10 +59,11 @@ def identify(path: str | Path, load_tensors: bool = True) -> FileKind:
     if head.startswith(b"\x08") and path.suffix.lower() == ".onnx" or _looks_onnx(head):
         return FileKind("onnx", "an ONNX model")
     if head[:1] == b"\x80" or path.suffix.lower() in (".joblib", ".pkl", ".pickle"):
-        classes = _pickle_globals(path.read_bytes()) if head[:1] == b"\x80" else []
+        data = path.read_bytes() if head[:1] == b"\x80" else b""
+        classes = _pickle_globals(data)
         kind = "joblib" if path.suffix.lower() == ".joblib" else "pickle"
         owner = _main_class(classes)
-        return FileKind(kind, f"a {kind} file" + (f" of a {owner}" if owner else ""), classes)
+        return FileKind(kind, f"a {kind} file" + (f" of a {owner}" if owner else ""), classes, _pickled_int(data))
     return FileKind("unknown", sniff(path))
 
 
@@ -68,7 +71,8 @@ def _identify_zip(path: Path, load_tensors: bool) -> FileKind:
     with zipfile.ZipFile(path) as archive:
         names = archive.namelist()
         if "schema.json" in names:
-            return FileKind("skops", "a skops archive (scikit-learn, loaded without pickle)")
+            return FileKind("skops", "a skops archive (scikit-learn, loaded without pickle)",
+                            features=_skops_features(archive))
         if any(n.endswith("/archive_format") or n == "archive_format" for n in names) and \
                 any("models/" in n and n.endswith(".json") for n in names):
             return FileKind("export", "a torch.export archive (.pt2)")
@@ -145,6 +149,31 @@ def _pickle_globals(data: bytes) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _pickled_int(data: bytes, name: str = "n_features_in_") -> int | None:
+    """The int a pickle stores under the attribute ``name`` (opcodes only, nothing run); ``None`` if not seen."""
+    after_name = False
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            if after_name and op.name in ("BININT", "BININT1", "BININT2", "INT", "LONG1", "LONG"):
+                return int(arg) if int(arg) > 0 else None
+            after_name = op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8") and arg == name \
+                or (after_name and op.name in ("MEMOIZE", "BINPUT", "LONG_BINPUT", "PUT"))
+    except Exception:  # noqa: BLE001 - truncated, compressed or raw array bytes (joblib): what was seen
+        pass
+    return None
+
+
+def _skops_features(archive: zipfile.ZipFile) -> int | None:
+    """``n_features_in_`` of the estimator a skops archive holds (read from its ``schema.json``)."""
+    try:
+        content = json.loads(archive.read("schema.json")).get("content", {})
+        node = (content.get("content", content) if isinstance(content, dict) else {}).get("n_features_in_")
+        value = int(node["content"]) if isinstance(node, dict) else None
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return value if value and value > 0 else None
+
+
 def _main_class(classes: list[str]) -> str | None:
     """The first class that is neither a tensor helper nor a ``torch.nn`` building block."""
     for name in classes:
@@ -157,11 +186,13 @@ def how_to_audit(path: str | Path, kind: FileKind) -> str:
     """The exact ``target`` block (or command) that audits a file of this kind."""
     p = str(path)
     common = "class_names: [...], input_shape: [C, H, W], normalization: {mean: [...], std: [...]} or model"
+    if _is_table_model(kind):
+        common = f"class_names: [...], input_shape: [{kind.features or 'F'}], normalization: model"
     blocks = {
         "torchscript": f"target={{path: {p}, {common}}} (TorchScript: no code needed)",
         "export": f"target={{path: {p}, {common}}} (torch.export: no code needed)",
         "onnx": f"target={{path: {p}, {common}}} (ONNX, run by onnxruntime as a black box)",
-        "skops": f"target={{path: {p}, class_names: [...], input_shape: [F], normalization: model}}",
+        "skops": f"target={{path: {p}, {common}}}",
         "safetensors": f"target={{model: {{_target_: <your model class or builder>, ...}}, path: {p}, {common}}}",
         "state_dict": f"target={{model: {{_target_: <the class or builder that made it, e.g. "
                       f"torchvision.models.resnet18>, ...}}, path: {p}, {common}}}",
@@ -178,3 +209,8 @@ def how_to_audit(path: str | Path, kind: FileKind) -> str:
     if block is None:
         return "pass an advaudit target.pt (train.py, or `advaudit import`) or a target block (README: Audit a model you already have)"
     return f"audit it with {block}; `advaudit import` turns that block into one safe target file"
+
+
+def _is_table_model(kind: FileKind) -> bool:
+    """A scikit-learn estimator (skops, or a pickle naming sklearn classes): its input is a row of ``[F]`` features."""
+    return kind.kind == "skops" or kind.features is not None or any(c.startswith("sklearn.") for c in kind.classes)

@@ -29,9 +29,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import HydraException
 from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from advaudit.confutil import plain
+from advaudit.confutil import locate, plain
 from advaudit.errors import AdvauditError, one_line, require
 from advaudit.models.classes import MATCHES, OTHER_CLASS
 
@@ -126,6 +130,8 @@ def parse_target_spec(node: Any, seed: int = 0) -> TargetSpec:
     _check_spec(spec)
     if isinstance(spec.dataset, str):
         spec.dataset = named_dataset(spec.dataset, seed)
+    elif isinstance(spec.dataset, dict) and "_target_" in spec.dataset:
+        locate(spec.dataset["_target_"], "target.dataset._target_")  # a typo named now, not deep in the audit
     return spec
 
 
@@ -182,19 +188,40 @@ def _check_spec(spec: TargetSpec) -> None:
 
 
 def named_dataset(name: str, seed: int) -> dict[str, Any]:
-    """The ``conf/dataset/<name>.yaml`` option as a plain ``{_target_: ...}`` block (seed filled in)."""
-    path = CONF_DATASETS / f"{name}.yaml"
-    options = sorted(p.stem for p in CONF_DATASETS.glob("*.yaml"))
-    require(path.is_file(), f"target.dataset={name!r} is not a dataset option; use one of {options} or a "
-            "{_target_: ...} block")
-    node = OmegaConf.load(path)
-    node.pop("defaults", None)
-    root = OmegaConf.create({"seed": seed, "dataset": node})
+    """The ``dataset=<name>`` option composed by Hydra (its schema's defaults, the option's values, ``seed``
+    filled in) as a plain ``{_target_: ...}`` block.
+
+    Inside a Hydra run (``examine.py``, also with ``--config-dir``) the run's own config search path
+    composes it, so the user's own dataset options count too; elsewhere (``advaudit import``, Python)
+    advaudit's ``conf/``. The schemas must be registered (``import advaudit.config``), as every entry
+    point does.
+    """
+    overrides = [f"+dataset={name}", f"+seed={int(seed)}"]
     try:
-        return OmegaConf.to_container(root, resolve=True)["dataset"]
-    except Exception as error:  # noqa: BLE001 - an interpolation only a full run config can resolve
+        if GlobalHydra.instance().is_initialized():
+            options = GlobalHydra.instance().config_loader().get_group_options("dataset")
+            composed = compose(config_name=None, overrides=overrides) if name in options else None
+        else:
+            with initialize_config_dir(config_dir=str(CONF_DATASETS.parent), version_base="1.3"):
+                options = GlobalHydra.instance().config_loader().get_group_options("dataset")
+                composed = compose(config_name=None, overrides=overrides) if name in options else None
+    except (HydraException, OmegaConfBaseException) as error:
+        raise AdvauditError(f"target.dataset={name!r} cannot be composed ({one_line(error)[:200]}); give the dataset "
+                            "as a block instead: target.dataset={_target_: ..., ...}") from None
+    if composed is None:
+        options = sorted(o for o in options if not o.endswith("_schema"))
+        close = difflib.get_close_matches(name, options, n=1)
+        hint = f"did you mean target.dataset={close[0]}? " if close else ""
+        raise AdvauditError(f"target.dataset={name!r} is not a dataset option; {hint}use one of {options} (conf/dataset) "
+                            "or a {_target_: ...} block")
+    try:
+        block = OmegaConf.to_container(composed.dataset, resolve=True)
+    except OmegaConfBaseException as error:  # an interpolation only a full run config can resolve
         raise AdvauditError(f"target.dataset={name!r} refers to other settings ({one_line(error)[:160]}); give the "
-                            f"dataset as a block instead: target.dataset={{_target_: ..., ...}} (see conf/dataset/{name}.yaml)") from None
+                            "dataset as a block instead: target.dataset={_target_: ..., ...}") from None
+    require(isinstance(block, dict) and "_target_" in block, f"target.dataset={name!r} composes to no _target_; give "
+            "the dataset as a block instead: target.dataset={_target_: ..., ...}")
+    return block
 
 
 def file_sha256(path: str | Path) -> str:

@@ -24,7 +24,8 @@ from advaudit.errors import AdvauditError, require
 from advaudit.models.calibration import fit_temperature
 from advaudit.models.checkpoint import save_checkpoint
 from advaudit.models.classes import class_pairing
-from advaudit.models.imported.build import assemble, build_model, module_to_bytes, onnx_bytes, place
+from advaudit.models.imported.black_box import onnx_bytes
+from advaudit.models.imported.build import assemble, build_model, module_to_bytes, place
 from advaudit.models.imported.formats import identify
 from advaudit.models.imported.spec import ADVAUDIT_FILE_KEYS, TargetSpec, parse_target_spec
 from advaudit.models.imported.verify import probe_batch, require_same_model, verify_target
@@ -82,7 +83,10 @@ def load_block_target(node: Any, device: str = "cpu", seed: int = 0) -> Any:
     if spec.temperature == "calibrate":
         calibrate(target, spec.dataset)
     verify_target(target)
-    return place(target, device)
+    target = place(target, device)
+    # the dataset in meta came from the user's config, not from a file: its code may be the user's own
+    target.dataset_from_config = spec.dataset is not None
+    return target
 
 
 def calibrate(target: Any, dataset: dict[str, Any]) -> float:

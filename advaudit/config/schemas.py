@@ -720,6 +720,17 @@ class PathsConf:
     cache_dir: str = MISSING
 
 
+# -- comparison ---------------------------------------------------------------------------------
+@dataclass
+class CompareConf:
+    """``compare``: how ``advaudit.compare`` reads this run (recorded in its result.json as ``primary``)."""
+
+    # the metric a comparison answers first (its verdict heads the report and drives --gate); every other
+    # metric is evidence for or against it. null: the audit's own headline metric, audit.metric
+    # (worst_case: examine/E_T; error_search: search/sdr@20; fault_tests: faults/generator/success)
+    primary: Optional[str] = None
+
+
 # -- roots --------------------------------------------------------------------------------------
 @dataclass
 class TrainConf:
@@ -765,6 +776,7 @@ class ExamineConf:
     search: Any = None
     logger: Any = None
     paths: Any = None
+    compare: CompareConf = field(default_factory=CompareConf)
 
 
 #: (group, schema name, dataclass); ``group=None`` for the root configs.

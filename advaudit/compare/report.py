@@ -177,6 +177,16 @@ def _power_cell(row: dict[str, Any]) -> str:
     return f"{row['power']:.2f} | {enough} (x {row['power_k']} seeds)"
 
 
+def _reads_as(row: dict[str, Any], names: dict[str, str]) -> str:
+    """``primary: A weaker`` / ``supports`` / ``floor`` ...: the row's part in the answer."""
+    relation = row.get("relation", "–")
+    weaker = f", {names[row['weaker']]} weaker" if row.get("weaker") else ""
+    status = row.get("status")
+    if relation in ("primary",) and status != "weaker":
+        return f"primary: {status}"
+    return f"{relation}{weaker}"
+
+
 def markdown(summary: dict[str, Any]) -> str:
     """The human report: failures, what was kept apart, then per group verdicts and tables."""
     lines = ["# Checkpoint comparison", ""]
@@ -205,11 +215,12 @@ def markdown(summary: dict[str, Any]) -> str:
                   f"{r['interval_over']} | {r['n_seeds']} |" for r in group["checkpoints"]]
         if group["pairs"]:
             lines += ["", "### Paired differences (A − B)", "",
-                      "| metric | A | B | A − B | 95% interval | test | p | p (Holm) | instances | power | "
-                      "instances for 80% |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                      "| metric | A | B | A − B | 95% interval | test | p | p (Holm, all tests) | reads as | instances | "
+                      "power | instances for 80% |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
             lines += [f"| {r['metric']} | {names[r['a']]} | {names[r['b']]} | {_fmt(r['diff'])} | "
                       f"[{_fmt(r['lo'])}, {_fmt(r['hi'])}] ({r['interval_over']}) | {r['test']} | {_fmt(r['p'], 4)} | "
-                      f"{_fmt(r['p_holm'], 4)} | {r['n_instances']} | {_power_cell(r)} |" for r in group["pairs"]]
+                      f"{_fmt(r['p_holm'], 4)} | {_reads_as(r, names)} | {r['n_instances']} | {_power_cell(r)} |"
+                      for r in group["pairs"]]
         if "replay" in group:
             replay = group["replay"]
             targets = list(replay["transfer"])

@@ -133,3 +133,20 @@ def test_sweep_callback_gates_the_multirun(tmp_path: Path) -> None:
     suite = ET.parse(tmp_path / "sweep" / "comparison" / "gate.xml").getroot()
     assert suite.get("failures") == "1"
     SweepEnd(replay=False, wandb=False, gate="baseline/target", margin=0.5).on_multirun_end(config)  # passes
+
+
+@pytest.mark.slow
+def test_wandb_gets_the_answer_table_and_the_page(tmp_path: Path) -> None:
+    from omegaconf import OmegaConf
+
+    from advaudit.core.wandb_run import log_comparison
+    from advaudit.report.wandb_offline import offline_runs
+
+    _pair_records(tmp_path / "runs", 0.1, 7)
+    summary = compare_runs([tmp_path / "runs"], tmp_path / "out", replay=False)
+    config = {"logger": {"wandb": {"mode": "offline", "project": "advaudit-test"}}, "task_name": "examine"}
+    log_comparison(summary, tmp_path / "out", OmegaConf.create(config))
+    [run] = offline_runs(tmp_path / "out")
+    tables = [f for a in run["artifacts"] for f in a["files"]]
+    assert "compare/worst_case_random/answer.table.json" in tables
+    assert list((tmp_path / "out").rglob("media/html/compare/report_*.html"))

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import Tensor  # noqa: E402
 
@@ -62,8 +63,6 @@ def confusion_figure(matrix, class_names: list[str], path: str | Path) -> Path:
     Colour: the share of the row's items (a colour bar says so); text: the count in each cell
     (blank for 0), so small classes are read by their numbers, not only by their shade.
     """
-    import numpy as np
-
     counts = np.asarray(matrix, dtype=float)
     shares = counts / np.clip(counts.sum(1, keepdims=True), 1, None)
     k = len(counts)

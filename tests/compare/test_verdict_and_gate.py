@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -150,3 +151,21 @@ def test_wandb_gets_the_answer_table_and_the_page(tmp_path: Path) -> None:
     tables = [f for a in run["artifacts"] for f in a["files"]]
     assert "compare/worst_case_random/answer.table.json" in tables
     assert list((tmp_path / "out").rglob("media/html/compare/report_*.html"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not any(shutil.which(b) for b in ("chromium", "chromium-browser")), reason="no headless chromium")
+def test_html_page_renders_offline_in_a_headless_browser(tmp_path: Path) -> None:
+    import matplotlib.image
+
+    _pair_records(tmp_path, 0.1, 8)
+    page = Path(compare_runs([tmp_path], tmp_path / "out", replay=False)["files"]["html"])
+    shot = tmp_path / "shot.png"
+    browser = next(b for b in ("chromium", "chromium-browser") if shutil.which(b))
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-proxy-server",
+                    f"--screenshot={shot}", "--window-size=1200,2400", page.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    pixels = matplotlib.image.imread(shot)                     # [H, W, 4] in [0, 1]
+    assert pixels.shape[:2] == (2400, 1200)
+    dark = (pixels[..., :3].mean(-1) < 0.5).mean(0)            # share of dark pixels per column
+    assert dark.max() > 0.01 and (pixels[..., :3].std() > 0.05)  # text and figures, not a blank page

@@ -61,7 +61,8 @@ def class_bars(rows: list[dict[str, Any]], names: dict[str, str], path: Path, me
                yerr=[np.nan_to_num(means - lo), np.nan_to_num(hi - means)], capsize=2)
     ax.set_xticks(np.arange(len(classes)), classes, rotation=60, fontsize=7)
     ax.set_ylabel(metric)
-    ax.legend(fontsize=7)
+    # above the axes: inside, the legend covered the tallest bars
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.01), ncol=min(3, len(targets)), frameon=False)
     return save_figure(fig, path)
 
 

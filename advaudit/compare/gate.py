@@ -63,6 +63,8 @@ def gate(summary: dict[str, Any], baseline: str, margin: float = 0.0) -> list[di
                 continue
             candidate = row["b"] if row["a"] == base else row["a"]
             cases.append(_case(group, row, candidate, base, names, margin))
+    require(cases, f"--gate {baseline}: no other checkpoint was compared with it on the primary question, so "
+                   "nothing was gated; examine the candidates with the same settings as the baseline")
     return cases
 
 

@@ -169,3 +169,16 @@ def test_html_page_renders_offline_in_a_headless_browser(tmp_path: Path) -> None
     assert pixels.shape[:2] == (2400, 1200)
     dark = (pixels[..., :3].mean(-1) < 0.5).mean(0)            # share of dark pixels per column
     assert dark.max() > 0.01 and (pixels[..., :3].std() > 0.05)  # text and figures, not a blank page
+
+
+def test_a_gate_with_nothing_to_compare_is_bad_input(tmp_path: Path) -> None:
+    from advaudit.compare.gate import gate
+    from advaudit.errors import AdvauditError
+
+    rng = np.random.default_rng(9)
+    write_worst_case(tmp_path / "base", "ckpt/baseline/target.pt", 0, rng.uniform(0.3, 0.7, N), np.zeros(N, bool))
+    summary = compare_runs([tmp_path], tmp_path / "out", replay=False)
+    with pytest.raises(AdvauditError, match="nothing was gated"):
+        gate(summary, "baseline/target")
+    with pytest.raises(AdvauditError, match="margin"):
+        gate(summary, "baseline/target", margin=-1)

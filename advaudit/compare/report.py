@@ -28,7 +28,7 @@ from advaudit.compare.power import pair_power
 from advaudit.compare.records import RunRecord, discover_runs
 from advaudit.compare.replay import replay as run_replay
 from advaudit.compare.stats import checkpoint_summary, compare_pairs, paired_frame, verdict
-from advaudit.compare.verdict import answer_lines, answers, primary_metric
+from advaudit.compare.verdict import answer_lines, answers, primary_metric, primary_note
 from advaudit.core.intervals import format_interval
 from advaudit.core.naming import short_names
 from advaudit.core.records import write_json
@@ -76,6 +76,8 @@ def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None
     by_key = {m.key: m for m in metrics}
     primary = primary_metric(metrics, group.runs, primary_key)
     result["primary"] = primary.key if primary else None
+    if not primary_key and primary_note(metrics, group.runs, primary):
+        result["notes"].append(str(primary_note(metrics, group.runs, primary)))
     for row in pairs:
         row["verdict"] = verdict(row, by_key[row["metric"]], names, group.label)
     result["answers"] = answers(pairs, metrics, primary, names, result["checkpoints"]) if primary and pairs else []

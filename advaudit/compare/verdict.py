@@ -57,7 +57,16 @@ def primary_metric(metrics: list[Metric], runs: list[RunRecord], override: str |
     if override:
         require(override in by_key, f"--primary {override} is not a metric of these runs; use one of {list(by_key)}")
         return by_key[override]
-    return by_key.get(declared_primary(runs) or "", metrics[0])
+    declared = declared_primary(runs)
+    return by_key.get(declared or "", metrics[0])
+
+
+def primary_note(metrics: list[Metric], runs: list[RunRecord], used: Metric | None) -> str | None:
+    """A note when the runs declared a primary metric they do not report (a typo in ``compare.primary``)."""
+    declared = declared_primary(runs)
+    if declared and used is not None and declared != used.key and declared not in {m.key for m in metrics}:
+        return f"the runs declare the primary metric {declared}, which they do not report; {used.key} is used instead"
+    return None
 
 
 def bound_of(metric: Metric, means: tuple[float, float]) -> str | None:

@@ -26,10 +26,10 @@ from typing import Any
 
 from advaudit.compare.metrics import Metric
 from advaudit.compare.records import RunRecord
+from advaudit.compare.stats import ALPHA
 from advaudit.core.intervals import format_interval
 from advaudit.errors import require
 
-ALPHA = 0.05
 #: float32 softmax probabilities carry about 7 significant digits; two exports of one model's weights
 #: (state_dict and ONNX) differ by ~1e-8 per instance, two trainings by 1e-3 and more
 PRECISION = 1e-6
@@ -187,19 +187,19 @@ def answers(pairs: list[dict[str, Any]], metrics: list[Metric], primary: Metric,
         head = next((r for r in rows if r["metric"] == primary.key), None)
         if head is None:
             continue
-        def pair_means(key: str) -> dict[str, float]:
-            return {a: means.get((a, key), float("nan")), b: means.get((b, key), float("nan"))}
-        judged = judge(head, primary, (pair_means(primary.key)[a], pair_means(primary.key)[b]))
+        m = {key: {a: means.get((a, key), float("nan")), b: means.get((b, key), float("nan"))}
+             for key in by_key}                                    # {metric: {checkpoint: mean}}
+        judged = judge(head, primary, (m[primary.key][a], m[primary.key][b]))
         head.update(status=judged["status"], weaker=judged["weaker"], relation="primary")
         answer = {"a": a, "b": b, "metric": primary.key, **judged,
-                  "text": primary_sentence(head, primary, names, pair_means(primary.key), judged, tests),
+                  "text": primary_sentence(head, primary, names, m[primary.key], judged, tests),
                   "secondary": []}
         for row in rows:
             if row is head:
                 continue
-            metric, m = by_key[row["metric"]], pair_means(row["metric"])
-            other = judge(row, metric, (m[a], m[b]))
-            relation, text = secondary_sentence(row, metric, names, m, other, judged["weaker"], tests)
+            metric = by_key[row["metric"]]
+            other = judge(row, metric, (m[metric.key][a], m[metric.key][b]))
+            relation, text = secondary_sentence(row, metric, names, m[metric.key], other, judged["weaker"], tests)
             row.update(status=other["status"], weaker=other["weaker"], relation=relation)
             answer["secondary"].append({"metric": row["metric"], "relation": relation, "text": text})
         out.append(answer)

@@ -104,4 +104,7 @@ def examine(cfg: DictConfig) -> dict[str, Any]:
     run = named_function(cfg.audit.get("run"), "audit.run")
     target = cfg.get("target")
     identity = {"target": target_label(target), "target_loading": trust_record(target)} if target is not None else {}
-    return {"task": "examine", "audit": cfg.audit.name, "target": None, **identity, **run(cfg)}
+    # the question a comparison of this run answers first, declared before any data: compare.primary, else
+    # the audit's own headline metric (audit.metric; advaudit.compare.verdict)
+    primary = OmegaConf.select(cfg, "compare.primary") or OmegaConf.select(cfg, "audit.metric")
+    return {"task": "examine", "audit": cfg.audit.name, "target": None, "primary": primary, **identity, **run(cfg)}

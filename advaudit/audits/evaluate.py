@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 from advaudit.audits.common import load_audit_target, target_datamodule
 from advaudit.config import typed
 from advaudit.config.schemas import EvaluateAuditConf
-from advaudit.core.plots import plt, reliability_diagram, save_figure
+from advaudit.core.plots import confusion_figure, reliability_diagram
 from advaudit.models.calibration import expected_calibration_error, reliability_table
 from advaudit.models.classes import OTHER_CLASS
 from advaudit.models.tracking import open_wandb
@@ -44,13 +44,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     out = Path(cfg.paths.output_dir)
     table = reliability_table(probs, split.y)
     reliability_png = reliability_diagram(table, out / "reliability.png", title="target calibration")
-    fig, ax = plt.subplots(figsize=(5, 4.5))
-    ax.imshow(matrix.float() / matrix.sum(1, keepdim=True).clamp_min(1), cmap="Blues", vmin=0, vmax=1)
-    ax.set_xticks(range(k), target.class_names, rotation=90, fontsize=7)
-    ax.set_yticks(range(k), target.class_names, fontsize=7)
-    ax.set_xlabel("predicted")
-    ax.set_ylabel("true")
-    confusion_png = save_figure(fig, out / "confusion.png")
+    confusion_png = confusion_figure(matrix.numpy(), target.class_names, out / "confusion.png")
     true_prob = probs.gather(1, split.y[:, None]).squeeze(1)
     metrics = {
         "evaluate/acc": float((predicted == split.y).float().mean()),

@@ -114,8 +114,9 @@ def _curve_plot(history: dict[str, Any], q: int, strength: bool, path: Path, tit
     ax.set_ylim(0, 1)
     top = ax.secondary_xaxis("top", functions=(lambda v: np.asarray(v) / q, lambda v: np.asarray(v) * q))
     top.set_xlabel(f"iterations (q = {q} queries each)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(loc="lower left", fontsize=7)
+    ax.set_title(title, fontsize=9, pad=10)
+    # below the axes: inside, it covered the curves where they fall (low probabilities, many queries)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, ncol=1, frameon=False)
     return save_figure(fig, path)
 
 

@@ -1,7 +1,10 @@
-"""``python -m advaudit.compare <run or multirun folders> [--out DIR] [--no-replay] [--wandb]``.
+"""``python -m advaudit.compare <run or multirun folders> [--out DIR] [--primary METRIC] [--gate BASELINE [--margin M]]``.
 
 Reads every ``result.json`` under the folders, groups the runs that differ only in checkpoint
-and seed, and writes comparison.md / .json, CSV tables and PNGs (see advaudit.compare.report).
+and seed, and writes comparison.md / .html / .json, CSV tables and PNGs (see advaudit.compare.report).
+Prints each group's primary verdicts first. With ``--gate BASELINE`` it also writes ``gate.xml``
+(JUnit) beside the report and exits 1 when a candidate is weaker than the baseline on the primary
+question beyond ``--margin`` (advaudit.compare.gate); 2 on bad input, else 0.
 """
 
 from __future__ import annotations
@@ -10,37 +13,49 @@ import argparse
 import sys
 from pathlib import Path
 
-from advaudit.compare.report import compare_runs, verdict_metrics
+from advaudit.compare.gate import run_gate
+from advaudit.compare.report import compare_runs
 from advaudit.core.wandb_run import log_comparison
 from advaudit.errors import AdvauditError
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m advaudit.compare", description=__doc__.splitlines()[0])
     parser.add_argument("roots", nargs="+", help="run folders, multirun folders or result.json files")
     parser.add_argument("--out", default=None, help="output folder (default: <first root>/comparison)")
     parser.add_argument("--no-replay", action="store_true", help="skip re-scoring worst conditions on other checkpoints")
+    parser.add_argument("--primary", default=None, help="the metric every group answers on (default: the one each "
+                        "audit declared: audit.metric, or compare.primary when the runs set it)")
+    parser.add_argument("--gate", default=None, metavar="BASELINE", help="exit 1 when a checkpoint is weaker than "
+                        "BASELINE (a checkpoint name as the report gives it) on the primary question; writes gate.xml")
+    parser.add_argument("--margin", type=float, default=0.0, help="with --gate: the loss on the primary metric, in "
+                        "its own units, that still passes (default 0)")
     parser.add_argument("--wandb", action="store_true", help="also log tables and figures to W&B (mode: $WANDB_MODE, "
                         "offline by default)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     first = Path(args.roots[0])
     out = Path(args.out) if args.out else (first.parent if first.is_file() else first) / "comparison"
     try:
-        summary = compare_runs(args.roots, out, replay=not args.no_replay)
+        summary = compare_runs(args.roots, out, replay=not args.no_replay, primary=args.primary)
         if args.wandb:
             log_comparison(summary, out)
+        for group in summary["groups"]:
+            print(f"\n{group['label']}" + (f", on {group['primary']}:" if group.get("primary") else ":"))
+            for answer in group.get("answers", []):
+                print(f"  {answer['text']}")
+                for evidence in answer["secondary"]:
+                    print(f"    {evidence['relation']}: {evidence['text']}")
+        for failure in summary["failed"]:
+            print(f"failed: {failure['run_dir']}: {failure['error']}")
+        print(f"\nreport: {summary['files']['md']} ({Path(summary['files']['html']).name} beside it)")
+        return run_gate(summary, out, args.gate, args.margin) if args.gate is not None else 0
     except AdvauditError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    for group in summary["groups"]:
-        print(f"\n{group['label']}:")
-        for row in group["pairs"]:
-            if row["metric"] in verdict_metrics(group):
-                print(f"  {row['verdict']}")
-    for failure in summary["failed"]:
-        print(f"failed: {failure['run_dir']}: {failure['error']}")
-    print(f"\nreport: {summary['files']['md']}")
-    return 0
 
 
 if __name__ == "__main__":

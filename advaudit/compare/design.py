@@ -23,7 +23,7 @@ from advaudit.core.naming import short_name
 
 # top-level config keys that never define an examination
 BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device", "tags", "task_name",
-               "optimized_metric", "callbacks", "trainer", "debug", "status", "sweep"}
+               "optimized_metric", "callbacks", "trainer", "debug", "status", "sweep", "compare"}
 # audit keys that only steer how a run is executed or resumed
 AUDIT_BOOKKEEPING = {"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk", "judge"}
 

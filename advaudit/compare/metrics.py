@@ -21,6 +21,9 @@ class Metric:
         column: the per-instance column whose mean it is (``None``: only run-level values).
         binary: the column is a 0/1 outcome (paired test: McNemar, not Wilcoxon).
         label: words for the report.
+        low, high: the metric's floor and ceiling (``None``: unbounded on that side), where a
+            checkpoint's score stops telling it apart from another (every worst case at 0.00, every
+            instance failed): :mod:`advaudit.compare.verdict` says so instead of naming a weaker one.
     """
 
     key: str
@@ -28,16 +31,19 @@ class Metric:
     column: str | None = None
     binary: bool = False
     label: str = ""
+    low: float | None = 0.0
+    high: float | None = 1.0
 
     @property
     def words(self) -> str:
         return self.label or self.key
 
 
+#: each audit's metrics, its primary question first (the one used when runs declare none: ``audit.metric``)
 FIXED: dict[str, list[Metric]] = {
     "worst_case": [
-        Metric("examine/worst", True, "worst", label="worst true-class probability found"),
         Metric("examine/E_T", True, "E_T", label="E_T (true-class probability of the final proposals)"),
+        Metric("examine/worst", True, "worst", label="worst true-class probability found"),
         Metric("examine/failure_rate", False, "failed", binary=True, label="share of instances failed"),
         Metric("examine/random_accuracy", True, label="accuracy under random conditions"),
         Metric("examine/invalid_share", None, label="share of invalid proposals"),
@@ -49,10 +55,14 @@ FIXED: dict[str, list[Metric]] = {
         Metric("evaluate/worst_class_acc", True, label="worst-class accuracy"),
     ],
 }
-PATTERNS: dict[str, list[tuple[str, bool | None, str]]] = {
-    "error_search": [(r"^search/[^/]+/sdr@\d+$", None, "SDR"), (r"^search/sdr@\d+$", None, "SDR")],
-    "fault_tests": [(r"^faults/[^/]+/success$", False, "fault-test success"),
-                    (r"^faults/[^/]+/transfer_acc/.+$", None, "accuracy on transferred tests")],
+#: (key pattern, higher is better, words, ceiling). SDR (errors found over errors the confidence
+#: predicts, adversarial-distance paper Eq. 3) is 1 when a model's errors are as frequent as its
+#: confidence says and above 1 when it is overconfident: within one group (one search method, one
+#: pool) a higher SDR is a checkpoint whose confident mistakes are easier to find, i.e. weaker.
+PATTERNS: dict[str, list[tuple[str, bool | None, str, float | None]]] = {
+    "error_search": [(r"^search/[^/]+/sdr@\d+$", False, "SDR", None), (r"^search/sdr@\d+$", False, "SDR", None)],
+    "fault_tests": [(r"^faults/[^/]+/success$", False, "fault-test success", 1.0),
+                    (r"^faults/[^/]+/transfer_acc/.+$", None, "accuracy on transferred tests", 1.0)],
 }
 
 
@@ -65,12 +75,12 @@ def metrics_for(audit: str, runs: list[RunRecord]) -> list[Metric]:
         columns = set(frame.columns) if frame is not None else set()
     if audit in FIXED:
         return [m for m in FIXED[audit] if m.key in keys or (m.column and m.column in columns)]
-    found = [Metric(k, better, label=f"{words} ({k})") for pattern, better, words in PATTERNS.get(audit, [])
-             for k in sorted(keys) if re.match(pattern, k)]
+    found = [Metric(k, better, label=f"{words} ({k})", high=high) for pattern, better, words, high in
+             PATTERNS.get(audit, []) for k in sorted(keys) if re.match(pattern, k)]
     if found:
         return found
     configured = (runs[0].config.get("audit") or {}).get("metric") if runs else None
-    return [Metric(str(configured), None)] if configured in keys else []
+    return [Metric(str(configured), None, low=None, high=None)] if configured in keys else []
 
 
 def run_value(run: RunRecord, metric: Metric) -> float:

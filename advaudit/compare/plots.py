@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -11,23 +12,35 @@ from advaudit.core.plots import plt, save_figure
 
 
 def forest_plot(rows: list[dict[str, Any]], names: dict[str, str], path: Path, title: str) -> Path:
-    """One panel per metric: each checkpoint's mean with its 95% interval."""
+    """One panel per metric (up to 3 a row): each checkpoint's mean with its 95% interval.
+
+    The panels share one y axis, labelled once per row of panels, so long checkpoint names never
+    run into the next panel; the layout engine keeps the title clear of the panel titles.
+    """
     metrics = list(dict.fromkeys(r["metric"] for r in rows))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 0.45 * len(names) + 1.4), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
-        mine = [r for r in rows if r["metric"] == metric]
-        y = np.arange(len(mine))
-        means = np.array([r["mean"] for r in mine], dtype=float)
-        lo = np.array([r["lo"] for r in mine], dtype=float)
-        hi = np.array([r["hi"] for r in mine], dtype=float)
-        has = np.isfinite(lo) & np.isfinite(hi)
+    targets = list(dict.fromkeys(r["target"] for r in rows))
+    columns = min(3, len(metrics))
+    n_rows = (len(metrics) + columns - 1) // columns
+    fig, axes = plt.subplots(n_rows, columns, sharey=True, squeeze=False, layout="constrained",
+                             figsize=(3.0 * columns + 1.6, (0.35 * len(targets) + 1.3) * n_rows + 0.5))
+    for ax, metric in zip(axes.flat, metrics):
+        mine = {r["target"]: r for r in rows if r["metric"] == metric}
+        y = np.arange(len(targets))
+        get = lambda key: np.array([mine.get(t, {}).get(key, np.nan) for t in targets], dtype=float)  # noqa: E731
+        means, lo, hi = get("mean"), get("lo"), get("hi")
+        has = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(means)
         ax.errorbar(means[has], y[has], xerr=[means[has] - lo[has], hi[has] - means[has]], fmt="o", color="tab:blue",
                     capsize=3)
         ax.plot(means[~has], y[~has], "o", color="tab:gray")
-        ax.set_yticks(y, [names.get(r["target"], r["target"]) for r in mine], fontsize=7)
-        ax.set_title(metric, fontsize=8)
-        ax.invert_yaxis()
+        ax.set_yticks(y, [names.get(t, t) for t in targets], fontsize=8)
+        ax.set_title("\n".join(textwrap.wrap(metric, 24)), fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.xaxis.set_major_locator(plt.MaxNLocator(5))
         ax.grid(axis="x", alpha=0.3)
+        ax.margins(y=0.25)
+    axes[0, 0].invert_yaxis()  # shared: the first checkpoint on top in every panel
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.axis("off")
     fig.suptitle(title, fontsize=9)
     return save_figure(fig, path)
 
@@ -48,28 +61,42 @@ def class_bars(rows: list[dict[str, Any]], names: dict[str, str], path: Path, me
                yerr=[np.nan_to_num(means - lo), np.nan_to_num(hi - means)], capsize=2)
     ax.set_xticks(np.arange(len(classes)), classes, rotation=60, fontsize=7)
     ax.set_ylabel(metric)
-    ax.legend(fontsize=7)
+    # above the axes: inside, the legend covered the tallest bars
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.01), ncol=min(3, len(targets)), frameon=False)
     return save_figure(fig, path)
 
 
 def factor_histograms(rows: list[dict[str, Any]], factors: list[Any], names: dict[str, str], path: Path) -> Path:
-    """Per searched factor: histograms of each checkpoint's worst conditions next to random ones."""
+    """Per searched factor: histograms of each checkpoint's worst conditions next to random ones.
+
+    One legend for the whole figure, below the panels (inside a panel it covered the bars); each
+    panel's title carries its tests' Holm-corrected p-values, one per checkpoint in legend order.
+    """
     present = [f for f in factors if any(r["factor"] == f.name for r in rows)]
+    targets = list(dict.fromkeys(r["target"] for r in rows))
+    colors = {t: f"C{i}" for i, t in enumerate(targets)}
     columns = min(3, len(present))
     n_rows = (len(present) + columns - 1) // columns
-    fig, axes = plt.subplots(n_rows, columns, figsize=(3.4 * columns, 2.6 * n_rows), squeeze=False)
+    fig, axes = plt.subplots(n_rows, columns, figsize=(3.4 * columns, 2.7 * n_rows + 0.6), squeeze=False,
+                             layout="constrained")
     for ax, factor in zip(axes.flat, present):
         bins = np.linspace(factor.low, factor.high, 11)  # on a circle the first and last bins meet
-        ax.axhline(1.0 / (factor.high - factor.low), color="black", linestyle="--", linewidth=1, label="random")
-        for r in (r for r in rows if r["factor"] == factor.name):
-            ax.hist(r["values"], bins=bins, density=True, histtype="step", linewidth=1.5,
-                    label=f"{names.get(r['target'], r['target'])} ({r['test']} p={r['p']:.2g}, Holm {r['p_holm']:.2g})")
+        ax.axhline(1.0 / (factor.high - factor.low), color="black", linestyle="--", linewidth=1)
+        mine = [r for r in rows if r["factor"] == factor.name]
+        for r in mine:
+            ax.hist(r["values"], bins=bins, density=True, histtype="step", linewidth=1.5, color=colors[r["target"]])
         circle = " (circle)" if getattr(factor, "periodic", False) else ""
-        ax.set_title(f"{factor.name} {factor.unit}".strip() + circle, fontsize=8)
+        holm = ", ".join(f"{r['p_holm']:.2g}" for r in mine)
+        ax.set_title(f"{factor.name} {factor.unit}".strip() + circle + f"\nHolm p: {holm}", fontsize=8)
         ax.tick_params(labelsize=7)
-        ax.legend(fontsize=6)
     for ax in list(axes.flat)[len(present):]:
         ax.axis("off")
+    handles = [plt.Line2D([], [], color=colors[t], linewidth=1.5, label=names.get(t, t)) for t in targets]
+    handles.append(plt.Line2D([], [], color="black", linestyle="--", linewidth=1, label="random (uniform)"))
+    longest = max(len(h.get_label()) for h in handles)
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles), max(1, 120 // longest)), fontsize=8,
+               title="worst conditions of", title_fontsize=8,
+               frameon=False)
     fig.suptitle("where the worst cases lie (density) vs random conditions", fontsize=9)
     return save_figure(fig, path)
 

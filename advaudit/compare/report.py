@@ -1,6 +1,8 @@
 """The comparison of any set of runs: groups, statistics, breakdowns, replay, and the files.
 
-Writes into ``out_dir``: ``comparison.md`` (verdicts, tables, figures), ``comparison.json``
+Writes into ``out_dir``: ``comparison.md`` (the primary verdicts first, then the evidence, tables
+and figures: :mod:`advaudit.compare.verdict`), ``comparison.html`` (the same page with its figures
+embedded: :mod:`advaudit.compare.html`), ``comparison.json``
 (everything, machine-readable), ``checkpoints.csv``, ``pairs.csv`` (with each paired test's power,
 resampled from the runs: :mod:`advaudit.compare.power`), ``per_class.csv``,
 ``per_factor.csv``, ``replay.csv``, and PNGs per group (``forest_*.png``, ``per_class_*.png``,
@@ -18,6 +20,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from advaudit.compare import plots
+from advaudit.compare.html import write_html
 from advaudit.compare.breakdowns import per_class, per_factor, searched_factors
 from advaudit.compare.design import Group, differences_between, group_runs
 from advaudit.compare.metrics import metrics_for
@@ -25,6 +28,7 @@ from advaudit.compare.power import pair_power
 from advaudit.compare.records import RunRecord, discover_runs
 from advaudit.compare.replay import replay as run_replay
 from advaudit.compare.stats import checkpoint_summary, compare_pairs, paired_frame, verdict
+from advaudit.compare.verdict import answer_lines, answers, primary_metric, primary_note
 from advaudit.compare.where_section import where_markdown, where_section
 from advaudit.core.intervals import format_interval
 from advaudit.core.naming import short_names
@@ -34,13 +38,16 @@ from advaudit.worlds import build_world
 log = logging.getLogger(__name__)
 
 
-def compare_runs(roots: Iterable[str | Path], out_dir: str | Path, replay: bool = True) -> dict[str, Any]:
+def compare_runs(roots: Iterable[str | Path], out_dir: str | Path, replay: bool = True,
+                 primary: str | None = None) -> dict[str, Any]:
     """Compare every group of comparable runs under ``roots``; write the report into ``out_dir``."""
     records = discover_runs(roots)
-    return compare_records(records, out_dir, replay)
+    return compare_records(records, out_dir, replay, primary)
 
 
-def compare_records(records: list[RunRecord], out_dir: str | Path, replay: bool = True) -> dict[str, Any]:
+def compare_records(records: list[RunRecord], out_dir: str | Path, replay: bool = True,
+                    primary: str | None = None) -> dict[str, Any]:
+    """The comparison of ``records`` (``primary``: the metric every group answers on, else each declared one)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     groups = group_runs(records)
@@ -49,14 +56,14 @@ def compare_records(records: list[RunRecord], out_dir: str | Path, replay: bool 
         "failed": [{"run_dir": str(r.run_dir), "target": r.target, "error": r.error, "error_kind": r.error_kind}
                    for r in records if not r.ok],
         "kept_apart": differences_between(groups),
-        "groups": [compare_group(g, out, replay) for g in groups],
+        "groups": [compare_group(g, out, replay, primary) for g in groups],
     }
     summary["files"] = write_files(summary, out)
     return summary
 
 
-def compare_group(group: Group, out: Path, replay: bool) -> dict[str, Any]:
-    """Statistics, breakdowns, replay and figures for one group of comparable runs."""
+def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None = None) -> dict[str, Any]:
+    """Statistics, the primary verdicts, breakdowns, replay and figures for one group of comparable runs."""
     slug = re.sub(r"[^A-Za-z0-9]+", "_", group.label).strip("_")
     names = short_names(group.targets)
     seeds = group.common_seeds()
@@ -68,23 +75,32 @@ def compare_group(group: Group, out: Path, replay: bool) -> dict[str, Any]:
     result["checkpoints"] = [checkpoint_summary(group, t, m, seeds) for m in metrics for t in group.targets]
     pairs = compare_pairs(group, metrics, seeds) if len(group.targets) >= 2 else []
     by_key = {m.key: m for m in metrics}
+    primary = primary_metric(metrics, group.runs, primary_key)
+    result["primary"] = primary.key if primary else None
+    if not primary_key and primary_note(metrics, group.runs, primary):
+        result["notes"].append(str(primary_note(metrics, group.runs, primary)))
     for row in pairs:
         row["verdict"] = verdict(row, by_key[row["metric"]], names, group.label)
-        if row.get("units") in ("instances", "instance x seed"):
-            metric = by_key[row["metric"]]
+    result["answers"] = answers(pairs, metrics, primary, names, result["checkpoints"]) if primary and pairs else []
+    for answer, row in ((a, r) for a in result["answers"] for r in pairs
+                        if (r["a"], r["b"], r["metric"]) == (a["a"], a["b"], a["metric"])):
+        if row.get("units") in ("instances", "instance x seed") and answer["status"] in ("weaker", "differ", "none"):
+            metric = by_key[row["metric"]]  # power of the primary question only; none for identical scores or bounds
             row.update(pair_power(paired_frame(group, row["a"], row["b"], metric, seeds), metric.binary))
             row["verdict"] += " " + str(row["power_words"])
+            if answer["status"] == "none":  # advice where it helps: no verdict yet
+                answer["text"] += " " + str(row["power_words"])
     result["pairs"] = pairs
     if result["checkpoints"]:
         result["plots"]["forest"] = str(plots.forest_plot(result["checkpoints"], names, out / f"forest_{slug}.png",
                                                           f"{group.label}: mean and 95% interval"))
-    primary = next((m for m in metrics if m.column), None)
+    by_class = primary if primary and primary.column else next((m for m in metrics if m.column), None)
     world, factors = _world(group)
     class_names = list(getattr(world, "class_names", []) or []) or None
-    result["per_class"] = per_class(group, primary, seeds, class_names) if primary else []
+    result["per_class"] = per_class(group, by_class, seeds, class_names) if by_class else []
     if result["per_class"]:
         result["plots"]["per_class"] = str(plots.class_bars(result["per_class"], names, out / f"per_class_{slug}.png",
-                                                            primary.key))
+                                                            by_class.key))
     result["per_factor"] = per_factor(group, seeds, factors, searched_factors(factors, group.design)) if factors else []
     if result["per_factor"]:
         result["plots"]["factors"] = str(plots.factor_histograms(result["per_factor"], factors, names,
@@ -160,13 +176,8 @@ def write_files(summary: dict[str, Any], out: Path) -> dict[str, str]:
     files["json"] = str(write_json(out / "comparison.json", {**summary, "files": files}))
     (out / "comparison.md").write_text(markdown(summary))
     files["md"] = str(out / "comparison.md")
+    files["html"] = str(write_html(out / "comparison.md", out / "comparison.html"))
     return files
-
-
-def verdict_metrics(group: dict[str, Any]) -> list[str]:
-    """The metrics whose verdicts head the report: those tested per instance, else the first."""
-    paired = list(dict.fromkeys(r["metric"] for r in group["pairs"] if r.get("units") in ("instances", "instance x seed")))
-    return paired or group["metrics"][:1]
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -184,10 +195,22 @@ def _power_cell(row: dict[str, Any]) -> str:
     return f"{row['power']:.2f} | {enough} (x {row['power_k']} seeds)"
 
 
+def _reads_as(row: dict[str, Any], names: dict[str, str]) -> str:
+    """``primary: A weaker`` / ``supports`` / ``floor`` ...: the row's part in the answer."""
+    relation = row.get("relation", "–")
+    weaker = f", {names[row['weaker']]} weaker" if row.get("weaker") else ""
+    status = row.get("status")
+    if relation in ("primary",) and status != "weaker":
+        return f"primary: {status}"
+    return f"{relation}{weaker}"
+
+
 def markdown(summary: dict[str, Any]) -> str:
     """The human report: failures, what was kept apart, then per group verdicts and tables."""
-    lines = ["# Checkpoint comparison", "",
-             f"{summary['ok']} successful runs of {summary['runs']} read."]
+    lines = ["# Checkpoint comparison", ""]
+    for group in (g for g in summary["groups"] if g.get("answers")):
+        lines += [f"## Answer: {group['label']}, on {group['primary']}", "", *answer_lines(group), ""]
+    lines += [f"{summary['ok']} successful runs of {summary['runs']} read."]
     if summary["failed"]:
         lines += ["", "## Failed runs (not compared)", "", "| run | target | kind | error |", "|---|---|---|---|"]
         lines += [f"| `{f['run_dir']}` | `{f['target']}` | {f['error_kind']} | {f['error']} |" for f in summary["failed"]]
@@ -201,20 +224,21 @@ def markdown(summary: dict[str, Any]) -> str:
                   "Checkpoints: " + ", ".join(f"**{n}** (`{t}`)" for t, n in names.items()) + ".",
                   f"Seeds compared: {group['seeds']}.", f"Design: {group.get('design', 'n/a')}."]
         lines += [f"- note: {n}" for n in group["notes"]]
-        if group["pairs"]:
-            lines += ["", "### Verdicts", ""]
-            lines += [f"- {r['verdict']}" for r in group["pairs"] if r["metric"] in verdict_metrics(group)]
+        if group.get("primary"):
+            lines += [f"Primary question (declared before the data): {group['primary']}; every other metric is "
+                      f"evidence for or against its verdict, Holm-corrected with it over all tests below."]
         lines += ["", "### Per checkpoint (mean, 95% interval)", "", "| metric | checkpoint | mean | 95% interval | over | seeds |",
                   "|---|---|---|---|---|---|"]
         lines += [f"| {r['metric']} | {names[r['target']]} | {_fmt(r['mean'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] | "
                   f"{r['interval_over']} | {r['n_seeds']} |" for r in group["checkpoints"]]
         if group["pairs"]:
             lines += ["", "### Paired differences (A − B)", "",
-                      "| metric | A | B | A − B | 95% interval | test | p | p (Holm) | instances | power | "
-                      "instances for 80% |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                      "| metric | A | B | A − B | 95% interval | test | p | p (Holm, all tests) | reads as | instances | "
+                      "power | instances for 80% |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
             lines += [f"| {r['metric']} | {names[r['a']]} | {names[r['b']]} | {_fmt(r['diff'])} | "
                       f"[{_fmt(r['lo'])}, {_fmt(r['hi'])}] ({r['interval_over']}) | {r['test']} | {_fmt(r['p'], 4)} | "
-                      f"{_fmt(r['p_holm'], 4)} | {r['n_instances']} | {_power_cell(r)} |" for r in group["pairs"]]
+                      f"{_fmt(r['p_holm'], 4)} | {_reads_as(r, names)} | {r['n_instances']} | {_power_cell(r)} |"
+                      for r in group["pairs"]]
         if "replay" in group:
             replay = group["replay"]
             targets = list(replay["transfer"])

@@ -13,7 +13,9 @@ checkpoints were examined on:
 - metrics with only run-level values (ECE, SDR, success rates): Wilcoxon over seeds, which needs
   6 or more seeds to reach p < 0.05 (with fewer the report says so and gives the interval only).
 
-p-values of one metric are Holm-corrected across all checkpoint pairs of a group.
+p-values are Holm-corrected over every test of a group (all checkpoint pairs x all metrics), so
+the primary question and the metrics that support or conflict with it are one family
+(:mod:`advaudit.compare.verdict`).
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ def paired_difference(group: Group, a: str, b: str, metric: Metric, seeds: list[
     seed_diffs = np.array([x - y for x, y in per_seed], dtype=float)
     seed_diffs = seed_diffs[np.isfinite(seed_diffs)]
     pairs = paired_frame(group, a, b, metric, seeds)
-    row: dict[str, Any] = {"a": a, "b": b, "metric": metric.key, "n_seeds": int(len(seed_diffs)),
+    row: dict[str, Any] = {"a": a, "b": b, "metric": metric.key, "higher_is_better": metric.higher_is_better,
+                           "n_seeds": int(len(seed_diffs)),
                            "n_instances": int(pairs["instance"].nunique()) if len(pairs) else 0}
     if len(seed_diffs) >= 2:
         stats = mean_with_ci(seed_diffs)
@@ -92,6 +95,8 @@ def paired_difference(group: Group, a: str, b: str, metric: Metric, seeds: list[
         row.update(diff=float(seed_diffs[0]) if len(seed_diffs) else float("nan"), lo=float("nan"),
                    hi=float("nan"), interval_over="none")
     row.update(paired_test(pairs, seed_diffs, metric))
+    diffs = (pairs["a"] - pairs["b"]).to_numpy(float) if len(pairs) else seed_diffs
+    row["max_abs_diff"] = float(np.max(np.abs(diffs))) if len(diffs) and np.isfinite(diffs).all() else float("nan")
     return row
 
 
@@ -126,22 +131,18 @@ def _wilcoxon(diffs: np.ndarray) -> dict[str, Any]:
 
 
 def holm(rows: list[dict[str, Any]]) -> None:
-    """Add ``p_holm`` to each row in place, correcting within each metric across pairs."""
-    by_metric: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_metric.setdefault(row["metric"], []).append(row)
-    for members in by_metric.values():
-        finite = [r for r in members if math.isfinite(r.get("p", float("nan")))]
-        if finite:
-            corrected = multipletests([r["p"] for r in finite], alpha=ALPHA, method="holm")[1]
-            for r, p in zip(finite, corrected):
-                r["p_holm"] = float(p)
-        for r in members:
-            r.setdefault("p_holm", float("nan"))
+    """Add ``p_holm`` to each row in place: Holm over every row with a p-value (one family)."""
+    finite = [r for r in rows if math.isfinite(r.get("p", float("nan")))]
+    if finite:
+        corrected = multipletests([r["p"] for r in finite], alpha=ALPHA, method="holm")[1]
+        for r, p in zip(finite, corrected):
+            r["p_holm"] = float(p)
+    for r in rows:
+        r.setdefault("p_holm", float("nan"))
 
 
 def compare_pairs(group: Group, metrics: list[Metric], seeds: list[int]) -> list[dict[str, Any]]:
-    """Every checkpoint pair x metric, Holm-corrected per metric."""
+    """Every checkpoint pair x metric, Holm-corrected over all of them together."""
     rows = [paired_difference(group, a, b, m, seeds)
             for a, b in itertools.combinations(group.targets, 2) for m in metrics]
     holm(rows)

@@ -204,7 +204,13 @@ class ErrorSearchAuditConf(Ranged):
     """``conf/audit/error_search.yaml``: find a model's confident mistakes in an unlabeled pool with few
     labels (adversarial distance papers). ``search.name`` is the method reported first (``search=<name>``);
     every method in ``compare`` runs beside it on the same pools. Each method is a ``_target_`` block
-    ``search.<name>`` (``conf/search/method/<name>.yaml``: :mod:`advaudit.search.methods`)."""
+    ``search.<name>`` (``conf/search/method/<name>.yaml``: :mod:`advaudit.search.methods`).
+
+    Primary metric for comparisons (``metric``; ``conf/audit/error_search.yaml`` sets ``search/sdr@20``): the
+    adversarial-distance paper's headline, the success detection rate (Eq. 3: errors found among the labelled
+    confident items over the errors their confidence predicts), because it is the one number that measures
+    the model's overconfidence rather than its accuracy; at a fixed method and pool a higher SDR means the
+    checkpoint's confident mistakes are easier to find, i.e. a weaker checkpoint (:mod:`advaudit.compare.verdict`)."""
 
     config_path: ClassVar[str] = "audit"
     name: str = "error_search"
@@ -236,7 +242,12 @@ class ErrorSearchAuditConf(Ranged):
 @dataclass
 class FaultTestsAuditConf(Ranged):
     """``conf/audit/fault_tests.yaml``: confident targeted failing tests from a conditional generator's
-    early activations (generative fault tests paper), next to pixel-space PGD tests from the same seeds."""
+    early activations (generative fault tests paper), next to pixel-space PGD tests from the same seeds.
+
+    Primary metric for comparisons (``metric``; ``conf/audit/fault_tests.yaml`` sets ``faults/generator/success``):
+    the paper's headline, the share of seeds for which a confident targeted failing test is found within the
+    activation budget, because it asks the paper's question of the checkpoint (does it make this confident
+    mistake on natural-looking inputs?); higher is a weaker checkpoint (:mod:`advaudit.compare.verdict`)."""
 
     config_path: ClassVar[str] = "audit"
     name: str = "fault_tests"
@@ -733,6 +744,17 @@ class PathsConf:
     cache_dir: str = MISSING
 
 
+# -- comparison ---------------------------------------------------------------------------------
+@dataclass
+class CompareConf:
+    """``compare``: how ``advaudit.compare`` reads this run (recorded in its result.json as ``primary``)."""
+
+    # the metric a comparison answers first (its verdict heads the report and drives --gate); every other
+    # metric is evidence for or against it. null: the audit's own headline metric, audit.metric
+    # (worst_case: examine/E_T; error_search: search/sdr@20; fault_tests: faults/generator/success)
+    primary: Optional[str] = None
+
+
 # -- roots --------------------------------------------------------------------------------------
 @dataclass
 class TrainConf:
@@ -778,6 +800,7 @@ class ExamineConf:
     search: Any = None
     logger: Any = None
     paths: Any = None
+    compare: CompareConf = field(default_factory=CompareConf)
 
 
 #: (group, schema name, dataclass); ``group=None`` for the root configs.

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import Tensor  # noqa: E402
 
@@ -53,4 +54,30 @@ def reliability_diagram(table: dict[str, list[float]], path: str | Path, title: 
     ax.set_ylabel("accuracy")
     ax.set_title(title)
     ax.legend(loc="upper left")
+    return save_figure(fig, path)
+
+
+def confusion_figure(matrix, class_names: list[str], path: str | Path) -> Path:
+    """Confusion matrix ``[K, K]`` of counts (rows: true class, columns: predicted) as PNG.
+
+    Colour: the share of the row's items (a colour bar says so); text: the count in each cell
+    (blank for 0), so small classes are read by their numbers, not only by their shade.
+    """
+    counts = np.asarray(matrix, dtype=float)
+    shares = counts / np.clip(counts.sum(1, keepdims=True), 1, None)
+    k = len(counts)
+    size = max(4.5, 0.42 * k + 2.2)
+    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    image = ax.imshow(shares, cmap="Blues", vmin=0, vmax=1)
+    fontsize = 7 if k <= 12 else 5
+    for i in range(k):
+        for j in range(k):
+            if counts[i, j]:
+                ax.text(j, i, f"{int(counts[i, j])}", ha="center", va="center", fontsize=fontsize,
+                        color="white" if shares[i, j] > 0.55 else "black")
+    ax.set_xticks(range(k), class_names, rotation=90, fontsize=7)
+    ax.set_yticks(range(k), class_names, fontsize=7)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("true")
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="share of the true class's items")
     return save_figure(fig, path)

@@ -168,6 +168,11 @@ def log_comparison(summary: dict[str, Any], out: Path, config: DictConfig | Mapp
         logged = LoggedRun(run)
         for group in summary["groups"]:
             slug = group["slug"]
+            logged.log_table(f"compare/{slug}/answer", [  # the primary verdicts first, as in comparison.md
+                {"pair": f"{a['a']} | {a['b']}", "metric": a["metric"], "relation": "primary", "status": a["status"],
+                 "text": a["text"]} for a in group.get("answers", [])] + [
+                {"pair": f"{a['a']} | {a['b']}", "metric": s["metric"], "relation": s["relation"], "status": "",
+                 "text": s["text"]} for a in group.get("answers", []) for s in a["secondary"]])
             for table in ("checkpoints", "pairs", "per_class"):
                 logged.log_table(f"compare/{slug}/{table}", group.get(table) or [])
             logged.log_table(f"compare/{slug}/per_factor", [{k: v for k, v in r.items() if k != "values"}
@@ -178,6 +183,8 @@ def log_comparison(summary: dict[str, Any], out: Path, config: DictConfig | Mapp
             for key, path in group["plots"].items():
                 logged.log_image(f"compare/{slug}/{key}", path)
         logged.log_table("compare/failed", summary["failed"])
+        if summary.get("files", {}).get("html"):  # the whole page, as a person reads it
+            run.log({"compare/report": wandb.Html(Path(summary["files"]["html"]).read_text())})
         failed = False
     finally:
         run.finish(exit_code=1 if failed else 0)

@@ -6,7 +6,10 @@ jobs ran; a job killed before it could write one is found by its Hydra folder wi
 At the end the comparison (``advaudit.compare``) is written into ``<sweep dir>/comparison`` when
 the sweep examined checkpoints, ``<sweep dir>/failures.json`` lists the failures, and the process
 exits with 2 when every failure was a user error (bad path, bad value) and 1 otherwise, so a
-script or CI step running the sweep sees it.
+script or CI step running the sweep sees it. With ``gate`` set (a checkpoint name as the comparison
+gives it), the comparison is also a regression gate (:mod:`advaudit.compare.gate`): ``gate.xml`` is
+written beside the report and the sweep exits 1 when a checkpoint is weaker than that baseline on
+the primary question beyond ``margin`` (2 when ``gate`` names no compared checkpoint).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from advaudit.compare.gate import run_gate
 from advaudit.compare.records import discover_runs
 from advaudit.compare.report import compare_records
 from advaudit.core.records import write_json
@@ -32,11 +36,13 @@ class SweepEnd(Callback):
     """``on_multirun_end``: comparison, failure list, exit code (module docstring)."""
 
     def __init__(self, compare: bool = True, replay: bool = True, fail_on_error: bool = True,
-                 wandb: bool = True) -> None:
+                 wandb: bool = True, gate: str | None = None, margin: float = 0.0) -> None:
         self.compare = compare
         self.replay = replay
         self.fail_on_error = fail_on_error
         self.wandb = wandb
+        self.gate = gate      # baseline checkpoint name; None: no gate
+        self.margin = margin  # loss on the primary metric (its units) that still passes
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir))
@@ -45,26 +51,37 @@ class SweepEnd(Callback):
         except AdvauditError:
             log.warning("multirun in %s left no result.json and no job folder", sweep_dir)
             return
+        gated = 0
         if self.compare and any(r.ok and r.audit not in (None, "train") for r in records):
-            self._compare(records, sweep_dir, config)
+            gated = self._compare(records, sweep_dir, config)
         failures = [r for r in records if not r.ok]
         if failures:
             report_failures(failures, sweep_dir, len(records))
             if self.fail_on_error:
-                sys.exit(2 if all(r.error_kind == "user" for r in failures) else 1)
+                sys.exit(2 if all(r.error_kind == "user" for r in failures) and gated != 1 else 1)
+        if gated:
+            sys.exit(gated)
 
-    def _compare(self, records: list[Any], sweep_dir: Path, config: DictConfig) -> None:
+    def _compare(self, records: list[Any], sweep_dir: Path, config: DictConfig) -> int:
+        """Write the comparison (and the gate's verdict); the gate's exit code, 0 without a gate."""
         try:
             summary = compare_records(records, sweep_dir / "comparison", replay=self.replay)
         except Exception as error:  # the comparison must never hide the sweep's own outcome
             log.warning("comparison of %s failed: %s", sweep_dir, error)
-            return
+            return 1 if self.gate is not None else 0  # a gate that could not judge does not pass
         log.info("comparison of %d runs: %s", summary["runs"], summary["files"]["md"])
         if self.wandb:
             try:
                 log_comparison(summary, sweep_dir / "comparison", config, sweep_id=sweep_dir.name)
             except Exception as error:
                 log.warning("logging the comparison to W&B failed: %s", error)
+        if self.gate is None:
+            return 0
+        try:
+            return run_gate(summary, sweep_dir / "comparison", str(self.gate), float(self.margin))
+        except AdvauditError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
 
 
 def report_failures(failures: list[Any], sweep_dir: Path, total: int) -> Path:

@@ -14,7 +14,7 @@ WORLD = {"_target_": "advaudit.worlds.shapes.ShapeWorld", "image_size": 16,
          "shadows": True, "device": "cpu"}
 AUDIT = {"name": "worst_case", "run": "advaudit.audits.worst_case.run", "budget": 64, "budget_unit": "queries",
          "selection": "random", "selection_split": "val", "n_instances": 20, "fixed_random": [], "calibrated": False,
-         "checkpoint_every": 10}
+         "checkpoint_every": 10, "metric": "examine/E_T"}
 CLASSES = ["mug", "chair", "lamp", "table"]
 
 
@@ -33,7 +33,7 @@ def write_worst_case(run_dir: Path, target: str, seed: int, worst: np.ndarray, f
     rows = [{"instance": int(instances[i]), "label": i % len(CLASSES), "class": CLASSES[i % len(CLASSES)],
              "E_T": float(min(1.0, worst[i] + 0.1)), "worst": float(worst[i]), "failed": bool(failed[i]),
              "invalid_share": 0.0, "worst_s": (worst_s[i] if worst_s else {})} for i in range(n)]
-    result = {"status": "ok", "task": "examine", "audit": "worst_case", "target": target,
+    result = {"status": "ok", "task": "examine", "audit": "worst_case", "target": target, "primary": "examine/E_T",
               "examine/worst": float(np.mean(worst)), "examine/E_T": float(np.mean([r["E_T"] for r in rows])),
               "examine/failure_rate": float(np.mean(failed)), "examine/random_accuracy": 0.9,
               "examine/invalid_share": 0.0, "q": 8, "budget_unit": "queries",

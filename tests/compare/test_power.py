@@ -126,7 +126,8 @@ def test_comparison_states_power_for_each_paired_headline(tmp_path: Path) -> Non
     write_worst_case(tmp_path / "weak", "ckpt/weak/target.pt", 0, base - 0.03 + rng.normal(0, 0.05, 8), no_fail)
     write_worst_case(tmp_path / "strong", "ckpt/strong/target.pt", 0, base, no_fail)
     group = compare_runs([tmp_path], tmp_path / "out", replay=False)["groups"][0]
-    worst = next(r for r in group["pairs"] if r["metric"] == "examine/worst")
+    worst = next(r for r in group["pairs"] if r["metric"] == "examine/E_T")    # the primary question's power
+    assert "power" not in next(r for r in group["pairs"] if r["metric"] == "examine/worst")
     assert worst["power_n"] == 8 and worst["power_k"] == 1 and 0 <= worst["power"] < 0.8
     assert "Power: under-powered; with 8 paired instances x 1 seed" in worst["verdict"]
     text = (tmp_path / "out" / "comparison.md").read_text()

@@ -54,8 +54,8 @@ def _sweep_config(sweep_dir: Path) -> object:
 
 def test_sweep_end_compares_lists_failures_and_exits_non_zero(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
-    write_worst_case(sweep / "0", "A.pt", 0, np.full(6, 0.3), np.zeros(6, bool))
-    write_worst_case(sweep / "1", "B.pt", 0, np.full(6, 0.6), np.zeros(6, bool))
+    write_worst_case(sweep / "0", "A.pt", 0, np.full(8, 0.3), np.zeros(8, bool))
+    write_worst_case(sweep / "1", "B.pt", 0, np.full(8, 0.6), np.zeros(8, bool))
     write_failed(sweep / "2", "missing.pt", 0, "checkpoint missing.pt does not exist")
     callback = SweepEnd(replay=False, wandb=False)
     with pytest.raises(SystemExit) as ended:
@@ -64,8 +64,10 @@ def test_sweep_end_compares_lists_failures_and_exits_non_zero(tmp_path: Path) ->
     failures = json.loads((sweep / "failures.json").read_text())
     assert [Path(f["run_dir"]).name for f in failures] == ["2"] and "does not exist" in failures[0]["error"]
     text = (sweep / "comparison" / "comparison.md").read_text()
-    # 6 instances all 0.3 lower: the exact Wilcoxon two-sided p is 2 / 2^6
-    assert "Failed runs" in text and "A is worse than B" in text and "p = 0.031" in text
+    # 8 instances all 0.3 lower: the exact Wilcoxon two-sided p is 2 / 2^8, Holm over E_T, worst and
+    # failure (McNemar, p = 1) multiplies it by 3
+    assert "Failed runs" in text and "A is weaker than B on E_T" in text and "p = 0.0078" in text
+    assert "Holm-corrected over 3 tests 0.023" in text
     killed = sweep / "3" / ".hydra"                                  # a job killed before writing a result
     killed.mkdir(parents=True)
     (killed / "overrides.yaml").write_text("[]\n")

@@ -20,5 +20,5 @@ for seed in $SEEDS; do for ex in $EXAMINERS; do
     $PY examine.py --config-dir "$OUT/conf" -m "experiment=plain_s$seed,rot_s$seed" world=transforms examiner="$ex" \
       audit.n_instances="$N" seed="$seed" threads=1 logger=none hydra.sweep.dir="$sweep"
   fi
-  $PY -m advaudit.compare "$sweep" --out "$OUT/compare_${ex}_s$seed" --no-replay
+  $PY -m advaudit.compare "$sweep" --out "$OUT/compare_${ex}_s$seed"
 done; done

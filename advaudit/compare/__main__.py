@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from advaudit.compare.confirm import Settings
 from advaudit.compare.gate import run_gate
 from advaudit.compare.report import compare_runs
 from advaudit.core.wandb_run import log_comparison
@@ -30,6 +31,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         "BASELINE (a checkpoint name as the report gives it) on the primary question; writes gate.xml")
     parser.add_argument("--margin", type=float, default=0.0, help="with --gate: the loss on the primary metric, in "
                         "its own units, that still passes (default 0)")
+    parser.add_argument("--where-instances", type=int, default=Settings.instances, help="held-out instances the "
+                        "checks of where one checkpoint is weaker render (default %(default)s; more: more power)")
+    parser.add_argument("--where-conditions", type=int, default=Settings.random_conditions, help="random conditions "
+                        "per held-out instance for the per-factor sensitivity (default %(default)s)")
     parser.add_argument("--wandb", action="store_true", help="also log tables and figures to W&B (mode: $WANDB_MODE, "
                         "offline by default)")
     return parser.parse_args(argv)
@@ -40,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     first = Path(args.roots[0])
     out = Path(args.out) if args.out else (first.parent if first.is_file() else first) / "comparison"
     try:
-        summary = compare_runs(args.roots, out, replay=not args.no_replay, primary=args.primary)
+        if min(args.where_instances, args.where_conditions) < 1:
+            raise AdvauditError("--where-instances and --where-conditions must be >= 1")
+        where = Settings(instances=args.where_instances, random_conditions=args.where_conditions)
+        summary = compare_runs(args.roots, out, replay=not args.no_replay, primary=args.primary, where=where)
         if args.wandb:
             log_comparison(summary, out)
         for group in summary["groups"]:

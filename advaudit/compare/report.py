@@ -29,6 +29,7 @@ from advaudit.compare.records import RunRecord, discover_runs
 from advaudit.compare.replay import replay as run_replay
 from advaudit.compare.stats import checkpoint_summary, compare_pairs, paired_frame, verdict
 from advaudit.compare.verdict import answer_lines, answers, primary_metric, primary_note
+from advaudit.compare.confirm import Settings
 from advaudit.compare.where_section import where_markdown, where_section
 from advaudit.core.intervals import format_interval
 from advaudit.core.naming import short_names
@@ -39,14 +40,15 @@ log = logging.getLogger(__name__)
 
 
 def compare_runs(roots: Iterable[str | Path], out_dir: str | Path, replay: bool = True,
-                 primary: str | None = None) -> dict[str, Any]:
-    """Compare every group of comparable runs under ``roots``; write the report into ``out_dir``."""
+                 primary: str | None = None, where: Settings = Settings()) -> dict[str, Any]:
+    """Compare every group of comparable runs under ``roots``; write the report into ``out_dir``
+    (``where``: how much the held-out checks of where one checkpoint is weaker render)."""
     records = discover_runs(roots)
-    return compare_records(records, out_dir, replay, primary)
+    return compare_records(records, out_dir, replay, primary, where)
 
 
 def compare_records(records: list[RunRecord], out_dir: str | Path, replay: bool = True,
-                    primary: str | None = None) -> dict[str, Any]:
+                    primary: str | None = None, where: Settings = Settings()) -> dict[str, Any]:
     """The comparison of ``records`` (``primary``: the metric every group answers on, else each declared one)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -56,13 +58,14 @@ def compare_records(records: list[RunRecord], out_dir: str | Path, replay: bool 
         "failed": [{"run_dir": str(r.run_dir), "target": r.target, "error": r.error, "error_kind": r.error_kind}
                    for r in records if not r.ok],
         "kept_apart": differences_between(groups),
-        "groups": [compare_group(g, out, replay, primary) for g in groups],
+        "groups": [compare_group(g, out, replay, primary, where) for g in groups],
     }
     summary["files"] = write_files(summary, out)
     return summary
 
 
-def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None = None) -> dict[str, Any]:
+def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None = None,
+                  where: Settings = Settings()) -> dict[str, Any]:
     """Statistics, the primary verdicts, breakdowns, replay and figures for one group of comparable runs."""
     slug = re.sub(r"[^A-Za-z0-9]+", "_", group.label).strip("_")
     names = short_names(group.targets)
@@ -116,14 +119,15 @@ def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None
             log.warning("replay of %s skipped: %s", group.label, error)
             result["notes"].append(f"replay skipped: {error}")
     if replay and world is not None:
-        add_where(result, group, names, out, slug)
+        add_where(result, group, names, out, slug, where)
     return result
 
 
-def add_where(result: dict[str, Any], group: Group, names: dict[str, str], out: Path, slug: str) -> None:
+def add_where(result: dict[str, Any], group: Group, names: dict[str, str], out: Path, slug: str,
+              settings: Settings = Settings()) -> None:
     """``result["where"]``: where one checkpoint is weaker than the other (:mod:`advaudit.compare.where_section`)."""
     try:
-        section = where_section(group, names, out, slug)
+        section = where_section(group, names, out, slug, settings)
     except Exception as error:  # a check that cannot run (a checkpoint moved) must not lose the report
         log.warning("where section of %s skipped: %s", group.label, error)
         result["notes"].append(f"where section skipped: {error}")

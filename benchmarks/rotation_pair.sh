@@ -4,7 +4,8 @@
 # then compared with `python -m advaudit.compare` (primary verdict, where one checkpoint is weaker).
 #
 # Usage: bash benchmarks/rotation_pair.sh OUT   (after benchmarks/rotation_pair.py --out OUT --seeds ...)
-# Sizes (environment): SEEDS="0 1 2" EXAMINERS="rl bo" N=40 (instances, stratified)
+# Sizes (environment): SEEDS="0 1 2" EXAMINERS="rl bo" N=40 (instances, stratified) WHERE=300 (held-out
+#   instances of the checks of where one checkpoint is weaker)
 # Resumable: finished examinations are skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,5 +21,5 @@ for seed in $SEEDS; do for ex in $EXAMINERS; do
     $PY examine.py --config-dir "$OUT/conf" -m "experiment=plain_s$seed,rot_s$seed" world=transforms examiner="$ex" \
       audit.n_instances="$N" seed="$seed" threads=1 logger=none hydra.sweep.dir="$sweep"
   fi
-  $PY -m advaudit.compare "$sweep" --out "$OUT/compare_${ex}_s$seed"
+  $PY -m advaudit.compare "$sweep" --out "$OUT/compare_${ex}_s$seed" --where-instances "${WHERE:-300}"
 done; done

@@ -11,7 +11,8 @@ per step, in query order):
   is exact too;
 - it is below the instance's running raw minimum (the raw worst whose validity the report gives);
 - it is misclassified while the instance has no valid misclassified proposal yet (the failure rate);
-- it belongs to the last iteration (``examine/E_T_valid``, the last iteration's invalid share);
+- it passes the geometric checks and belongs to the last iteration (``examine/E_T_valid``, the last
+  iteration's invalid share);
 - it is in the **share sample**: a fixed, seeded share of every instance's queries
   (``audit.validity.share_sample``, drawn from the instance id and the query's index, so it does not
   depend on the examiner, on resuming or on sharding). The shares of invalid proposals over all
@@ -71,12 +72,12 @@ class LazyJudging:
         """``[N, q]`` bool: the proposals of this step (queries ``first_query ..``) the judge must see, from
         their true-class probabilities, misclassification and geometric verdicts (each ``[N, q]``)."""
         n, q = true_prob.shape
-        if last:
-            return torch.ones(n, q, dtype=torch.bool)
+        sampled = torch.from_numpy(share_sample(self.ids, range(first_query, first_query + q), self.seed, self.rate))
+        if last:  # a proposal the geometric checks throw out is invalid whatever the judge says
+            return geometric | sampled
         p = true_prob.double()
         beats = p > self.best_valid[:, None] if self.strength else p < self.best_valid[:, None]
         matter = beats | (p < self.raw_min[:, None]) | (wrong & ~self.failed[:, None])
-        sampled = torch.from_numpy(share_sample(self.ids, range(first_query, first_query + q), self.seed, self.rate))
         return (geometric & matter) | sampled
 
     def update(self, true_prob: Tensor, wrong: Tensor, valid: Tensor) -> None:

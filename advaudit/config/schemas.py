@@ -145,7 +145,7 @@ class ValidityConf(Ranged):
     # the shares of invalid proposals (overall, the reference check's, per instance) are measured on this
     # seeded share of every instance's queries when a reference judge is in the check (1: on all of them;
     # the geometric checks' own shares are always over all): docs/results/performance.md
-    share_sample: float = ranged(0.0625, low=0, high=1, low_open=True)
+    share_sample: float = ranged(0.03125, low=0, high=1, low_open=True)
 
 
 @dataclass

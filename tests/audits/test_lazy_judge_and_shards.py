@@ -50,7 +50,7 @@ def test_lazy_judging_asks_about_what_can_become_a_worst_valid_case_or_a_failure
     # 0.6: misclassified while instance 10 has no valid failure; 0.4 beats 0.5; 0.25 beats 0.3 (and
     # the raw minimum 0.2? no, but the worst valid 0.3: yes); 0.35 fails the geometric checks
     assert needed.tolist() == [[True, True], [True, False]]
-    assert lazy.needed(2, p2, wrong, geometric, last=True).all()
+    assert lazy.needed(2, p2, wrong, geometric, last=True).tolist() == geometric.tolist()
 
 
 @pytest.mark.parametrize("name", ["random", "rl", "tpe"])

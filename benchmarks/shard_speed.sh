@@ -15,6 +15,6 @@ for k in 1 2 2 1; do
   ADVAUDIT_PROGRESS=0 $py examine.py -m hydra/launcher=parallel $args target="$target" audit=worst_case \
     examiner="$examiner" audit.n_instances=40 logger=none seed=0 hydra.sweep.dir="$dir" > "$dir.log" 2>&1
   end=$(date +%s.%N)
-  result=$(ls "$dir"/merged/*/result.json 2>/dev/null | head -1); [ -n "$result" ] || result="$dir/0/result.json"
+  result=$(ls "$dir"/merged/*/result.json 2>/dev/null | head -1 || true); [ -n "$result" ] || result="$dir/0/result.json"
   $py -c "import json; r=json.load(open('$result')); print('K=$k', 'wall', round($end-$start,1), 's; E_T', round(r['examine/E_T'],6), 'worst', round(r['examine/worst'],6), 'load $load', '$result')"
 done

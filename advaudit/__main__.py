@@ -2,6 +2,7 @@
 
     advaudit import SPEC.yaml --out FILE.pt [key=value ...]   a model trained elsewhere -> a target file
     advaudit compare RUN_DIR ...                              paired comparison of audit runs
+    advaudit merge SHARD_RUN_DIR ... --out DIR                one examination from its shards (audit.shards)
     advaudit demo                                             the demo (make demo)
 """
 
@@ -12,7 +13,7 @@ import sys
 
 from advaudit.models.imported.command import main as import_main
 
-COMMANDS = {"import": "advaudit.models.imported.command", "compare": "advaudit.compare", "demo": "advaudit.demo"}
+COMMANDS = {"import": "advaudit.models.imported.command", "compare": "advaudit.compare", "merge": "advaudit.merge", "demo": "advaudit.demo"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,10 +15,12 @@ with the same numbers as an uninterrupted one. The metrics are computed from ``s
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +30,22 @@ from torch import Tensor
 
 from advaudit.audits.common import load_audit_target
 from advaudit.audits.instance_selection import select_instances
+from advaudit.audits.lazy_validity import LazyJudging
 from advaudit.audits.worst_case_report import summarise_and_report
 from advaudit.config import typed
 from advaudit.config.schemas import BudgetUnit, Mode, WorstCaseAuditConf
 from advaudit.confutil import plain
 from advaudit.core.progress import progress
-from advaudit.core.records import append_jsonl, read_jsonl
+from advaudit.core.records import append_jsonl, read_jsonl, write_json
 from advaudit.errors import AdvauditError, require
 from advaudit.examiners import build_examiner
 from advaudit.worlds import build_world, fit_target_to_world
-from advaudit.worlds.protocol import Factor, periodic_mask, unit_to_factor
-from advaudit.worlds.validity import ValidityJudge
+from advaudit.worlds.protocol import Factor, Instances, periodic_mask, unit_to_factor
+from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
 
 BUDGET_UNITS = ("queries", "iterations")
 
-STATE_FILE, STEPS_FILE = "examiner_state.pt", "steps.jsonl"
+STATE_FILE, STEPS_FILE, SHARD_FILE = "examiner_state.pt", "steps.jsonl", "shard.json"
 
 
 class ConditionSpace:
@@ -76,17 +79,25 @@ class ConditionSpace:
         s[:, :, self.free] = unit_to_factor(u, self.free_factors)
         return s
 
+    def take(self, rows: Tensor) -> "ConditionSpace":
+        """The same space for the instances at ``rows`` ``[n]`` only (a shard: their fixed values)."""
+        part = copy.copy(self)
+        part.fixed_values = self.fixed_values[rows]
+        return part
+
 
 # audit keys that say how long to examine and what to report, not what is examined: a run dir
 # whose examination matches in everything else resumes, or is extended to a larger budget
 _LENGTH_KEYS = ("stop_after_steps", "budget", "budget_unit", "report_budgets", "judge")
 
 
-def _run_key(cfg: DictConfig) -> str:
+def _run_key(cfg: DictConfig, sharded: bool = True) -> str:
     """Identifies the examination so a rerun only resumes the *same* one (at any budget: no examiner's
-    proposals depend on the budget, so 300 iterations extended to 500 equal a 500-iteration run)."""
+    proposals depend on the budget, so 300 iterations extended to 500 equal a 500-iteration run).
+    ``sharded=False``: the key of the whole examination a shard belongs to (the same for every shard)."""
     keys = {k: plain(cfg.get(k)) for k in ("target", "world", "examiner", "seed")}
-    keys["audit"] = {k: v for k, v in plain(cfg.audit).items() if k not in _LENGTH_KEYS}
+    drop = _LENGTH_KEYS + (() if sharded else ("shard",))
+    keys["audit"] = {k: v for k, v in plain(cfg.audit).items() if k not in drop}
     return hashlib.sha256(json.dumps(keys, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -137,8 +148,28 @@ def budget_in_queries(audit: WorstCaseAuditConf, q: int) -> tuple[int, list[int]
     return audit.budget * per, sorted({b * per for b in audit.report_budgets} | {audit.budget * per})
 
 
-def run(cfg: DictConfig) -> dict[str, Any]:
-    """Examine ``cfg.target`` in ``cfg.world`` with ``cfg.examiner``; returns the examination's metrics."""
+@dataclass
+class Examination:
+    """What an examination is set up with before its first step: the target, the world, the instances
+    ``z`` of this job (all of them, or one shard's ``rows`` of the examination's), their conditions'
+    space, the validity judge and where the records go."""
+
+    cfg: DictConfig
+    audit: WorstCaseAuditConf
+    out: Path
+    target: Any
+    world: Any
+    z: Instances
+    space: ConditionSpace
+    judge: ValidityJudge
+    device: torch.device
+    rows: Tensor  # [n] rows of this job's instances among the examination's N
+    n_all: int
+
+
+def prepare(cfg: DictConfig, shard: int | None = None) -> Examination:
+    """Load the target and world, select the instances and set up their conditions and the judge; with
+    ``audit.shards`` > 1, keep the shard's rows (``shard`` overrides ``audit.shard``: the merge's 0 of 1)."""
     audit = typed(WorstCaseAuditConf, cfg.audit)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -146,9 +177,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     world = build_world(cfg.world)
     target = fit_target_to_world(world, target)
     seed = int(cfg.seed)
-    calibrated = audit.calibrated
     z = select_instances(world, target, audit.selection_split.value, audit.selection.value, audit.n_instances,
-                         audit.selection_renders, seed, calibrated)
+                         audit.selection_renders, seed, audit.calibrated)
     space = ConditionSpace(list(world.factors), list(audit.fixed_random), len(z),
                            torch.Generator().manual_seed(seed + 1))
     device = getattr(world, "device", torch.device("cpu"))
@@ -158,15 +188,39 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             f"audit.judge={audit.judge} is the validity check's own reference judge, so it would measure nothing; "
             "give an independent judge (e.g. train.py experiment=examiner/train_judge seed=1 dataset.world_seed=1) "
             "or set audit.validity.reference=null")
-    examiner = build_examiner(cfg.examiner, len(z), len(space.free), seed=seed, device=device,
-                              periodic=periodic_mask(space.free_factors))
+    rows = shard_rows(len(z), audit.shard if shard is None else shard, audit.shards if shard is None else 1)
+    n_all = len(z)
+    if len(rows) < n_all:
+        z, space = z.subset(rows.to(z.labels.device)), space.take(rows)
+    return Examination(cfg, audit, out, target, world, z, space, judge, device, rows, n_all)
+
+
+def shard_rows(n: int, shard: int, shards: int) -> Tensor:
+    """``[n_shard]`` rows of shard ``shard`` of ``shards`` among ``n`` instances: every ``shards``-th row
+    from ``shard`` (so a stratified selection's classes spread over the shards)."""
+    require(shards <= n, f"audit.shards={shards} but the examination has only {n} instances; use audit.shards <= {n}")
+    return torch.arange(shard, n, shards)
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Examine ``cfg.target`` in ``cfg.world`` with ``cfg.examiner``; returns the examination's metrics."""
+    ex = prepare(cfg)
+    audit, z, out = ex.audit, ex.z, ex.out
+    examiner = build_examiner(cfg.examiner, ex.n_all, len(ex.space.free), seed=int(cfg.seed), device=ex.device,
+                              periodic=periodic_mask(ex.space.free_factors))
+    if len(ex.rows) < ex.n_all:
+        require(hasattr(examiner, "restrict"), f"examiner {cfg.examiner.name} cannot examine a shard of the instances "
+                "alone (its instances' searches are not independent); use audit.shards=1 or another examiner")
+        examiner.restrict(ex.rows)
     budget, report_budgets = budget_in_queries(audit, examiner.q)
     steps = math.ceil(budget / examiner.q)
     key = _run_key(cfg)
     start_step, seconds_before = _resume(out, key, examiner, budget)
-    strength = audit.mode == Mode.strength
+    lazy = None
+    if ex.judge.reference is not None and audit.validity.lazy:
+        lazy = LazyJudging(z.ids, audit.mode == Mode.strength, int(cfg.seed), audit.validity.share_sample)
+        lazy.replay(read_jsonl(out / STEPS_FILE), {int(i): row for row, i in enumerate(z.ids.tolist())})
     stop_after = audit.stop_after_steps
-    labels = z.labels.cpu()
     started = time.perf_counter()
     done = min(start_step * examiner.q, budget)
     bar = progress(total=budget * len(z), initial=done * len(z),
@@ -176,23 +230,53 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             bar.close()
             raise KeyboardInterrupt(f"stopped after {stop_after} steps (audit.stop_after_steps)")
         take = min(examiner.q, budget - step * examiner.q)  # a partial last iteration honours the budget
-        u = examiner.ask()[:, :take]
-        s = space.assemble(u)
-        x, valid, checks = judge.render(z, s.to(device))
-        probs = target.predict_proba(x, calibrated=calibrated, context={
-            "step": step, "instance": z.ids.cpu(), "condition": s, "factors": [f.name for f in world.factors]})
-        true_prob = probs.gather(1, labels.repeat_interleave(take).to(probs.device).view(-1, 1)).view(len(z), -1).cpu()
-        predicted = probs.argmax(1).view(len(z), -1).cpu()
-        examiner.tell(u, true_prob if strength else 1 - true_prob)
-        append_jsonl(out / STEPS_FILE, [
-            {"step": step, "instance": int(z.ids[i]), "label": int(labels[i]), "s": s[i].tolist(),
-             "true_prob": true_prob[i].tolist(), "predicted": predicted[i].tolist(),
-             "valid": valid[i].tolist(), "checks": {name: c[i].tolist() for name, c in checks.items()}}
-            for i in range(len(z))])
+        append_jsonl(out / STEPS_FILE, examine_step(ex, examiner, step, take, lazy, step + 1 == steps))
         bar.update(take * len(z))
         if (step + 1) % audit.checkpoint_every == 0 or step + 1 == steps:
             _checkpoint(out, key, examiner, step + 1, budget, seconds_before + time.perf_counter() - started)
     bar.close()
     seconds = seconds_before + time.perf_counter() - started
-    return summarise_and_report(cfg, audit, world, target, z, space, out, seconds, judge, examiner.q,
+    if len(ex.rows) < ex.n_all:
+        write_json(out / SHARD_FILE, {"shard": audit.shard, "shards": audit.shards, "rows": ex.rows.tolist(),
+                                      "ids": z.ids.tolist(), "n_instances": ex.n_all, "q": examiner.q,
+                                      "seconds": seconds, "key": _run_key(cfg, sharded=False)})
+    return summarise_and_report(cfg, audit, ex.world, ex.target, z, ex.space, out, seconds, ex.judge, examiner.q,
                                 report_budgets)
+
+
+def examine_step(ex: Examination, examiner: Any, step: int, take: int, lazy: LazyJudging | None,
+                 last: bool) -> list[dict[str, Any]]:
+    """One iteration for every instance: ask, render, judge, predict, tell; returns its records."""
+    z, labels = ex.z, ex.z.labels.cpu()
+    u = examiner.ask()[:, :take]
+    s = ex.space.assemble(u)
+    x, checks = ex.judge.render_geometric(z, s.to(ex.device))
+    probs = ex.target.predict_proba(x, calibrated=ex.audit.calibrated, context={
+        "step": step, "instance": z.ids.cpu(), "condition": s, "factors": [f.name for f in ex.world.factors]})
+    true_prob = probs.gather(1, labels.repeat_interleave(take).to(probs.device).view(-1, 1)).view(len(z), -1).cpu()
+    predicted = probs.argmax(1).view(len(z), -1).cpu()
+    examiner.tell(u, true_prob if ex.audit.mode == Mode.strength else 1 - true_prob)
+    geometric = torch.ones(len(z), take, dtype=torch.bool)
+    for passed in checks.values():
+        geometric &= passed
+    valid, judged = geometric, torch.ones_like(geometric)
+    if ex.judge.reference is not None:
+        wrong = predicted != labels[:, None]
+        if lazy is not None:
+            judged = lazy.needed(step * examiner.q, true_prob, wrong, geometric, last)
+        checks[REFERENCE_CHECK] = ex.judge.reference_verdicts(z, s.to(ex.device), x, None if lazy is None else judged)
+        valid = geometric & checks[REFERENCE_CHECK]
+        if lazy is not None:
+            lazy.update(true_prob, wrong, valid)
+    known = judged | ~geometric  # a proposal the geometric checks throw out is invalid, judged or not
+    return [{"step": step, "instance": int(z.ids[i]), "label": int(labels[i]), "s": s[i].tolist(),
+             "true_prob": true_prob[i].tolist(), "predicted": predicted[i].tolist(),
+             "valid": _known(valid[i], known[i]),
+             "checks": {name: _known(c[i], judged[i]) if name == REFERENCE_CHECK else c[i].tolist()
+                        for name, c in checks.items()}}
+            for i in range(len(z))]
+
+
+def _known(values: Tensor, known: Tensor) -> list[bool | None]:
+    """``values`` ``[q]`` as a list with None where the verdict is not known (not judged)."""
+    return [bool(v) if k else None for v, k in zip(values.tolist(), known.tolist())]

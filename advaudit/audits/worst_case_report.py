@@ -22,6 +22,8 @@ from omegaconf import DictConfig
 
 from advaudit.audits import examiner_metrics as metrics
 from advaudit.audits.instance_selection import selection_design
+from advaudit.audits.lazy_validity import invalid_shares, share_mask
+from advaudit.audits.tsne_plot import tsne_plot
 from advaudit.core.plots import image_grid, plt, save_figure
 from advaudit.core.records import read_jsonl
 from advaudit.models.tracking import open_wandb
@@ -32,7 +34,6 @@ from advaudit.worlds.validity import independent_verdicts
 
 
 GALLERY_PX = 96
-TSNE_POINTS = 1000
 
 
 def gallery_world(world: Any) -> Any:
@@ -45,7 +46,8 @@ def gallery_world(world: Any) -> Any:
 
 def load_history(out: Path, n: int) -> dict[str, Any]:
     """Per-instance arrays in query order: ``true_prob`` ``[N, Q]``, ``predicted`` ``[N, Q]``,
-    ``valid`` ``[N, Q]`` (all True for records written before validity was judged), ``checks``
+    ``valid`` ``[N, Q]`` (all True for records written before validity was judged; False where the
+    reference judge was not asked, :mod:`advaudit.audits.lazy_validity`), ``checks``
     ``{name: [N, Q]}``, ``s`` ``[N, Q, C]`` (factor units)."""
     records = sorted(read_jsonl(out / "steps.jsonl"), key=lambda r: r["step"])
     order: dict[int, list[dict]] = {}
@@ -56,11 +58,14 @@ def load_history(out: Path, n: int) -> dict[str, Any]:
     def stack(get: Any) -> np.ndarray:
         return np.stack([np.concatenate([np.asarray(get(r)) for r in order[i]]) for i in ids])
 
+    def verdicts(get: Any) -> np.ndarray:  # a verdict the judge was not asked for (None) is not a valid one
+        return stack(lambda r: [v is True for v in get(r)]).astype(bool)
+
     true_prob = stack(lambda r: r["true_prob"])
-    valid = stack(lambda r: r.get("valid", [True] * len(r["true_prob"]))).astype(bool)
+    valid = verdicts(lambda r: r.get("valid", [True] * len(r["true_prob"])))
     names = list(records[0].get("checks", {}))
     return {"ids": np.asarray(ids), "true_prob": true_prob, "predicted": stack(lambda r: r["predicted"]),
-            "valid": valid, "checks": {c: stack(lambda r, c=c: r["checks"][c]).astype(bool) for c in names},
+            "valid": valid, "checks": {c: verdicts(lambda r, c=c: r["checks"][c]) for c in names},
             "s": stack(lambda r: r["s"])}
 
 
@@ -71,10 +76,12 @@ def _with_ci(prefix: str, values: np.ndarray, seed: int) -> dict[str, float]:
 
 
 def examination_metrics(history: dict[str, Any], labels: np.ndarray, q: int, budgets: list[int],
-                        strength: bool, seed: int = 0) -> dict[str, Any]:
+                        strength: bool, seed: int = 0, share_rate: float = 1.0) -> dict[str, Any]:
     """The audit's headline numbers at every budget (queries), each with a 95% bootstrap interval
-    over instances (see :mod:`advaudit.audits.examiner_metrics` for the definitions)."""
+    over instances (see :mod:`advaudit.audits.examiner_metrics` for the definitions); the shares of
+    invalid proposals on the share sample ``share_rate`` (:func:`share_mask`)."""
     p, valid, predicted = history["true_prob"], history["valid"], history["predicted"]
+    shares = invalid_shares(history, share_mask(history, seed, share_rate))
     queries = p.shape[1]
     result: dict[str, Any] = {}
     for b in budgets:
@@ -84,9 +91,10 @@ def examination_metrics(history: dict[str, Any], labels: np.ndarray, q: int, bud
     result.update(_with_ci("examine/worst", metrics.worst(p, valid, queries, strength), seed))
     result.update(_with_ci("examine/E_T_valid", metrics.e_t_valid(p, valid, q, queries), seed))
     result.update(_with_ci("examine/failure_rate", metrics.failed(predicted, valid, labels, queries).astype(float), seed))
-    result["examine/invalid_share"] = float(1 - valid.mean())
+    result["examine/invalid_share"] = shares["overall"]
     result["examine/instances_without_valid_proposal"] = int((~valid.any(1)).sum())
-    result["validity"] = {name: float(1 - passed.mean()) for name, passed in history["checks"].items()}
+    result["validity"] = shares["checks"]
+    result["validity_share_sample"] = float(share_rate) if "reference" in history["checks"] else 1.0
     result["budgets"] = [{"queries": b, "iterations": metrics.iteration_of_query(b, q) if b else 0} for b in budgets]
     result["q"] = int(q)
     return result
@@ -133,32 +141,6 @@ def _class_bars(per_class: dict[str, float], first: dict[str, float], path: Path
     return save_figure(fig, path)
 
 
-def _tsne_plot(final_u: np.ndarray, final_ok: np.ndarray, random_u: np.ndarray, random_ok: np.ndarray,
-               path: Path, seed: int) -> Path:
-    from sklearn.manifold import TSNE  # scikit-learn is slow to import; only this path needs it
-
-    # at most TSNE_POINTS of each kind: the picture needs no more and t-SNE's cost grows faster than n
-    rng = np.random.default_rng(seed)
-    keep_final = np.sort(rng.permutation(len(final_u))[:TSNE_POINTS])
-    keep_random = np.sort(rng.permutation(len(random_u))[:TSNE_POINTS])
-    final_u, final_ok, random_u, random_ok = (final_u[keep_final], final_ok[keep_final], random_u[keep_random],
-                                              random_ok[keep_random])
-    points = np.concatenate([final_u, random_u])
-    perplexity = float(max(2, min(30, (len(points) - 1) // 3)))
-    embedded = TSNE(n_components=2, perplexity=perplexity, random_state=seed, init="pca").fit_transform(points)
-    fig, ax = plt.subplots(figsize=(4.5, 4.2))
-    n = len(final_u)
-    for (lo, hi, ok, color, label) in ((0, n, final_ok, "tab:red", "examiner"), (n, len(points), random_ok, "tab:blue", "random")):
-        e = embedded[lo:hi]
-        ax.scatter(e[ok, 0], e[ok, 1], s=12, color=color, alpha=0.2, label=f"{label}, correct")
-        ax.scatter(e[~ok, 0], e[~ok, 1], s=16, color=color, alpha=0.95, marker="x", label=f"{label}, wrong")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_title("t-SNE of conditions (unit cube)")
-    ax.legend(fontsize=6)
-    return save_figure(fig, path)
-
-
 def summarise_and_report(cfg: DictConfig, audit: WorstCaseAuditConf, world: Any, target: Any, z: Any, space: Any,
                          out: Path, seconds: float, judge: Any, q: int, budgets: list[int]) -> dict[str, Any]:
     """Compute the metrics at each budget, draw the plots, write report.md, log to W&B; return the result."""
@@ -172,7 +154,9 @@ def summarise_and_report(cfg: DictConfig, audit: WorstCaseAuditConf, world: Any,
     names = list(target.class_names)  # the world's classes in its order (+ a class map's "(other)", predicted too)
     labels = z.labels.cpu().numpy()
     device = getattr(world, "device", "cpu")
-    result = examination_metrics(history, labels, q, budgets, strength, seed)
+    share_rate = audit.validity.share_sample
+    result = examination_metrics(history, labels, q, budgets, strength, seed, share_rate)
+    instance_shares = invalid_shares(history, share_mask(history, seed, share_rate))["per_instance"]
     result["budget_unit"] = audit.budget_unit.value
     result["instance_selection"] = selection_design(audit.selection.value)
     e_final = metrics.e_t(true_prob, q, queries)
@@ -193,7 +177,7 @@ def summarise_and_report(cfg: DictConfig, audit: WorstCaseAuditConf, world: Any,
     result["per_instance"] = [
         {"instance": int(history["ids"][i]), "label": int(labels[i]), "class": names[labels[i]],
          "E_T": float(e_final[i]), "worst": None if np.isnan(worst_final[i]) else float(worst_final[i]),
-         "failed": bool(failed[i]), "invalid_share": float(1 - history["valid"][i].mean()),
+         "failed": bool(failed[i]), "invalid_share": float(instance_shares[i]),
          "worst_predicted": names[worst_pred[i]] if worst_index[i] >= 0 else None,
          "worst_s": dict(zip(factor_names, worst_s[i].tolist())) if worst_index[i] >= 0 else None}
         for i in range(len(labels))]
@@ -221,7 +205,7 @@ def summarise_and_report(cfg: DictConfig, audit: WorstCaseAuditConf, world: Any,
     random_p = target.predict_proba(random_x, calibrated=calibrated).argmax(1).cpu().numpy()
     random_ok = random_p == np.repeat(labels, k)
     if len(final_u) >= 6:
-        plots["tsne"] = _tsne_plot(final_u, final_ok, random_free.reshape(-1, len(space.free)).numpy(), random_ok,
+        plots["tsne"] = tsne_plot(final_u, final_ok, random_free.reshape(-1, len(space.free)).numpy(), random_ok,
                                    out / "tsne.png", seed)
     final_s = history["s"][:, -k:].reshape(-1, history["s"].shape[-1])
     result["final_factors"] = {f.name: factor_summary(final_s[:, i], f) for i, f in enumerate(world.factors)
@@ -334,6 +318,15 @@ def _classes_line(result: dict[str, Any]) -> str:
     return f"\n- classes: {said}" if said else ""
 
 
+def _sample_note(result: dict[str, Any]) -> str:
+    rate = result.get("validity_share_sample", 1.0)
+    return "" if rate >= 1 else f" (the judge's shares on a seeded {100 * rate:.2g}% sample of the queries)"
+
+
+def _percent(share: float | None) -> str:
+    return "n/a" if share is None or share != share else f"{100 * share:.0f}%"
+
+
 def _reference_line(result: dict[str, Any]) -> str:
     reference = result.get("validity_reference")
     if reference is None:
@@ -361,7 +354,7 @@ def _markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any]
                         for c, v in result["per_class"].items())
     worst = "\n".join(f"| {w['instance']} | {w['class']} | {w['E_T']:.3f} | "
                       f"{'n/a' if w['worst'] is None else format(w['worst'], '.3f')} | {w['worst_predicted']} | "
-                      f"{100 * w['invalid_share']:.0f}% |" for w in result["per_instance"])
+                      f"{_percent(w['invalid_share'])} |" for w in result["per_instance"])
     checks = ", ".join(f"{name}: {100 * share:.1f}% fail" for name, share in result["validity"].items()) or "none"
     images = "\n".join(f"![{k}]({Path(p).name})" for k, p in plots.items())
     accuracy = result["examine/random_valid_accuracy"]
@@ -377,7 +370,7 @@ def _markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any]
 - instances: `{result['instance_selection']['selection']}` ({result['instance_selection']['design']} design:
   {result['instance_selection']['description']})
 - a valid misclassified condition was found for {_fmt(result, 'examine/failure_rate', percent=True)} of instances
-- validity: {100 * result['examine/invalid_share']:.1f}% of proposals invalid ({checks});
+- validity: {100 * result['examine/invalid_share']:.1f}% of proposals invalid ({checks}){_sample_note(result)};
   {100 * result['examine/random_invalid_share']:.1f}% of random conditions invalid; {_reference_line(result)}
 - accuracy under random valid conditions: {'n/a' if accuracy is None else f'{100 * accuracy:.1f}%'}
 - validity where it matters: the lowest true-class probability of {100 * (1 - result['examine/worst_raw_valid']):.0f}%

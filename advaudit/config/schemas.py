@@ -138,6 +138,14 @@ class ValidityConf(Ranged):
     # docs/results/worst-case.md, "A judge in the default check"
     reference: Optional[str] = "world"
     reference_min_prob: float = ranged(0.99, low=0, high=1)
+    # the worst-case audit asks the reference judge only about the proposals that can change a reported
+    # number (advaudit/audits/lazy_validity.py: the same result.json as judging all; the others get no
+    # reference verdict in steps.jsonl); false: judge every proposal
+    lazy: bool = True
+    # the shares of invalid proposals (overall, the reference check's, per instance) are measured on this
+    # seeded share of every instance's queries when a reference judge is in the check (1: on all of them;
+    # the geometric checks' own shares are always over all): docs/results/performance.md
+    share_sample: float = ranged(0.03125, low=0, high=1, low_open=True)
 
 
 #: the report budgets of the examiner paper's Table 2: ``audit.report_budgets``' default, up to the budget
@@ -188,6 +196,11 @@ class WorstCaseAuditConf(Ranged):
     # classifies correctly (and its accuracy under random conditions). It never changes the examination.
     judge: Optional[str] = None
     checkpoint_every: int = ranged(10, low=1, integer=True)  # steps between examiner checkpoints (resume)
+    # one examination over several jobs: this job examines every `shards`-th instance from `shard`
+    # (0 <= shard < shards); `python -m advaudit.merge <shard run dirs> --out DIR` gives the unsharded
+    # result (docs/scaling-out.md). Examiners whose instances search independently only (not BO)
+    shards: int = ranged(1, low=1, integer=True)
+    shard: int = ranged(0, low=0, integer=True)
     stop_after_steps: Optional[int] = ranged(None, low=0, integer=True)  # testing aid: stop (as if killed) after this many steps
 
 

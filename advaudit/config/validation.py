@@ -236,6 +236,10 @@ def _check_worst_case(audit: DictConfig, examiner: DictConfig | None, world: Dic
                        f"({unit}); report at budgets within it (e.g. audit.report_budgets={inside}) or raise "
                        f"audit.budget to {max(outside + [budget])}")
         checks.warn(len(set(reports)) != len(reports), f"audit.report_budgets={reports} repeats a budget")
+    shard, shards = _get(audit, "shard"), _get(audit, "shards")
+    if isinstance(shard, int) and isinstance(shards, int):
+        checks.require(shard < shards, f"audit.shard={shard} is not one of the {shards} shards (audit.shards); "
+                       f"use audit.shard in 0..{shards - 1}")
     if str(_get(audit, "selection")) == "random":
         checks.require(_get(audit, "n_instances") is not None,
                        "audit.selection=random needs audit.n_instances=<how many instances to draw>")

@@ -44,6 +44,7 @@ class OptunaExaminer(HistoryMixin):
                  device: str | torch.device = "cpu", periodic: Any = None) -> None:
         self._init_history(n_instances, n_dims, q)
         self.sampler_name, self.seed = sampler, int(seed)
+        self.seeds = [self.seed + i for i in range(n_instances)]  # instance i's study: seed + i
         self.periodic = periodic_dims(periodic, n_dims)
         self.distributions = {f"x{i}": optuna.distributions.FloatDistribution(0.0, TURNS if wrap else 1.0)
                               for i, wrap in enumerate(self.periodic.tolist())}
@@ -51,8 +52,14 @@ class OptunaExaminer(HistoryMixin):
         self.pending: list[list[optuna.trial.Trial]] = []
 
     def _new_studies(self) -> None:
-        self.studies = [optuna.create_study(direction="maximize", sampler=make_sampler(self.sampler_name, self.seed + i))
-                        for i in range(self.n_instances)]
+        self.studies = [optuna.create_study(direction="maximize", sampler=make_sampler(self.sampler_name, seed))
+                        for seed in self.seeds]
+
+    def restrict(self, rows: Tensor) -> None:
+        """Examine only the instances at ``rows`` ``[n]`` (each study keeps its instance's seed)."""
+        self._restrict_history(rows)
+        self.seeds = [self.seeds[i] for i in rows.tolist()]
+        self._new_studies()
 
     def ask(self) -> Tensor:
         self.pending = [[study.ask(self.distributions) for _ in range(self.q)] for study in self.studies]

@@ -85,6 +85,14 @@ class HistoryMixin:
         self.X = torch.cat([self.X, s.detach().cpu().double()], 1)
         self.Y = torch.cat([self.Y, loss.detach().cpu().double()], 1)
 
+    def _restrict_history(self, rows: Tensor) -> None:
+        """Keep the instances at ``rows`` ``[n]`` of the N this examiner was built for (a shard of an
+        examination): ``n_all`` remembers N, so draws made for all N can keep the shard's rows."""
+        require(int(rows.min()) >= 0 and int(rows.max()) < self.n_instances, f"shard rows outside 0..{self.n_instances - 1}")
+        self.n_all, self.rows = self.n_instances, rows.clone()
+        self.n_instances = len(rows)
+        self.X, self.Y = self.X[rows], self.Y[rows]
+
     def _history_state(self) -> dict[str, Any]:
         return {"X": self.X.clone(), "Y": self.Y.clone()}
 

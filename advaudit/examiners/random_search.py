@@ -22,7 +22,15 @@ class RandomExaminer(HistoryMixin):
         self.generator = torch.Generator().manual_seed(int(seed))
 
     def ask(self) -> Tensor:
-        return torch.rand(self.n_instances, self.q, self.n_dims, generator=self.generator)
+        rows = getattr(self, "rows", None)
+        if rows is None:
+            return torch.rand(self.n_instances, self.q, self.n_dims, generator=self.generator)
+        return torch.rand(self.n_all, self.q, self.n_dims, generator=self.generator)[rows]
+
+    def restrict(self, rows: Tensor) -> None:
+        """Examine only the instances at ``rows`` ``[n]``: the draws are made for all N and keep these rows,
+        so each instance gets the candidates it gets in the whole examination."""
+        self._restrict_history(rows)
 
     def tell(self, s: Tensor, loss: Tensor) -> None:
         self._record(s, loss)

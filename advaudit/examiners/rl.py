@@ -89,13 +89,30 @@ class BatchedLSTMPolicy(pl.LightningModule):
             logits = torch.bmm(h, self.head_w[:, dim].transpose(1, 2)) + self.head_b[:, dim, None]
             logp = torch.log_softmax(logits, -1)
             if choices is None:
-                pick = torch.multinomial(logp.exp().reshape(-1, self.bins), 1, generator=generator).view(n, batch)
+                pick = self._sample(logp.exp(), generator)
             else:
                 pick = choices[:, :, dim]
             log_prob = log_prob + logp.gather(-1, pick.unsqueeze(-1)).squeeze(-1)
             out[:, :, dim] = pick
             previous, previous_dim = pick, dim
         return out, log_prob
+
+    def _sample(self, probs: Tensor, generator: torch.Generator | None) -> Tensor:
+        """One bin per row of ``probs`` ``[N, B, bins]`` -> ``[N, B]``. A shard's policies (``rows`` of
+        ``n_all``) draw as rows of all ``n_all`` (uniform rows in between), so every instance's draws are
+        those it gets in the whole examination."""
+        rows = getattr(self, "rows", None)
+        if rows is not None:
+            full = probs.new_ones(self.n_all, *probs.shape[1:])
+            full[rows.to(probs.device)] = probs
+            return torch.multinomial(full.reshape(-1, self.bins), 1, generator=generator).view(self.n_all, -1)[rows]
+        return torch.multinomial(probs.reshape(-1, self.bins), 1, generator=generator).view(probs.shape[:2])
+
+    def restrict(self, rows: Tensor) -> None:
+        """Keep the policies at ``rows`` ``[n]`` of the N (a shard of an examination)."""
+        self.n_all, self.rows = self.embed.shape[0], rows.clone()
+        for name, parameter in list(self.named_parameters()):
+            setattr(self, name, nn.Parameter(parameter.detach()[rows.to(parameter.device)].clone()))
 
     def training_step(self, batch: dict[str, Any], batch_idx: int = 0) -> Tensor:
         """REINFORCE loss for stored ``choices`` ``[N, B, C]`` with ``advantage`` ``[N, B]``."""
@@ -183,6 +200,15 @@ class RLExaminer(HistoryMixin):
         if self.baseline_kind == "ema":
             self.baseline = self.decay * self.baseline + (1 - self.decay) * batch_mean
         self.pending = None
+
+    def restrict(self, rows: Tensor) -> None:
+        """Examine only the instances at ``rows`` ``[n]`` of the N (a shard of an examination): their
+        policies, as initialised for all N, and their draws (:meth:`BatchedLSTMPolicy._sample`)."""
+        require(self.pending is None and self.X.shape[1] == 0, "restrict an RL examiner before its first step")
+        self._restrict_history(rows)
+        self.policy.restrict(rows)
+        self.optimizer = self.policy.configure_optimizers()
+        self.baseline = self.baseline[rows.to(self.baseline.device)]
 
     def state_dict(self) -> dict[str, Any]:
         return {**self._history_state(), "policy": self.policy.state_dict(),

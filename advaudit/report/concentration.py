@@ -15,7 +15,8 @@ compares it with the region's volume share of the searched space,
 (the share a uniform proposal distribution would have: random search's expectation), with random
 search on the same target, and with a control target. ``ratio = share / volume``; a ratio of 1 is
 no concentration at all. It also gives the error rate (misclassified share, valid proposals only
-where steps.jsonl records ``valid``) of *all* the run's proposals inside and outside the region:
+where steps.jsonl records ``valid``; with a reference judge in the check, on the share sample its
+shares of invalid proposals are measured on) of *all* the run's proposals inside and outside the region:
 on a random-search run, the paper's Sec. 4.4 check that the planted weakness is real.
 
 Per run: per-instance shares and the pooled share (all late proposals of all instances together),
@@ -42,6 +43,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from advaudit.audits.lazy_validity import share_sample
 from advaudit.core.plots import plt, save_figure
 from advaudit.core.records import read_json, read_jsonl, write_json
 from advaudit.errors import require
@@ -137,6 +139,12 @@ def late_window(steps: Sequence[int], q: int, last: int, unit: str) -> int:
     return max(0, n_steps - k)
 
 
+def _share_rate(result: dict[str, Any]) -> float:
+    """The share sample the run measured its shares of invalid proposals on (1: every query; see
+    :mod:`advaudit.audits.lazy_validity`): the error rates over valid proposals use the same queries."""
+    return float(result.get("validity_share_sample", 1.0))
+
+
 def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit: str = "queries",
                       bounds: list[tuple] | None = None) -> dict[str, Any]:
     """Concentration of one worst-case run (a directory with ``steps.jsonl`` and ``result.json``).
@@ -169,11 +177,14 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
     per_instance: dict[int, dict[str, list]] = {}
     late_values: list[float] = []
     errors = {True: [], False: []}  # all (valid) proposals: misclassified?, by inside the region
+    rate = _share_rate(result)
     for r in records:
         in_region = region.contains(np.asarray(r["s"], dtype=np.float64)[:, column], circle)
         valid = r.get("valid") or [True] * len(in_region)
-        for inside_one, predicted, ok in zip(in_region.tolist(), r["predicted"], valid):
-            if ok:
+        counted = share_sample([r["instance"]], range(r["step"] * q, r["step"] * q + len(valid)),
+                               int(config.get("seed") or 0), rate)[0]
+        for inside_one, predicted, ok, sampled in zip(in_region.tolist(), r["predicted"], valid, counted):
+            if ok and sampled:
                 errors[inside_one].append(predicted != r["label"])
         if r["step"] < first:
             continue

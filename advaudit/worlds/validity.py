@@ -14,7 +14,8 @@ model. advaudit checks every proposal and counts failures only on valid ones:
   ShapeWorld's packaged judge where it was trained; none for a world without one),
   ``reference=<target.pt>`` another, ``reference=null`` none. When the reference takes another
   image size than the target, the world renders the same scenes again at its size
-  (``world.with_image_size``).
+  (``world.with_image_size``). The worst-case audit asks it only about the proposals that can
+  change a reported number (:mod:`advaudit.audits.lazy_validity`).
 """
 
 from __future__ import annotations
@@ -68,28 +69,49 @@ class ValidityJudge:
         return names + ([REFERENCE_CHECK] if self.reference is not None else [])
 
     def render(self, z: Instances, s: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
-        """Render ``s`` ``[N, q, C]`` (factor units) and judge it.
+        """Render ``s`` ``[N, q, C]`` (factor units) and judge all of it.
 
         Returns images ``[N*q, ...]``, ``valid`` ``[N, q]`` bool (every check passed) and each check
         ``{name: [N, q] bool}`` (True = passed).
         """
+        images, checks = self.render_geometric(z, s)
+        if self.reference is not None:
+            checks[REFERENCE_CHECK] = self.reference_verdicts(z, s, images)
+        valid = torch.ones(s.shape[:2], dtype=torch.bool)
+        for passed in checks.values():
+            valid &= passed
+        return images, valid, checks
+
+    def render_geometric(self, z: Instances, s: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        """Render ``s`` ``[N, q, C]``: images ``[N*q, ...]`` and the geometric checks ``{name: [N, q] bool}``
+        (computed in the same pass; the reference judge's verdicts come from :meth:`reference_verdicts`)."""
         n, q = s.shape[:2]
         if hasattr(self.world, "render_checked"):
             images, raw = self.world.render_checked(z, s, self.rules)
         else:
             images, raw = self.world.render(z, s), {}
-        checks = {name: raw[name].reshape(n, q).cpu() for name in self.checks if name in raw}
-        if self.reference is not None:
-            shown = images if self.reference_world is self.world else self.reference_world.render(z, s)
-            probs = self.reference.predict_proba(shown, calibrated=True)
-            labels = z.labels.to(probs.device).repeat_interleave(q)
-            confident = probs.gather(1, labels[:, None]).squeeze(1) >= self.rules.reference_min_prob
-            correct = probs.argmax(1) == labels
-            checks[REFERENCE_CHECK] = (confident & correct).reshape(n, q).cpu()
-        valid = torch.ones(n, q, dtype=torch.bool)
-        for passed in checks.values():
-            valid &= passed
-        return images, valid, checks
+        return images, {name: raw[name].reshape(n, q).cpu() for name in self.checks if name in raw}
+
+    def reference_verdicts(self, z: Instances, s: Tensor, images: Tensor, which: Tensor | None = None) -> Tensor:
+        """The reference judge's verdicts ``[N, q]`` bool on the conditions ``s`` ``[N, q, C]`` rendered as
+        ``images`` ``[N*q, ...]``: the true class, at least ``reference_min_prob`` sure. With ``which``
+        ``[N, q]`` bool only those are judged (one batch) and the others are False."""
+        n, q = s.shape[:2]
+        everything = which is None
+        which = torch.ones(n, q, dtype=torch.bool) if which is None else which.cpu()
+        verdicts = torch.zeros(n, q, dtype=torch.bool)
+        if not bool(which.any()):
+            return verdicts
+        rows, cols = which.nonzero(as_tuple=True)
+        if self.reference_world is self.world:
+            shown = images if everything else images[(rows * q + cols).to(images.device)]
+        else:  # the reference's own size: render the judged conditions again, one per pseudo-instance
+            shown = self.reference_world.render(z.subset(rows.to(z.labels.device)), s[rows, cols][:, None])
+        probs = self.reference.predict_proba(shown, calibrated=True)
+        labels = z.labels[rows.to(z.labels.device)].to(probs.device)
+        confident = probs.gather(1, labels[:, None]).squeeze(1) >= self.rules.reference_min_prob
+        verdicts[rows, cols] = (confident & (probs.argmax(1) == labels)).cpu()
+        return verdicts
 
 
 def reference_path(world: World, reference: str | None) -> Path | None:

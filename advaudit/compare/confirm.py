@@ -140,14 +140,20 @@ def confirm(world: Any, z: Any, targets: dict[str, Any], pair: tuple[str, str], 
             "accuracy_diff": paired(correct_a.mean(1), correct_b.mean(1))}
 
 
+def holm_rows(rows: list[dict[str, Any]]) -> None:
+    """Set ``p_holm`` on every row (in place): Holm over the rows with a finite ``p``, NaN on the others."""
+    finite = [r for r in rows if math.isfinite(r["p"])]
+    if finite:
+        for row, p in zip(finite, multipletests([r["p"] for r in finite], method="holm")[1]):
+            row["p_holm"] = float(p)
+    for row in rows:
+        row.setdefault("p_holm", float("nan"))
+
+
 def decide(checks: list[dict[str, Any]], alpha: float = ALPHA) -> None:
     """Holm over ``checks`` (in place); each gets ``p_holm``, ``weaker`` (or None) and ``words``."""
-    finite = [c for c in checks if math.isfinite(c["p"])]
-    if finite:
-        for check, p in zip(finite, multipletests([c["p"] for c in finite], method="holm")[1]):
-            check["p_holm"] = float(p)
+    holm_rows(checks)
     for check in checks:
-        check.setdefault("p_holm", float("nan"))
         separated = math.isfinite(check["p_holm"]) and check["p_holm"] < alpha and check["diff"] != 0
         check["weaker"] = (check["a"] if check["diff"] < 0 else check["b"]) if separated else None
         check["words"] = confirmation_words(check)

@@ -30,9 +30,8 @@ import math
 from typing import Any, Sequence
 
 import numpy as np
-from statsmodels.stats.multitest import multipletests
 
-from advaudit.compare.confirm import Settings, paired, score, uniform_conditions
+from advaudit.compare.confirm import Settings, holm_rows, paired, score, uniform_conditions
 from advaudit.compare.where import ALPHA, region_words
 from advaudit.core.intervals import format_interval, mean_with_ci
 
@@ -104,12 +103,8 @@ def interaction(a: str, b: str, factors: Sequence[Any], fifths: dict[str, dict[s
                          "acc_b": float(np.nanmean(acc_b[:, k])), "overall_a": float(overall[a].mean()),
                          "overall_b": float(overall[b].mean()),
                          "in_fifth": paired(acc_a[:, k], acc_b[:, k]), **loss})
-    finite = [r for r in rows if math.isfinite(r["p"])]
-    if finite:
-        for row, p in zip(finite, multipletests([r["p"] for r in finite], method="holm")[1]):
-            row["p_holm"] = float(p)
+    holm_rows(rows)
     for row in rows:
-        row.setdefault("p_holm", float("nan"))
         row["said"] = said(row, alpha)
         row["words"] = sensitivity_words(row, len(rows)) if row["said"] else ""
     return rows

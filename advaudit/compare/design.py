@@ -25,7 +25,12 @@ from advaudit.core.naming import short_name
 BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device", "tags", "task_name",
                "optimized_metric", "callbacks", "trainer", "debug", "status", "sweep", "compare"}
 # audit keys that only steer how a run is executed or resumed
-AUDIT_BOOKKEEPING = {"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk", "judge"}
+AUDIT_BOOKKEEPING = {"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk", "judge",
+                     # how one examination is spread over jobs: a merged sharded run equals the unsharded one
+                     "shard", "shards"}
+# audit.validity keys that only steer how much is judged, not what is examined (the lazy path is exact;
+# the sample sets only how precisely the invalid share of random conditions is estimated)
+VALIDITY_BOOKKEEPING = {"lazy", "share_sample"}
 
 
 # the config sections each audit reads (others: everything but BOOKKEEPING)
@@ -40,6 +45,9 @@ def design_of(config: dict[str, Any], audit: str | None = None) -> dict[str, Any
     design = {k: v for k, v in config.items() if (k in sections if sections else k not in BOOKKEEPING)}
     if isinstance(design.get("audit"), dict):
         design["audit"] = {k: v for k, v in design["audit"].items() if k not in AUDIT_BOOKKEEPING}
+        if isinstance(design["audit"].get("validity"), dict):
+            design["audit"]["validity"] = {k: v for k, v in design["audit"]["validity"].items()
+                                           if k not in VALIDITY_BOOKKEEPING}
     return design
 
 
@@ -117,7 +125,7 @@ def group_runs(records: Iterable[RunRecord]) -> list[Group]:
 
 def pairing_notes(group: Group) -> list[str]:
     """What keeps a group from a fully paired design: differing seeds, instances, duplicates."""
-    notes = []
+    notes = list(dict.fromkeys(r.label_note for r in group.runs if r.label_note))
     seeds = {t: group.seeds(t) for t in group.targets}
     if len({tuple(s) for s in seeds.values()}) > 1:
         notes.append("seeds differ between checkpoints (" + "; ".join(f"{_short(t)}: {s}" for t, s in seeds.items())

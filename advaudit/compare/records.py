@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
+from advaudit.compare.labels import distinct_labels
 from advaudit.core.records import read_json, read_jsonl
 from advaudit.errors import require
 from advaudit.models.imported.spec import target_label
@@ -37,6 +38,7 @@ class RunRecord:
     result: dict[str, Any]
     error: str | None = None
     error_kind: str | None = None
+    label_note: str | None = None     # set where the checkpoint's label was disambiguated (compare.labels)
     _per_instance: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -93,6 +95,7 @@ def discover_runs(roots: Iterable[str | Path]) -> list[RunRecord]:
                     records.append(_missing_result(job))
     require(records, f"no result.json under {[str(r) for r in roots]}; pass the folders train.py / "
             "examine.py wrote (outputs/<task>/runs/... or outputs/<task>/multiruns/...)")
+    distinct_labels(records)
     return records
 
 

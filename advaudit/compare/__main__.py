@@ -35,6 +35,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         "checks of where one checkpoint is weaker render (default %(default)s; more: more power)")
     parser.add_argument("--where-conditions", type=int, default=Settings.random_conditions, help="random conditions "
                         "per held-out instance for the per-factor sensitivity (default %(default)s)")
+    parser.add_argument("--where-min-points", type=float, default=Settings.min_points, help="the smallest "
+                        "difference, in accuracy points, the per-factor sensitivity reports (its 95%% interval must "
+                        "lie beyond it; default %(default)s; 0: any difference that is significant)")
     parser.add_argument("--wandb", action="store_true", help="also log tables and figures to W&B (mode: $WANDB_MODE, "
                         "offline by default)")
     return parser.parse_args(argv)
@@ -47,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if min(args.where_instances, args.where_conditions) < 1:
             raise AdvauditError("--where-instances and --where-conditions must be >= 1")
-        where = Settings(instances=args.where_instances, random_conditions=args.where_conditions)
+        if not 0 <= args.where_min_points < 100:
+            raise AdvauditError(f"--where-min-points {args.where_min_points:g} is not in [0, 100): give the "
+                                "smallest accuracy difference worth reporting, in points (e.g. 3)")
+        where = Settings(instances=args.where_instances, random_conditions=args.where_conditions,
+                         min_points=args.where_min_points)
         summary = compare_runs(args.roots, out, replay=not args.no_replay, primary=args.primary, where=where)
         if args.wandb:
             log_comparison(summary, out)

@@ -42,12 +42,15 @@ DRAW = ("torch.Generator().manual_seed(seed): torch.rand([n, m, C]) mapped onto 
 class Settings:
     """How much the checks render. ``instances``: held-out instances (at most, per group);
     ``region_conditions``: random conditions per instance in a region; ``random_conditions``: per
-    instance over all of S for the per-factor sensitivity; ``batch``: images per forward pass."""
+    instance over all of S for the per-factor sensitivity; ``batch``: images per forward pass;
+    ``min_points``: the smallest checkpoint x fifth difference (accuracy points) the sensitivity
+    says, see :func:`advaudit.compare.sensitivity.said`."""
 
     instances: int = 60
     region_conditions: int = 32
     random_conditions: int = 100
     alpha: float = ALPHA
+    min_points: float = 3.0
     batch: int = 512
 
 

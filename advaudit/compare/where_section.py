@@ -110,8 +110,9 @@ def sentences(section: dict[str, Any]) -> list[str]:
             lines.append(pair["confirmation"]["words"])
     rows = sorted(section["sensitivity"]["pairs"], key=lambda r: -abs(r["diff"]))
     said = [r["words"] for r in rows if r["said"]]
+    margin = (section.get("settings") or {}).get("min_points", 0)
     lines += said or ["On paired random conditions no fifth of any factor separates how much the checkpoints lose "
-                      "there (Holm over factors x fifths)."]
+                      f"there by more than {margin:g} points (Holm over factors x fifths)."]
     return lines
 
 

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from advaudit.compare import compare_runs
 from advaudit.compare.confirm import region_conditions
-from advaudit.compare.sensitivity import fifth_index, per_fifth
+from advaudit.compare.sensitivity import fifth_index, per_fifth, said
 from advaudit.compare.where import Axis, between_checkpoints, holm, kuiper_statistic, strongest
 from advaudit.compare.where_section import where_html
 from advaudit.worlds.protocol import Factor, Instances
@@ -154,6 +154,16 @@ def _write(run_dir: Path, name: str, rng: np.random.Generator, planted: bool) ->
     for row in result["per_instance"]:
         row.update(label=row["instance"] % 2, **{"class": PlaneWorld.class_names[row["instance"] % 2]})
     path.write_text(json.dumps(result))
+
+
+def test_a_sensitivity_row_is_said_only_beyond_the_smallest_difference_worth_reporting() -> None:
+    """A 2-point interaction [1, 3] (two seeds of one recipe) is significant but not said at the default 3 points."""
+    small = {"p_holm": 1e-4, "diff": 0.02, "lo": 0.01, "hi": 0.03, "in_fifth": {"lo": 0.01, "hi": 0.05}}
+    large = {"p_holm": 1e-4, "diff": -0.05, "lo": -0.07, "hi": -0.035, "in_fifth": {"lo": -0.2, "hi": -0.1}}
+    assert said(small, min_points=0) and not said(small, min_points=3)
+    assert said(large, min_points=3) and not said(large, min_points=4)
+    assert not said({**large, "p_holm": 0.2}, min_points=0)                  # not significant: never said
+    assert not said({**large, "in_fifth": {"lo": 0.01, "hi": 0.1}}, min_points=0)   # more accurate there: not "loses"
 
 
 def test_the_comparison_names_the_weak_checkpoint_in_its_region_with_the_known_difference(tmp_path: Path) -> None:

@@ -3,14 +3,15 @@
 # examined on the same instances at the same examination seed, then compared. A comparison that gives a
 # primary verdict or names a region here is a false positive.
 #
-# Usage: bash benchmarks/rotation_pair_control.sh OUT   (after benchmarks/rotation_pair.py --out OUT --seeds 0 1 2)
-# Sizes (environment): RECIPES="plain rot" PAIRS="0,1 0,2 1,2" EXAM_SEEDS="0" EXAMINERS="rl" N=40 WHERE=300
+# Usage: bash benchmarks/rotation_pair_control.sh OUT   (after benchmarks/rotation_pair.py --out OUT --seeds 0 1 2 3 4)
+# Sizes (environment): RECIPES="plain rot" PAIRS="0,1 0,2 ... 3,4" (the 10 pairs of 5 training seeds: 20 comparisons
+#   over both recipes) EXAM_SEEDS="0" EXAMINERS="rl" N=40 WHERE=300
 # Prints one line per comparison: the primary verdict (or none) and the sentences of the where section.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
 OUT=$1
-RECIPES=${RECIPES:-"plain rot"} PAIRS=${PAIRS:-"0,1 0,2 1,2"} EXAM_SEEDS=${EXAM_SEEDS:-0} EXAMINERS=${EXAMINERS:-rl}
+RECIPES=${RECIPES:-"plain rot"} PAIRS=${PAIRS:-"0,1 0,2 0,3 0,4 1,2 1,3 1,4 2,3 2,4 3,4"} EXAM_SEEDS=${EXAM_SEEDS:-0} EXAMINERS=${EXAMINERS:-rl}
 N=${N:-40} WHERE=${WHERE:-300}
 PY=.venv/bin/python
 export WANDB_MODE=${WANDB_MODE:-offline} ADVAUDIT_PROGRESS=${ADVAUDIT_PROGRESS:-0} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -35,4 +36,6 @@ found = [p["confirmation"]["words"] for p in section["pairs"] if p.get("confirma
 found += [r["words"] for r in section["sensitivity"]["pairs"] if r["said"]]
 print(f"{sys.argv[2]}: verdict: {verdicts[0] if verdicts else 'none'}; where: {'; '.join(found) if found else 'none'}")
 PY
-done; done; done; done
+done; done; done; done | tee "$OUT/control/summary.txt"
+echo "control comparisons: $(grep -c . "$OUT/control/summary.txt"); with a primary verdict: $(grep -vc 'verdict: none' \
+  "$OUT/control/summary.txt"); with a where finding: $(grep -vc 'where: none$' "$OUT/control/summary.txt")"

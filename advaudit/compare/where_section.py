@@ -113,7 +113,15 @@ def sentences(section: dict[str, Any]) -> list[str]:
     margin = (section.get("settings") or {}).get("min_points", 0)
     lines += said or ["On paired random conditions no fifth of any factor separates how much the checkpoints lose "
                       f"there by more than {margin:g} points (Holm over factors x fifths)."]
+    if said or any(p["confirmation"] and p["confirmation"].get("weaker") for p in section["pairs"]):
+        lines.append(SEED_CAVEAT)
     return lines
+
+
+#: said under every finding: it is about the two files compared, not yet about what distinguishes their recipes
+SEED_CAVEAT = ("These differences are between the checkpoints compared. Two training seeds of one recipe can differ "
+               "as much in a fifth of a factor; to attribute a finding to what distinguishes the recipes, compare "
+               "checkpoints of several training seeds of each and look for the same fifth in every pair.")
 
 
 def where_markdown(section: dict[str, Any] | None) -> list[str]:

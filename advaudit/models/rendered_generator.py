@@ -16,7 +16,7 @@ twice), so ``g``'s samples are new objects of the class under conditions of the 
 Why: the fault-test paper (Sec. 5, "Threats") says its method "does not explicitly require a GAN, and
 could easily use a VAE or other generative model", and that realism is not required "as long as a class
 is recognisable"; its related work names generators trained on "a dataset with labelled attributes".
-A GAN trained on ShapeWorld renders on one CPU core stayed below its quality gate (docs/results/fault-tests.md); a
+A GAN trained on ShapeWorld renders on one CPU core stayed below its quality gate (docs/results/fault-tests-3d.md); a
 generator supervised by the renderer (as Dosovitskiy et al. 2015 generate chairs from class and view)
 learns the world's scenes from a regression. Its early activations hold what the scene description
 holds (shape proportions, colour, pose, lights), which the fault-test walk perturbs; the remaining

@@ -102,6 +102,23 @@ class Group:
         return next((r for r in self.runs if str(r.target) == target and r.seed == seed), None)
 
 
+#: interpolations that follow what varies between the runs of one design: kept as written
+RUN_VARYING = ("seed", "target")
+
+
+def comparable_config(unresolved: Any, resolved: Any) -> Any:
+    """The config a design is read from: as written, except that an interpolation which does not follow
+    the seed or the target (``${report_budgets_within:${.budget}}``) is replaced by its resolved value, so a
+    value written literally in one run and computed in another does not split them."""
+    if isinstance(unresolved, dict):
+        resolved = resolved if isinstance(resolved, dict) else {}
+        return {k: comparable_config(v, resolved.get(k)) for k, v in unresolved.items()}
+    if (isinstance(unresolved, str) and "${" in unresolved and resolved is not None
+            and not any(word in unresolved for word in RUN_VARYING)):
+        return resolved
+    return unresolved
+
+
 def _key(design: dict[str, Any]) -> str:
     return json.dumps(design, sort_keys=True, default=str)
 
@@ -113,7 +130,7 @@ def group_runs(records: Iterable[RunRecord]) -> list[Group]:
     for record in records:
         if not record.ok or record.audit == "train":
             continue
-        design = design_of(record.unresolved_config(), record.audit)
+        design = design_of(comparable_config(record.unresolved_config(), record.config), record.audit)
         key = (str(record.audit), _key(design))
         buckets.setdefault(key, []).append(record)
         designs[key] = design

@@ -3,9 +3,10 @@
 A run's checkpoint is labelled by its target block's ``name`` (or the checkpoint's path). Two
 different checkpoints can carry the same name: a recipe trained with several seeds, each imported
 by a block that says ``name: plain``. Labelled alike they would be taken for one checkpoint run
-twice and never compared, so runs whose checkpoints share a label but come from different files
-get the label plus the part of the path that tells them apart (``plain (plain_s0)``,
-``plain (plain_s1)``), and the comparison says so in a note.
+twice and never compared, so runs whose checkpoints share a label and a seed but come from
+different files get the label plus the part of the path that tells them apart (``plain (plain_s0)``,
+``plain (plain_s1)``), and the comparison says so in a note. One file per seed under one label is a
+recipe replicated over seeds and keeps its label.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Iterable, Protocol
 
 class _Labelled(Protocol):
     target: str | None
+    seed: int | None
     config: dict[str, Any]
     result: dict[str, Any]
     label_note: str | None
@@ -50,7 +52,12 @@ def distinguishing_parts(sources: list[str]) -> list[str]:
 
 
 def distinct_labels(records: Iterable[_Labelled]) -> None:
-    """Relabel runs whose different checkpoints share a label (see the module docstring), in place."""
+    """Relabel runs whose different checkpoints share a label and a seed (module docstring), in place.
+
+    Different files under one label but each at its own seed (``plain`` trained and examined with seed
+    0, 1, 2) are a recipe replicated over seeds: they keep the label, compared over their seeds, and
+    get a note saying so.
+    """
     by_label: dict[str, list[_Labelled]] = {}
     for record in records:
         if record.target is not None:
@@ -58,6 +65,15 @@ def distinct_labels(records: Iterable[_Labelled]) -> None:
     for label, members in by_label.items():
         sources = sorted({checkpoint_source(r) for r in members})
         if len(sources) < 2:
+            continue
+        per_seed: dict[Any, set[str]] = {}
+        for record in members:
+            per_seed.setdefault(record.seed, set()).add(checkpoint_source(record))
+        if all(len(files) == 1 for files in per_seed.values()):
+            note = (f"{label!r} is {len(sources)} checkpoint files, one per seed: compared as one recipe over its "
+                    "seeds (give each file its own target.name to compare the files instead)")
+            for record in members:
+                record.label_note = note
             continue
         suffix = dict(zip(sources, distinguishing_parts(sources)))
         note = (f"{len(sources)} different checkpoints are all named {label!r}; they are labelled "

@@ -94,19 +94,26 @@ def pilot_from_pairs(pairs: pd.DataFrame, binary: bool) -> Pilot:
 def wilcoxon_p(diffs: np.ndarray) -> np.ndarray:
     """``[R]`` two-sided Wilcoxon signed-rank p-values of ``[R, n]`` differences (zeros dropped).
 
-    Equals ``stats._wilcoxon`` row by row: p = 1 where every difference is 0.
+    Equals ``stats._wilcoxon`` row by row (p = 1 where every difference is 0), except for rows with
+    ties or zeros at n <= 13: there scipy runs a permutation test over 2^n sign flips per row, which
+    made a power estimate of tied scores (floors, identical per-instance values) take minutes; those
+    rows take the normal approximation with the tie correction instead (a power estimate, not a verdict).
     """
     p = np.ones(diffs.shape[0])
     nonzero = np.any(diffs != 0, axis=1)
     has_zero = np.any(diffs == 0, axis=1)
+    ordered = np.sort(np.abs(diffs), axis=1)
+    tied = np.any((np.diff(ordered, axis=1) == 0) & (ordered[:, 1:] != 0), axis=1) | has_zero
+    small = diffs.shape[1] <= 13
     # scipy picks its method once per call: one row with a zero would send every row of the batch
-    # to the permutation test (2^n statistics at n <= 13); rows without zeros take the exact test,
-    # as each would alone in stats._wilcoxon
-    for rows in (nonzero & ~has_zero, nonzero & has_zero):
+    # to the permutation test (2^n statistics at n <= 13); rows without ties or zeros take the exact
+    # test, as each would alone in stats._wilcoxon
+    for rows, method in ((nonzero & ~tied, "auto"), (nonzero & tied, "asymptotic" if small else "auto")):
         if rows.any():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # scipy warns on ties/zeros at small n (normal approximation)
-                p[rows] = wilcoxon(diffs[rows], axis=1, zero_method="wilcox", alternative="two-sided").pvalue
+                p[rows] = wilcoxon(diffs[rows], axis=1, zero_method="wilcox", alternative="two-sided",
+                                   method=method).pvalue
     return p
 
 

@@ -16,6 +16,8 @@ weaknesses rather than failing everywhere.
 
 from __future__ import annotations
 
+import json
+
 from typing import Any
 
 import numpy as np
@@ -57,9 +59,11 @@ def render_worst(world: Any, run: Any, split: str) -> tuple[Any, torch.Tensor, p
     return z, s, frame
 
 
-def target_value(group: Group, label: str) -> Any:
-    """What a run of ``label`` named as its target (a block where the config held one)."""
-    run = next((r for r in group.runs if r.target == label), None)
+def target_value(group: Group, label: str, seed: int | None = None) -> Any:
+    """What a run of ``label`` named as its target (a block where the config held one); with ``seed``,
+    the run at that seed (a recipe replicated over seeds has one checkpoint file per seed)."""
+    runs = [r for r in group.runs if r.target == label]
+    run = next((r for r in runs if seed is None or r.seed == seed), runs[0] if runs else None)
     value = run.config.get("target") if run is not None else None
     return value if isinstance(value, dict) else label
 
@@ -70,9 +74,14 @@ def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
     split = str((config.get("audit") or {}).get("selection_split", "val"))
     calibrated = bool((config.get("audit") or {}).get("calibrated", False))
     world = build_world(config["world"])
-    targets = {t: load_world_target(target_value(group, t), world) for t in group.targets}
+    loaded: dict[str, Any] = {}
     rows = []
     for seed in seeds:
+        targets = {}
+        for t in group.targets:                     # each seed's own file where a label has one per seed
+            value = target_value(group, t, seed)
+            key = json.dumps(value, sort_keys=True, default=str)
+            targets[t] = loaded[key] if key in loaded else loaded.setdefault(key, load_world_target(value, world))
         for source in group.targets:
             run = group.run(source, seed)
             if run is None:

@@ -30,7 +30,8 @@ from advaudit.compare.replay import replay as run_replay
 from advaudit.compare.stats import checkpoint_summary, compare_pairs, paired_frame, verdict
 from advaudit.compare.verdict import answer_lines, answers, primary_metric, primary_note
 from advaudit.compare.confirm import Settings
-from advaudit.compare.where_section import where_markdown, where_section
+from advaudit.compare.where_section import where_markdown
+from advaudit.compare.where_seeds import where_over_seeds
 from advaudit.core.intervals import format_interval
 from advaudit.core.naming import short_names
 from advaudit.core.records import write_json
@@ -127,7 +128,7 @@ def add_where(result: dict[str, Any], group: Group, names: dict[str, str], out: 
               settings: Settings = Settings()) -> None:
     """``result["where"]``: where one checkpoint is weaker than the other (:mod:`advaudit.compare.where_section`)."""
     try:
-        section = where_section(group, names, out, slug, settings)
+        section = where_over_seeds(group, names, out, slug, settings)
     except Exception as error:  # a check that cannot run (a checkpoint moved) must not lose the report
         log.warning("where section of %s skipped: %s", group.label, error)
         result["notes"].append(f"where section skipped: {error}")

@@ -52,3 +52,22 @@ def test_distinguishing_parts_drop_what_all_paths_share() -> None:
     assert distinguishing_parts(["/a/plain_s0/weights.pt", "/a/plain_s1/weights.pt"]) == ["plain_s0", "plain_s1"]
     assert distinguishing_parts(["/a/x.pt", "/a/y.pt"]) == ["x.pt", "y.pt"]
     assert distinguishing_parts(["/a/b/x.pt", "/c/x.pt"]) == ["a/b", "c"]
+
+
+def test_one_file_per_seed_under_one_name_is_a_recipe_over_seeds(tmp_path: Path) -> None:
+    for seed in (0, 1):
+        for recipe, worst in (("plain", 0.2), ("rot", 0.4)):
+            path = write_worst_case(tmp_path / f"{recipe}{seed}", recipe, seed, np.full(12, worst), np.ones(12, bool))
+            result = json.loads(path.read_text())
+            result["config"]["target"] = {"name": recipe, "path": f"/ckpt/{recipe}_s{seed}/weights.pt"}
+            path.write_text(json.dumps(result))
+    [group] = group_runs(discover_runs([tmp_path]))
+    assert group.targets == ["plain", "rot"] and group.common_seeds() == [0, 1]
+    assert any("'plain' is 2 checkpoint files, one per seed" in note for note in group.notes)
+
+
+def test_a_value_written_literally_and_one_computed_by_an_interpolation_do_not_split(tmp_path: Path) -> None:
+    from advaudit.compare.design import comparable_config
+    written = {"audit": {"report_budgets": "${report_budgets_within:${.budget}}", "seed": "${seed}"}}
+    resolved = {"audit": {"report_budgets": [0, 100], "seed": 3}}
+    assert comparable_config(written, resolved) == {"audit": {"report_budgets": [0, 100], "seed": "${seed}"}}

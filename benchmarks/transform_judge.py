@@ -32,7 +32,9 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epochs", type=float, default=2.0)
-    parser.add_argument("--width", type=int, default=16)
+    parser.add_argument("--arch", default=None, help="a dotted path (default: the packaged judge's SmallCNN)")
+    parser.add_argument("--arch-params", default=None, help="its keyword arguments as YAML, e.g. '{width: 16}'")
+    parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--dataset", default=None, help="a dataset config as YAML with _target_ (default: Fashion-MNIST)")
     parser.add_argument("--factors", default=None, help="world.factors overrides as YAML, e.g. '{blur:[0,0.5]}'")
     args = parser.parse_args()
@@ -40,7 +42,10 @@ def main() -> None:
     torch.set_num_threads(1)
     dataset = instantiate(yaml.safe_load(args.dataset)) if args.dataset else FashionMNISTDataModule(seed=0)
     world = TransformWorld(dataset, factors=yaml.safe_load(args.factors) if args.factors else None)
-    metrics = train_transform_judge(world, args.out, seed=args.seed, epochs=args.epochs, width=args.width)
+    arch = {"arch": args.arch} if args.arch else {}
+    params = yaml.safe_load(args.arch_params) if args.arch_params else None
+    metrics = train_transform_judge(world, args.out, seed=args.seed, epochs=args.epochs, arch_params=params,
+                                    batch_size=args.batch_size, **arch)
     print(json.dumps(metrics))
 
 

@@ -138,7 +138,10 @@ class ValidityConf(Ranged):
     # keeps 94% of random views (mugs with the handle hidden and cans give way most):
     # docs/results/worst-case.md, "A judge in the default check"
     reference: Optional[str] = "world"
-    reference_min_prob: float = ranged(0.99, low=0, high=1)
+    # the judge's calibrated true-class probability a view needs; null: the world's own threshold
+    # (`world.reference_min_prob`: ShapeWorld 0.99, TransformWorld its measured one; 0.99 where a world
+    # declares none, advaudit.worlds.validity.min_prob)
+    reference_min_prob: Optional[float] = ranged(None, low=0, high=1)
     # the worst-case audit asks the reference judge only about the proposals that can change a reported
     # number (advaudit/audits/lazy_validity.py: the same result.json as judging all; the others get no
     # reference verdict in steps.jsonl); false: judge every proposal

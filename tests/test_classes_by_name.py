@@ -21,7 +21,9 @@ from tests.conftest import compose_config, worst_case_overrides
 PERMUTATION = [3, 0, 9, 1, 8, 2, 7, 4, 6, 5]
 TRANSFORMS = ["audit=worst_case", "world=transforms", "examiner=random", "examiner.q=4", "audit.selection=random",
               "audit.n_instances=6", "audit.budget=8", "audit.report_budgets=[0,8]", "audit.checkpoint_every=1",
-              "+world.dataset.limit={train:100,val:60,test:100}"]
+              "+world.dataset.limit={train:100,val:60,test:100}",
+              # the packaged Fashion-MNIST judge leaves most of 8 queries invalid (worst@0 NaN in both runs)
+              "audit.validity.reference=null"]
 
 
 def permuted_twin(path: Path, out: Path, names: list[str] | None = None) -> Path:

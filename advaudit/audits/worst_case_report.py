@@ -228,6 +228,7 @@ def summarise_and_report(cfg: DictConfig, audit: WorstCaseAuditConf, world: Any,
         "examine/random_invalid_share": float(1 - random_valid_flat.mean()),
         "validity_checks": judge.checks,
         "validity_reference": str(judge.reference_path) if judge.reference_path is not None else None,
+        "validity_reference_min_prob": judge.min_prob if judge.reference_path is not None else None,
         "class_alignment": target.meta.get("class_alignment"),
         "per_class": per_class,
         "n_instances": int(len(labels)), "queries_per_instance": int(queries),
@@ -332,7 +333,9 @@ def _reference_line(result: dict[str, Any]) -> str:
     if reference is None:
         return ("no reference judge in the check (`audit.validity.reference=null`, or a world without its own): "
                 "views a person could not name can count as failures")
-    return f"reference judge in the check: `{reference}`"
+    threshold = result.get("validity_reference_min_prob")
+    return f"reference judge in the check: `{reference}`" + (
+        "" if threshold is None else f" (the true class at calibrated probability >= {threshold:g})")
 
 
 def _judge_line(result: dict[str, Any]) -> str:

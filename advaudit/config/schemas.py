@@ -131,13 +131,17 @@ class ValidityConf(Ranged):
     min_content_kept: float = ranged(0.8, low=0, high=1)
     # a strong model trained on this world whose confident correct answer stands in for the human judge
     # (needs this true-class probability): `world` (the world's own: ShapeWorld's packaged judge where
-    # it was trained, i.e. all ten classes within Table 1's bounds; none for other worlds), a target.pt,
-    # or null (no reference). At 0.99 (calibrated) a second, independent judge names 0.97-1.0 of the
+    # it was trained, i.e. all ten classes within Table 1's bounds; TransformWorld's over the built-in
+    # Fashion-MNIST within its training box, docs/results/transform-world.md; none elsewhere), a
+    # target.pt (a judge of your own), or null (no reference). At 0.99 (calibrated) a second, independent judge names 0.97-1.0 of the
     # examiners' worst cases on a control (0.875-0.91 without a judge, BO 0.925 at 0.9), and the check
     # keeps 94% of random views (mugs with the handle hidden and cans give way most):
     # docs/results/worst-case.md, "A judge in the default check"
     reference: Optional[str] = "world"
-    reference_min_prob: float = ranged(0.99, low=0, high=1)
+    # the judge's calibrated true-class probability a view needs; null: the world's own threshold
+    # (`world.reference_min_prob`: ShapeWorld 0.99, TransformWorld its measured one; 0.99 where a world
+    # declares none, advaudit.worlds.validity.min_prob)
+    reference_min_prob: Optional[float] = ranged(None, low=0, high=1)
     # the worst-case audit asks the reference judge only about the proposals that can change a reported
     # number (advaudit/audits/lazy_validity.py: the same result.json as judging all; the others get no
     # reference verdict in steps.jsonl); false: judge every proposal

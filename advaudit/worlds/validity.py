@@ -9,8 +9,8 @@ model. advaudit checks every proposal and counts failures only on valid ones:
   least ``min_extent`` of the frame; TransformWorld that at least ``min_content_kept`` of the image's content
   stays in frame. A world without ``render_checked`` has no geometric check (all pass).
 - a **reference judge**: a strong model, trained on the same world with many fresh renders, whose
-  *confident correct* answer (probability of the true class >= ``reference_min_prob``) stands in
-  for the human. ``reference=world`` (the default) is the world's own (``world.reference_judge()``:
+  *confident correct* answer (probability of the true class >= ``reference_min_prob``; unset, the
+  world's own threshold, :func:`min_prob`) stands in for the human. ``reference=world`` (the default) is the world's own (``world.reference_judge()``:
   ShapeWorld's packaged judge where it was trained; none for a world without one),
   ``reference=<target.pt>`` another, ``reference=null`` none. When the reference takes another
   image size than the target, the world renders the same scenes again at its size
@@ -32,6 +32,9 @@ from advaudit.models.classes import align_target
 from advaudit.worlds.protocol import Instances, World
 
 REFERENCE_CHECK = "reference"
+#: the reference judge's threshold where neither ``audit.validity.reference_min_prob`` nor the world names one
+#: (ShapeWorld's, measured in docs/results/worst-case.md)
+DEFAULT_MIN_PROB = 0.99
 
 
 class ValidityJudge:
@@ -48,6 +51,7 @@ class ValidityJudge:
         self.reference = None
         self.reference_world = world
         self.reference_path = reference_path(world, rules.reference)
+        self.min_prob = min_prob(world, rules)
         if self.reference_path is not None:
             path = self.reference_path
             self.reference = align_target(load_target(path, map_location=str(device)), list(world.class_names),
@@ -94,7 +98,7 @@ class ValidityJudge:
 
     def reference_verdicts(self, z: Instances, s: Tensor, images: Tensor, which: Tensor | None = None) -> Tensor:
         """The reference judge's verdicts ``[N, q]`` bool on the conditions ``s`` ``[N, q, C]`` rendered as
-        ``images`` ``[N*q, ...]``: the true class, at least ``reference_min_prob`` sure. With ``which``
+        ``images`` ``[N*q, ...]``: the true class, at least :attr:`min_prob` sure. With ``which``
         ``[N, q]`` bool only those are judged (one batch) and the others are False."""
         n, q = s.shape[:2]
         everything = which is None
@@ -109,9 +113,17 @@ class ValidityJudge:
             shown = self.reference_world.render(z.subset(rows.to(z.labels.device)), s[rows, cols][:, None])
         probs = self.reference.predict_proba(shown, calibrated=True)
         labels = z.labels[rows.to(z.labels.device)].to(probs.device)
-        confident = probs.gather(1, labels[:, None]).squeeze(1) >= self.rules.reference_min_prob
+        confident = probs.gather(1, labels[:, None]).squeeze(1) >= self.min_prob
         verdicts[rows, cols] = (confident & (probs.argmax(1) == labels)).cpu()
         return verdicts
+
+
+def min_prob(world: World, rules: ValidityConf) -> float:
+    """The reference judge's threshold: ``audit.validity.reference_min_prob`` where set, else the world's own
+    ``reference_min_prob`` (declared where the world's judge was measured), else :data:`DEFAULT_MIN_PROB`."""
+    if rules.reference_min_prob is not None:
+        return float(rules.reference_min_prob)
+    return float(getattr(world, "reference_min_prob", DEFAULT_MIN_PROB))
 
 
 def reference_path(world: World, reference: str | None) -> Path | None:

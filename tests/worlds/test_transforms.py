@@ -31,9 +31,9 @@ def test_geometric_and_photometric_factors_have_their_effect() -> None:
     shifted = WORLD.render(z, _conditions(translate_x=0.1))
     # +0.1 of the width moves content right by ~2.8 px: compare with a pure pixel shift
     assert torch.allclose(shifted[..., 4:24], torch.roll(z.data, 3, -1)[..., 4:24], atol=0.35)
-    brighter = WORLD.render(z, _conditions(brightness=0.2))
-    assert float(brighter.mean()) > float(z.data.mean()) + 0.1
-    blurred = WORLD.render(z, _conditions(blur=1.0))
+    brighter = WORLD.render(z, _conditions(brightness=0.1))
+    assert float(brighter.mean()) > float(z.data.mean()) + 0.05
+    blurred = WORLD.render(z, _conditions(blur=0.5))
     assert float(blurred.std()) < float(z.data.std())
     rotated = WORLD.render(z, _conditions(rotation=30.0))
     assert float((rotated - z.data).abs().mean()) > 0.05

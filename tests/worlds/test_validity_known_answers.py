@@ -91,6 +91,19 @@ def test_reference_counts_only_confident_correct_answers(monkeypatch) -> None:
     assert valid.tolist() == [[True, True], [True, False]]
 
 
+def test_an_unset_threshold_is_the_worlds_own_and_a_set_one_wins(monkeypatch) -> None:
+    # catches: the world's declared threshold ignored (0.99 used), or it overriding the user's setting
+    z = WORLD.instances("test")  # labels [0, 1]
+    s = unit_to_factor(torch.full((len(z), 1, 12), 0.5), WORLD.factors)
+    probs = torch.tensor([[0.85, 0.15], [0.25, 0.75]])  # true classes at 0.85 and 0.75
+    assert validity.min_prob(WORLD, ValidityConf()) == validity.DEFAULT_MIN_PROB == 0.99  # ShapeWorld's
+    assert _judge_with(monkeypatch, _Reference(probs)).render(z, s)[1].tolist() == [[False], [False]]
+    monkeypatch.setattr(type(WORLD), "reference_min_prob", 0.8, raising=False)
+    assert _judge_with(monkeypatch, _Reference(probs)).render(z, s)[1].tolist() == [[True], [False]]
+    judge = _judge_with(monkeypatch, _Reference(probs), reference_min_prob=0.7)
+    assert judge.min_prob == 0.7 and judge.render(z, s)[1].tolist() == [[True], [True]]
+
+
 def test_reference_of_another_size_sees_the_scenes_rendered_at_its_size(monkeypatch) -> None:
     # catches: the target-size images handed to the reference, or the scenes re-rendered differently
     z = WORLD.instances("test")

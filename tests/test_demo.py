@@ -146,3 +146,20 @@ def test_a_shortened_demo_runs_end_to_end_and_tracks_every_run_in_one_wandb_grou
     assert factors == ['null', '{"camera_roll": [0, 240]}']
     for run in by_type["train"]:
         assert {"demo", "train", "seed=0"} <= set(run["tags"]) and "test/acc" in run["summary"]
+
+
+def test_the_shipped_checkpoints_load_safely_match_their_record_and_install_as_a_training_run(tmp_path: Path) -> None:
+    from advaudit.demo import shipped
+    from advaudit.demo.findings import read_trained
+    from advaudit.models.io import load_target
+
+    record = shipped.record()
+    assert sorted(record["checkpoints"]) == ["control", "roll_narrowed"] and record["seed"] == 0
+    assert record["checkpoints"]["roll_narrowed"]["factors"] == {"camera_roll": [0, 240]}
+    assert record["checkpoints"]["control"]["factors"] is None
+    paths = shipped.install(tmp_path / "train", ["control", "roll_narrowed"])
+    for path in paths:   # weights_only, as every target.pt; small enough to ship
+        assert path.stat().st_size < 5_000_000 and load_target(path).num_classes == 10
+    trained = read_trained(tmp_path / "train", {"camera_roll": (0.0, 360.0)})
+    assert [(t.name, t.narrowed) for t in trained] == [("control", {}), ("roll_narrowed", {"camera_roll": (0.0, 240.0)})]
+    assert [t.test_acc for t in trained] == [record["checkpoints"][n]["test_acc"] for n in ("control", "roll_narrowed")]

@@ -1,5 +1,5 @@
 # Two entry points do all set-up on a fresh machine:
-#   make demo   train two ShapeWorld checkpoints (one with a planted weakness), audit and compare them
+#   make demo   audit and compare two shipped ShapeWorld checkpoints (one with a planted weakness; --train retrains)
 #   make test   run the test suite (slow tests excluded; `make test-slow` runs them)
 #   make docs   build the documentation site into site/ (strict: any warning fails)
 SHELL := /bin/bash

@@ -1,44 +1,35 @@
-"""What the demo found, computed from the files its runs wrote (never from expectations).
+"""What the demo found, read from the files its runs wrote (never from expectations).
 
-Inputs: the training jobs' ``result.json`` (test accuracy, the factor bounds each was trained on)
-and two comparisons of :mod:`advaudit.compare` (``comparison.json``):
+Inputs: each checkpoint's training record (``result.json`` of a training job, or ``trained.json`` of a
+shipped checkpoint: test accuracy and the factor bounds it was trained on) and the comparison
+:mod:`advaudit.compare` wrote at the end of the examination multirun (``comparison.json``). The demo
+computes no statistics of its own; per worst-case group (examiner) it reads:
 
-- **Severity** (step 2): for each examiner, the paired test of its headline metric (``audit.metric``
-  of its runs; a true-class probability, so lower = weaker) between the two checkpoints.
-- **Where** (step 2): per examiner and searched factor, the comparison's between-checkpoint test of
-  the two checkpoints' worst conditions (:mod:`advaudit.compare.where`: two-sample Kolmogorov-Smirnov
-  on an interval, Kuiper on a circle), Holm-corrected over all examiner x factor tests; the factor
-  with the smallest p. Its window a fifth of the range wide (slid in tenths, across the seam on a
-  circle) where one checkpoint's worst cases outnumber the other's most is the *suspected region* and
-  that checkpoint the *suspect*. This only chooses where to look; it decides nothing.
-- **Check** (step 3): random conditions with that factor inside the suspected region, on held-out
-  test instances (step 2 examined validation instances), the same for both checkpoints; the
-  comparison's paired test of mean true-class probability names the weaker checkpoint there
-  (p < 0.05), or names none. New instances and conditions: the choice of region needs no correction.
-- **Planted**: the checkpoint whose training narrowed one factor, and the part of the range it
-  never saw; ``found_planted`` says whether the check named that checkpoint in that factor.
+- **the answer**: the primary verdict (``answers``: the audit's declared metric, E_T for RL and BO)
+  with the secondary metrics' relation to it (supports, conflicts, floor, ...);
+- **where**: the comparison's where section (:mod:`advaudit.compare.where_section`): the region a
+  between-checkpoint test on the worst cases proposed and its **confirmation** on held-out instances
+  under new random conditions there, and the **per-fifth sensitivity** (accuracy per fifth of each
+  factor on paired random conditions, the checkpoint x fifth difference said where it survives Holm);
+- **planted**: the checkpoint whose training narrowed one factor and the part of the range it never
+  saw; ``found_planted`` says whether the comparison named that checkpoint weaker on the primary
+  question and located it in that factor, overlapping that range.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from advaudit.compare.where import Axis, between_checkpoints, holm
 from advaudit.core.records import read_json
 from advaudit.errors import require
 from advaudit.worlds import build_world
 
-ALPHA = 0.05
-
 
 @dataclass
 class Trained:
-    """One training job: its checkpoint, test accuracy and the factors it was trained on narrowed."""
+    """One checkpoint: its name, file, test accuracy and the factors it was trained on narrowed."""
 
     name: str                                   # run folder: control, roll_narrowed
     checkpoint: str
@@ -47,180 +38,135 @@ class Trained:
 
 
 @dataclass
-class Verdict:
-    """One group's paired test of its headline metric (a true-class probability) between two checkpoints."""
+class Answer:
+    """One examiner group's primary verdict, as the comparison said it."""
 
     examiner: str
     metric: str
-    words: str
-    means: dict[str, float]                     # checkpoint name -> mean
-    lower: str                                  # the checkpoint with the lower mean difference
-    diff: float                                 # lower - other (<= 0)
-    lo: float
-    hi: float
-    test: str
-    p_holm: float
-    n_instances: int
-
-    @property
-    def significant(self) -> bool:
-        return math.isfinite(self.p_holm) and self.p_holm < ALPHA and self.diff != 0
-
-    @property
-    def weaker(self) -> str | None:
-        return self.lower if self.significant else None
+    status: str                                 # weaker, none, floor, ceiling, identical, differ
+    weaker: str | None
+    text: str
+    conflicts: list[str] = field(default_factory=list)   # secondary metrics naming the other checkpoint
 
 
 @dataclass
-class Where:
-    """The factor where the two checkpoints' worst cases lie differently, and the suspected region."""
+class Located:
+    """A place where the comparison's where section names one checkpoint weaker."""
 
+    how: str                                    # "confirmed" (a proposed region checked) or "per fifth"
     examiner: str
+    weaker: str
     factor: str
-    p: float                                    # two-sample test, Holm-corrected
-    suspect: str                                # the checkpoint with more worst cases in the region
     region: tuple[float, float]
-    share_suspect: float
-    share_other: float
-    test: str = "KS"                            # KS on an interval, Kuiper on a circle
+    words: str
 
 
 @dataclass
 class Findings:
     trained: list[Trained]
-    severity: list[Verdict]
-    where: Where | None = None
-    check: Verdict | None = None
-    planted: dict[str, Any] = field(default_factory=dict)   # {checkpoint, factor, trained, unseen}
+    answers: list[Answer]
+    located: list[Located] = field(default_factory=list)
+    where_words: list[str] = field(default_factory=list)   # the where sections' sentences, each said once
+    planted: dict[str, Any] = field(default_factory=dict)  # {checkpoint, factor, trained, unseen, period}
 
     @property
     def weaker(self) -> str | None:
-        """The checkpoint the check on fresh conditions found weaker in the suspected region."""
-        return self.check.weaker if self.check is not None else None
+        """The checkpoint the primary verdicts name weaker, when they name one and only one."""
+        named = {a.weaker for a in self.answers if a.status == "weaker"}
+        return named.pop() if len(named) == 1 else None
 
     @property
     def found_planted(self) -> bool:
-        """The check named the planted checkpoint, in the planted factor, in a region overlapping the unseen range."""
-        if not (self.weaker and self.where and self.planted and self.planted.get("unseen")):
+        """The primary verdict names the planted checkpoint, and the where section locates it in the planted
+        factor in a region overlapping the range it never saw."""
+        if not (self.weaker and self.planted and self.planted.get("unseen")) or self.weaker != self.planted["checkpoint"]:
             return False
-        lo, hi = self.planted["unseen"]
-        overlaps = self.where.region[0] < hi and lo < self.where.region[1]
-        return self.weaker == self.planted["checkpoint"] and self.where.factor == self.planted["factor"] and overlaps
+        return any(p.weaker == self.weaker and p.factor == self.planted["factor"]
+                   and overlaps(p.region, self.planted["unseen"], self.planted.get("period")) for p in self.located)
+
+
+def overlaps(region: tuple[float, float], unseen: tuple[float, float], period: tuple[float, float] | None) -> bool:
+    """``region`` and ``unseen`` share a stretch; on a circle (``period`` = its bounds) a region with
+    low > high, or one past the upper bound, wraps across the seam."""
+    low, high = float(region[0]), float(region[1])
+    pieces = [(low, high)]
+    if period is not None:
+        start, end = period
+        width = end - start
+        if low > high:
+            pieces = [(low, end), (start, high)]
+        elif high > end:
+            pieces = [(low, end), (start, high - width)]
+    return any(a < unseen[1] and unseen[0] < b for a, b in pieces)
 
 
 def checkpoint_name(path: str) -> str:
-    """``.../train/control/checkpoints/target.pt`` -> ``control``."""
-    return Path(path).parent.parent.name
+    """``.../train/control/checkpoints/target.pt`` or the report's ``control/target`` -> ``control``."""
+    parts = Path(str(path)).parts
+    if "checkpoints" in parts and parts.index("checkpoints") > 0:
+        return parts[parts.index("checkpoints") - 1]
+    return str(path)[: -len("/target")] if str(path).endswith("/target") else str(path)
 
 
 def read_trained(train_dir: Path, world: dict[str, tuple[float, float]]) -> list[Trained]:
-    """The successful training jobs under ``train_dir`` (one folder per checkpoint)."""
+    """The checkpoints under ``train_dir`` (one folder each): a training job's ``result.json``, or a
+    shipped checkpoint's ``trained.json`` (:mod:`advaudit.demo.shipped`)."""
     out = []
-    for path in sorted(train_dir.glob("*/result.json")):
-        result = read_json(path)
-        if result.get("status") != "ok":
+    for folder in sorted(p for p in train_dir.glob("*") if p.is_dir()):
+        if (folder / "result.json").exists():
+            result = read_json(folder / "result.json")
+            if result.get("status") != "ok":
+                continue
+            acc, checkpoint = float(result["test/acc"]), str(result["checkpoint"])
+            bounds = ((result.get("config") or {}).get("dataset") or {}).get("factors") or {}
+        elif (folder / "trained.json").exists():
+            record = read_json(folder / "trained.json")
+            acc, checkpoint = float(record["test_acc"]), str(folder / "checkpoints" / "target.pt")
+            bounds = record.get("factors") or {}
+        else:
             continue
-        bounds = ((result.get("config") or {}).get("dataset") or {}).get("factors") or {}
         narrowed = {k: (float(v[0]), float(v[1])) for k, v in bounds.items()
                     if isinstance(v, (list, tuple)) and k in world and (float(v[0]), float(v[1])) != world[k]}
-        out.append(Trained(path.parent.name, str(result["checkpoint"]), float(result["test/acc"]), narrowed))
+        out.append(Trained(folder.name, checkpoint, acc, narrowed))
     return out
 
 
-def headline_metrics(examine_dir: Path) -> dict[str, str]:
-    """Examiner name -> the ``audit.metric`` its runs were configured with."""
-    out = {}
-    for path in examine_dir.glob("*/result.json"):
-        config = read_json(path).get("config") or {}
-        examiner, metric = (config.get("examiner") or {}).get("name"), (config.get("audit") or {}).get("metric")
-        if examiner and metric:
-            out[str(examiner)] = str(metric)
-    return out
-
-
-def verdicts(comparison: dict[str, Any], metrics: dict[str, str]) -> list[Verdict]:
-    """Per worst-case group (examiner) of ``comparison``: the paired test of its headline metric."""
+def read_answers(comparison: dict[str, Any]) -> list[Answer]:
+    """Per worst-case group: the first pair's primary verdict (the demo compares two checkpoints)."""
     out = []
     for group in comparison["groups"]:
-        method = group.get("method")
-        if group.get("audit") != "worst_case" or method not in metrics:
+        if group.get("audit") != "worst_case" or not group.get("answers"):
             continue
-        row = next((r for r in group["pairs"] if r["metric"] == metrics[method]), None)
-        if row is None:
-            continue
-        a, b = checkpoint_name(row["a"]), checkpoint_name(row["b"])
-        means = {checkpoint_name(c["target"]): float(c["mean"]) for c in group["checkpoints"] if c["metric"] == row["metric"]}
-        lower, sign = (a, 1.0) if row["diff"] <= 0 else (b, -1.0)   # row: a - b
-        lo, hi = sorted((sign * row["lo"], sign * row["hi"]))
-        words = {"examine/E_T": "E_T", "examine/worst": "worst case"}.get(row["metric"], row["metric"])
-        if method == "random" and row["metric"] == "examine/E_T":   # random search's E_T: a plain average
-            words = "mean true-class probability"
-        out.append(Verdict(str(method), row["metric"], words, means, lower, sign * row["diff"], lo, hi, row["test"],
-                           float(row.get("p_holm", float("nan"))), int(row["n_instances"])))
+        answer = group["answers"][0]
+        names = group.get("targets") or {}
+        weaker = answer.get("weaker")
+        out.append(Answer(str(group.get("method")), str(answer["metric"]), str(answer["status"]),
+                          checkpoint_name(names.get(weaker, weaker)) if weaker else None, str(answer["text"]),
+                          [s["text"] for s in answer.get("secondary", []) if s.get("relation") == "conflicts"]))
     return out
 
 
-def _worst_values(comparison: dict[str, Any]) -> dict[tuple[str, str], dict[str, np.ndarray]]:
-    """``{(examiner, factor): {checkpoint: worst-case values}}`` from the per-factor breakdowns."""
-    out: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+def read_where(comparison: dict[str, Any]) -> tuple[list[Located], list[str]]:
+    """The where sections' confirmed regions and said per-fifth rows, and their sentences (each once)."""
+    located: list[Located] = []
+    words: list[str] = []
     for group in comparison["groups"]:
-        if group.get("audit") != "worst_case":
+        section = group.get("where")
+        if group.get("audit") != "worst_case" or not section:
             continue
-        for row in group.get("per_factor") or []:
-            key = (str(group.get("method")), row["factor"])
-            out.setdefault(key, {})[checkpoint_name(row["target"])] = np.asarray(row["values"], float)
-    return out
-
-
-def where(comparison: dict[str, Any], world: dict[str, tuple[float, float]],
-          circles: frozenset[str] | set[str] = frozenset()) -> Where | None:
-    """The factor whose worst conditions differ most between the two checkpoints (module docstring);
-    ``circles``: the periodic factors of ``world``. A region across a circle's seam is returned as
-    ``(low, high + period)`` (``324-396``), the form ``world.factors`` accepts for such an arc."""
-    tests = []
-    for examiner, by_factor in _by_examiner(comparison).items():
-        names = tuple(dict.fromkeys(n for values in by_factor.values() for n in values))
-        if len(names) != 2:
-            continue
-        axes = [Axis(f, *world[f], periodic=f in circles) for f in by_factor if f in world]
-        tests += [(examiner, t) for t in between_checkpoints(by_factor, axes, names)]  # type: ignore[arg-type]
-    if not tests:
-        return None
-    holm([t for _, t in tests])
-    examiner, best = min(tests, key=lambda pair: pair[1].p_holm)
-    low, high = best.region
-    if low > high:
-        high += world[best.factor][1] - world[best.factor][0]
-    return Where(examiner, best.factor, best.p_holm, best.suspect, (low, high), best.share_suspect,
-                 best.share_other, best.test.split(" ")[0])
-
-
-def _by_examiner(comparison: dict[str, Any]) -> dict[str, dict[str, dict[str, np.ndarray]]]:
-    """``{examiner: {factor: {checkpoint: worst-case values}}}`` from the per-factor breakdowns."""
-    out: dict[str, dict[str, dict[str, np.ndarray]]] = {}
-    for (examiner, factor), values in _worst_values(comparison).items():
-        if len(values) == 2 and all(len(v) for v in values.values()):
-            out.setdefault(examiner, {})[factor] = values
-    return out
-
-
-def unseen_region(trained: tuple[float, float], full: tuple[float, float]) -> tuple[float, float] | None:
-    """The part of ``full`` a training range left out, when it is one interval at either end."""
-    if trained[0] > full[0] and trained[1] >= full[1]:
-        return (full[0], trained[0])
-    if trained[1] < full[1] and trained[0] <= full[0]:
-        return (trained[1], full[1])
-    return None
-
-
-def world_factors(examine_dir: Path) -> dict[str, tuple[float, float]]:
-    """Factor name -> (low, high) of the examinations' world (rebuilt from a run's config)."""
-    return {f.name: (float(f.low), float(f.high)) for f in _world_of(examine_dir)}
-
-
-def world_circles(examine_dir: Path) -> set[str]:
-    """The periodic factors (circles) of the examinations' world."""
-    return {f.name for f in _world_of(examine_dir) if f.periodic}
+        method = str(group.get("method"))
+        for pair in section.get("pairs", []):
+            check = pair.get("confirmation")
+            if check and check.get("weaker"):
+                located.append(Located("confirmed", method, checkpoint_name(check["weaker"]), str(check["factor"]),
+                                       (float(check["region"][0]), float(check["region"][1])), str(check["words"])))
+        for row in (section.get("sensitivity") or {}).get("pairs", []):
+            if row.get("said"):
+                weaker = row["a"] if row["diff"] < 0 else row["b"]
+                located.append(Located("per fifth", method, checkpoint_name(weaker), str(row["factor"]),
+                                       (float(row["low"]), float(row["high"])), str(row["words"])))
+        words += [s for s in section.get("sentences", []) if s not in words]
+    return located, words
 
 
 def _world_of(examine_dir: Path) -> list[Any]:
@@ -237,23 +183,28 @@ def read_comparison(sweep_dir: Path) -> dict[str, Any]:
     return read_json(path)
 
 
+def unseen_region(trained: tuple[float, float], full: tuple[float, float]) -> tuple[float, float] | None:
+    """The part of ``full`` a training range left out, when it is one interval at either end."""
+    if trained[0] > full[0] and trained[1] >= full[1]:
+        return (full[0], trained[0])
+    if trained[1] < full[1] and trained[0] <= full[0]:
+        return (trained[1], full[1])
+    return None
+
+
 def analyse_examination(train_dir: Path, examine_dir: Path) -> Findings:
-    """Steps 1-2: accuracy, severity, where the worst cases lie, and what was planted."""
-    world = world_factors(examine_dir)
+    """Accuracy, the primary verdicts, where the comparison located a weakness, and what was planted."""
+    factors = _world_of(examine_dir)
+    world = {f.name: (float(f.low), float(f.high)) for f in factors}
     comparison = read_comparison(examine_dir)
     trained = read_trained(train_dir, world)
-    findings = Findings(trained, verdicts(comparison, headline_metrics(examine_dir)),
-                        where(comparison, world, world_circles(examine_dir)))
+    located, words = read_where(comparison)
+    findings = Findings(trained, read_answers(comparison), located, words)
     planted = [t for t in trained if t.narrowed]
     if len(planted) == 1 and len(planted[0].narrowed) == 1:
         factor, bounds = next(iter(planted[0].narrowed.items()))
+        periodic = {f.name for f in factors if f.periodic}
         findings.planted = {"checkpoint": planted[0].name, "factor": factor, "trained": bounds,
-                            "unseen": unseen_region(bounds, world[factor])}
-    return findings
-
-
-def add_check(findings: Findings, check_dir: Path) -> Findings:
-    """Step 3: the paired test on fresh conditions in the suspected region."""
-    found = verdicts(read_comparison(check_dir), headline_metrics(check_dir))
-    findings.check = found[0] if found else None
+                            "unseen": unseen_region(bounds, world[factor]),
+                            "period": world[factor] if factor in periodic else None}
     return findings

@@ -1,4 +1,5 @@
-"""The demo's command lines: three multiruns (train, examine, check), all under one output folder."""
+"""The demo's command lines: two multiruns (train, unless the shipped checkpoints are used; examine), all
+under one output folder."""
 
 from __future__ import annotations
 
@@ -24,10 +25,11 @@ class DemoPlan:
     """Where the demo writes and what it runs.
 
     Attributes:
-        root: the demo's folder (``outputs/demo/<time>``): the ``train/``, ``examine/`` and ``check/``
-            multiruns, their logs, ``summary.txt`` and ``demo.json``.
-        seed: training and examination seed.
+        root: the demo's folder (``outputs/demo/<time>``): ``train/`` (the training multirun, or the shipped
+            checkpoints copied there), the ``examine/`` multirun, their logs, ``summary.txt`` and ``demo.json``.
+        seed: examination seed (and training seed when the checkpoints are trained).
         quick: tiny sizes (tests); the findings of a quick run are not meaningful.
+        train: train the two checkpoints instead of using the shipped ones (:mod:`advaudit.demo.shipped`).
         launcher: Hydra launcher of the multiruns (``parallel``: two jobs at once, one core each).
     """
 
@@ -35,6 +37,7 @@ class DemoPlan:
     seed: int = 0
     quick: bool = False
     launcher: str = "parallel"
+    train: bool = False
 
     @property
     def train_dir(self) -> Path:
@@ -79,17 +82,6 @@ class DemoPlan:
         pattern = self.train_dir / "*" / "checkpoints" / "target.pt"
         return ["examine.py", "-m", "experiment=" + ",".join(EXAMINE_EXPERIMENTS), f"target=glob:{pattern}",
                 *self._common(self.examine_dir), *(QUICK_EXAMINE if self.quick else [])]
-
-    @property
-    def confirm_dir(self) -> Path:
-        return self.root / "check"
-
-    def confirm_args(self, factor: str, low: float, high: float) -> list[str]:
-        """``examine.py -m ...``: both checkpoints under fresh random conditions with ``factor`` in [low, high]."""
-        pattern = self.train_dir / "*" / "checkpoints" / "target.pt"
-        return ["examine.py", "-m", "experiment=demo/confirm", f"target=glob:{pattern}",
-                f"world.factors={{{factor}:[{low:g},{high:g}]}}", *self._common(self.confirm_dir),
-                *(QUICK_EXAMINE if self.quick else [])]
 
     def compare_args(self) -> list[str]:
         """What the examination multirun ran at its end, as a user would rerun it."""

@@ -1,26 +1,18 @@
-"""The demo's closing lines: what accuracy said, what the audit found, where the files are."""
+"""The demo's closing lines: what accuracy said, the comparison's answer, where, and where the files are.
+
+Every sentence after the first is the comparison's own (:mod:`advaudit.compare`): the demo adds
+only which examiner said it and whether it is the weakness planted in training.
+"""
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
 
-from advaudit.core.intervals import format_interval
-from advaudit.demo.findings import ALPHA, Findings, Verdict
+from advaudit.demo.findings import Findings
 
 WIDTH = 100
-
-
-def _p(p: float) -> str:
-    return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
-
-
-def _pair(v: Verdict) -> str:
-    """``E_T b 0.050 vs a 0.093, paired difference -0.043 [-0.070, -0.020] over 30 instances, Wilcoxon p = 0.001``."""
-    other = next((n for n in v.means if n != v.lower), "?")
-    return (f"{v.words} {v.lower} {v.means.get(v.lower, float('nan')):.3f} vs {other} "
-            f"{v.means.get(other, float('nan')):.3f}, paired difference {format_interval(v.diff, v.lo, v.hi, 3, sign=True)} "
-            f"over {v.n_instances} instances, {v.test.replace(' signed-rank', '')} p = {_p(v.p_holm)}")
+MAX_WHERE = 3   # where sentences printed (the report has them all)
 
 
 def _short(path: Path) -> str:
@@ -35,61 +27,58 @@ def _range(region: tuple[float, float]) -> str:
     return f"{region[0]:g}-{region[1]:g}"
 
 
-def severity_line(findings: Findings) -> str:
-    """Line 2: the worst-case search's verdicts, then where the worst cases lie."""
-    separating = [v for v in findings.severity if v.significant]
-    if separating:
-        named = {v.lower for v in separating}
-        head = ("Worst-case search: " + (f"{separating[0].lower} is weaker" if len(named) == 1 else "the examiners disagree")
-                + " (" + "; ".join(f"{v.examiner.upper()} {_pair(v)}" for v in findings.severity) + ")")
-    else:
-        head = ("Worst-case search: how low each checkpoint's true-class probability gets does not separate them ("
-                + "; ".join(f"{v.examiner.upper()} {v.words} {' vs '.join(f'{n} {m:.3f}' for n, m in v.means.items())}, "
-                            f"p = {_p(v.p_holm)}" for v in findings.severity) + ")")
-    where = findings.where
-    if where is None:
-        return head + "; no per-factor worst cases to compare."
-    other = next((t.name for t in findings.trained if t.name != where.suspect), "the other")
-    differ = ("their worst cases lie in different places" if where.p < ALPHA
-              else "no factor separates where their worst cases lie on its own")
-    return (head + f"; {differ}, most in {where.factor} (two-sample {where.test} p = {_p(where.p)}, Holm, "
-            f"{where.examiner.upper()}): {100 * where.share_suspect:.0f}% of {where.suspect}'s fall in "
-            f"{_range(where.region)}, {100 * where.share_other:.0f}% of {other}'s.")
+def answer_line(findings: Findings) -> str:
+    """Line 2: each examiner's primary verdict, and any secondary metric that conflicts with it."""
+    if not findings.answers:
+        return "The comparison gave no answer on the primary question (see its report)."
+    parts = []
+    for answer in findings.answers:
+        text = f"{answer.examiner.upper()}: {answer.text}"
+        if answer.conflicts:
+            text += " Conflicting: " + " ".join(answer.conflicts)
+        parts.append(text)
+    named = {a.weaker for a in findings.answers if a.status == "weaker"}
+    head = ("The comparison's answer (primary question: each examiner's E_T): "
+            + (f"{findings.weaker} is weaker. " if findings.weaker else
+               "the examiners disagree. " if len(named) > 1 else "no verdict. "))
+    return head + " ".join(parts)
 
 
-def check_line(findings: Findings) -> str | None:
-    """Line 3: the check on fresh conditions, and whether it is the planted weakness."""
-    where, check, planted = findings.where, findings.check, findings.planted
-    if where is None:
-        return "So the audit names neither checkpoint as weaker on this run."
-    if check is None:
-        return "The check on new conditions did not run, so no checkpoint is named weaker."
-    region = f"{where.factor} {_range(where.region)}"
-    if not check.significant:
-        return (f"Checked on held-out instances under new random conditions with {region}: no difference detectable "
-                f"({_pair(check)}), so the audit names neither checkpoint as weaker on this run.")
-    line = (f"Checked on held-out instances under new random conditions with {region}: {check.lower} is the weaker "
-            f"checkpoint there ({_pair(check)})")
-    if planted and planted.get("unseen"):
-        if findings.found_planted:
-            line += f"; {_range(planted['unseen'])} is the range {planted['checkpoint']} never saw in training"
-        else:
-            line += (f"; the planted weakness was {planted['checkpoint']}'s {planted['factor']} "
-                     f"{_range(planted['unseen'])}, so this run did not find it")
-    return line + "."
+def where_line(findings: Findings) -> str:
+    """Line 3: where the comparison's where section locates a weakness (confirmed regions first)."""
+    located = sorted(findings.located, key=lambda p: p.how != "confirmed")
+    said: list[str] = []
+    for place in located:
+        if place.words not in said:
+            said.append(place.words)
+    if not said:
+        return "Where: " + (" ".join(findings.where_words[:MAX_WHERE]) if findings.where_words
+                            else "the comparison located no region where one checkpoint is weaker.")
+    more = f" ({len(said) - MAX_WHERE} more in the report)" if len(said) > MAX_WHERE else ""
+    return "Where: " + " ".join(said[:MAX_WHERE]) + more
+
+
+def planted_line(findings: Findings) -> str | None:
+    """Line 4: whether that is the weakness planted in training."""
+    planted = findings.planted
+    if not (planted and planted.get("unseen")):
+        return None
+    what = f"{planted['checkpoint']} never saw {planted['factor']} {_range(planted['unseen'])} in training"
+    if findings.found_planted:
+        return f"That is the planted weakness: {what}."
+    return f"The planted weakness ({what}) was not both named and located on this run."
 
 
 def summary_lines(findings: Findings, root: Path, wandb_group: str) -> list[str]:
-    """Four plain lines (module docstring); every number comes from ``findings``."""
+    """The summary's plain lines; every number comes from ``findings`` (the comparison's files)."""
     accuracy = ", ".join(f"{t.name} {t.test_acc:.3f}" for t in findings.trained)
     gap = abs(findings.trained[0].test_acc - findings.trained[1].test_acc) if len(findings.trained) == 2 else float("nan")
     lines = [f"Accuracy said: test accuracy {accuracy} on the same held-out renders ({100 * gap:.1f} points apart).",
-             severity_line(findings), check_line(findings)]
+             answer_line(findings), where_line(findings), planted_line(findings)]
     here = _short(root)
-    reports = f"{here}/examine/comparison/comparison.md" + (
-        f" and {here}/check/comparison/comparison.md" if findings.check is not None else "")
-    lines.append(f"Files: reports {reports} (PNGs beside them; worst cases at 96 px in {here}/examine/*/worst_cases.png); "
-                 f"offline W&B runs under {here} (group {wandb_group}; `wandb sync` uploads them).")
+    lines.append(f"Files: report {here}/examine/comparison/comparison.html (and .md; PNGs beside it; worst cases at 96 px "
+                 f"in {here}/examine/*/worst_cases.png); offline W&B runs under {here} (group {wandb_group}; "
+                 "`wandb sync` uploads them).")
     return [line for line in lines if line]
 
 

@@ -62,15 +62,6 @@ def write_inputs(root: Path, models: list[str], per_class: int) -> dict[str, Any
     from advaudit.worlds.shapes import ShapeWorld
 
     world = ShapeWorld(image_size=SIZE)
-    class_map = {name: [3 * i, 3 * i + 1, 3 * i + 2] for i, name in enumerate(world.class_names)}
-    blocks = {}
-    for name in models:
-        torch.manual_seed(0)
-        net = instantiate(MODELS[name])
-        torch.save(net.state_dict(), root / f"{name}.pt")
-        blocks[name] = {"model": MODELS[name], "path": str(root / f"{name}.pt"), "class_map": class_map,
-                        "input_shape": [3, SIZE, SIZE],
-                        "normalization": {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}}
     z = world.instances("train")
     keep = torch.cat([(z.labels == c).nonzero().squeeze(1)[:per_class] for c in range(len(world.class_names))])
     z = z.subset(keep)
@@ -79,18 +70,33 @@ def write_inputs(root: Path, models: list[str], per_class: int) -> dict[str, Any
         folder = root / "images" / world.class_names[label]
         folder.mkdir(parents=True, exist_ok=True)
         Image.fromarray((image.permute(1, 2, 0) * 255).round().byte().numpy()).save(folder / f"{i:04d}.png")
+    # every ImageNet output feeds one of the 10 classes (100 each), so random weights predict all of them
+    class_map = {name: list(range(100 * i, 100 * i + 100)) for i, name in enumerate(world.class_names)}
+    norm = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
+    blocks = {}
+    for name in models:
+        torch.manual_seed(0)
+        net = instantiate(MODELS[name]).eval()
+        torch.save(net.state_dict(), root / f"{name}.pt")
+        blocks[name] = {"model": MODELS[name], "path": str(root / f"{name}.pt"), "class_map": class_map,
+                        "input_shape": [3, SIZE, SIZE], "normalization": norm}
+        with torch.inference_mode():  # error search looks among the items predicted as the most predicted class
+            x = (images - torch.tensor(norm["mean"]).view(1, 3, 1, 1)) / torch.tensor(norm["std"]).view(1, 3, 1, 1)
+            votes = net(x).view(len(x), 10, 100).logsumexp(-1).argmax(1).bincount(minlength=10)
+        blocks[name + "/critical"] = world.class_names[int(votes.argmax())]
     return blocks
 
 
-def overrides(world: str, examiner: str, root: Path, device: str, size: dict[str, Any]) -> list[str]:
+def overrides(world: str, examiner: str, root: Path, device: str, size: dict[str, Any],
+              critical: str = "") -> list[str]:
     """The ``examine.py`` overrides of one run (besides the target)."""
     folder = {"_target_": "advaudit.data.folders.ImageFolderDataModule", "root": str(root / "images"),
               "image_size": SIZE, "test_fraction": 0.5}
     common = [f"device={device}", "logger=none", f"paths.cache_dir={root / 'cache'}", "seed=0"]
     if examiner == "error_search":
         return [*common, "audit=error_search", "search=low_confidence", "audit.compare=[random]",
-                f"audit.critical_class=can", "audit.tau=0.0", "audit.replications=4", "audit.pool_size=5", "audit.budget=4", "audit.clamp_pool_size=true",
-                "audit.report_at=[1,4]", "audit.metric=search/sdr@4"]
+                f"audit.critical_class={critical}", "audit.tau=0.0", "audit.replications=4", "audit.pool_size=5",
+                "audit.budget=4", "audit.clamp_pool_size=true", "audit.report_at=[1,4]", "audit.metric=search/sdr@4"]
     q, budget = size[examiner]
     run = [*common, "audit=worst_case", f"examiner={examiner}", f"audit.n_instances={size['n']}",
            f"audit.budget={budget}", f"audit.report_budgets=[0,{budget}]", "audit.checkpoint_every=1000"]
@@ -290,7 +296,7 @@ def main() -> None:
             for examiner in args.examiners.split(","):
                 if examiner == "error_search" and world != "transforms":
                     continue  # error search runs over the image folder (the transforms world's data)
-                records.append(_spawn(model, world, examiner, blocks[model], work, args, size))
+                records.append(_spawn(model, world, examiner, blocks, work, args, size))
                 print(json.dumps(records[-1]), flush=True)
     load = os.getloadavg()
     header = (f"{args.device}, {args.threads} torch thread(s), {platform.processor() or platform.machine()}, "
@@ -301,12 +307,14 @@ def main() -> None:
     print(table(records, header))
 
 
-def _spawn(model: str, world: str, examiner: str, block: dict[str, Any], work: Path, args: argparse.Namespace,
+def _spawn(model: str, world: str, examiner: str, blocks: dict[str, Any], work: Path, args: argparse.Namespace,
            size: dict[str, Any]) -> dict[str, Any]:
     """Run one examination in a fresh process; its record, or the error's last line."""
+    block = blocks[model]
     name = f"{model}_{world}_{examiner}"
     spec = {"model": model, "world": world, "examiner": examiner, "block": block, "device": args.device,
-            "overrides": overrides(world, examiner, work, args.device, size), "out": str(work / name),
+            "overrides": overrides(world, examiner, work, args.device, size, blocks[f"{model}/critical"]),
+            "out": str(work / name),
             "threads": args.threads, "size": size, "record": str(work / f"{name}.json")}
     if examiner == "error_search":
         spec["items"] = sum(1 for _ in (work / "images").rglob("*.png"))

@@ -88,7 +88,7 @@ class ConditionSpace:
 
 # audit keys that say how long to examine and what to report, not what is examined: a run dir
 # whose examination matches in everything else resumes, or is extended to a larger budget
-_LENGTH_KEYS = ("stop_after_steps", "budget", "budget_unit", "report_budgets", "judge")
+_LENGTH_KEYS = ("stop_after_steps", "budget", "budget_unit", "report_budgets", "judge", "chunk")
 
 
 def _run_key(cfg: DictConfig, sharded: bool = True) -> str:
@@ -250,21 +250,18 @@ def examine_step(ex: Examination, examiner: Any, step: int, take: int, lazy: Laz
     z, labels = ex.z, ex.z.labels.cpu()
     u = examiner.ask()[:, :take]
     s = ex.space.assemble(u)
-    x, checks = ex.judge.render_geometric(z, s.to(ex.device))
-    probs = ex.target.predict_proba(x, calibrated=ex.audit.calibrated, context={
-        "step": step, "instance": z.ids.cpu(), "condition": s, "factors": [f.name for f in ex.world.factors]})
-    true_prob = probs.gather(1, labels.repeat_interleave(take).to(probs.device).view(-1, 1)).view(len(z), -1).cpu()
-    predicted = probs.argmax(1).view(len(z), -1).cpu()
+    true_prob, predicted, checks, images = _score(ex, s, step, judge_all=lazy is None)
     examiner.tell(u, true_prob if ex.audit.mode == Mode.strength else 1 - true_prob)
     geometric = torch.ones(len(z), take, dtype=torch.bool)
-    for passed in checks.values():
-        geometric &= passed
+    for name, passed in checks.items():
+        if name != REFERENCE_CHECK:
+            geometric &= passed
     valid, judged = geometric, torch.ones_like(geometric)
     if ex.judge.reference is not None:
         wrong = predicted != labels[:, None]
         if lazy is not None:
             judged = lazy.needed(step * examiner.q, true_prob, wrong, geometric, last)
-        checks[REFERENCE_CHECK] = ex.judge.reference_verdicts(z, s.to(ex.device), x, None if lazy is None else judged)
+            checks[REFERENCE_CHECK] = _judge_lazily(ex, s, judged, images)
         valid = geometric & checks[REFERENCE_CHECK]
         if lazy is not None:
             lazy.update(true_prob, wrong, valid)
@@ -275,6 +272,73 @@ def examine_step(ex: Examination, examiner: Any, step: int, take: int, lazy: Laz
              "checks": {name: _known(c[i], judged[i]) if name == REFERENCE_CHECK else c[i].tolist()
                         for name, c in checks.items()}}
             for i in range(len(z))]
+
+
+#: ``audit.chunk=null``: as many images as hold the pixels of 2048 32-px images (the target's own forward batch)
+CHUNK_PIXELS = 2048 * 32 * 32
+
+
+def chunk_size(ex: Examination) -> int:
+    """Queries rendered and scored together: ``audit.chunk``, or (null) :data:`CHUNK_PIXELS` over the world's
+    image area."""
+    if ex.audit.chunk is not None:
+        return int(ex.audit.chunk)
+    shape = tuple(getattr(ex.world, "image_shape", (1, 32, 32)))
+    return max(1, CHUNK_PIXELS // max(1, math.prod(shape[1:])))
+
+
+def _chunks(n: int, q: int, chunk: int) -> list[tuple[Tensor, Tensor]]:
+    """The step's ``n x q`` queries in pieces of at most ``chunk``: ``[(rows [m], cols [m]), ...]`` in row-major
+    order (one piece holding every query when they fit)."""
+    rows = torch.arange(n).repeat_interleave(q)
+    cols = torch.arange(q).repeat(n)
+    return [(rows[a:a + chunk], cols[a:a + chunk]) for a in range(0, n * q, chunk)]
+
+
+def _score(ex: Examination, s: Tensor, step: int,
+           judge_all: bool) -> tuple[Tensor, Tensor, dict[str, Tensor], Tensor | None]:
+    """Render and score the conditions ``s`` ``[N, q, C]`` at most ``audit.chunk`` images at a time: the true
+    class's probability ``[N, q]``, the predicted class ``[N, q]`` and the geometric checks (with the reference
+    judge's verdicts on every query when ``judge_all``), each ``[N, q]``, and the images ``[N*q, ...]`` when all
+    fit in one chunk (else None). One chunk renders ``[N, q]`` as one batch; smaller chunks render each query as
+    its own pseudo-instance (a scene's pixels do not depend on the batch it is in)."""
+    z, labels = ex.z, ex.z.labels.cpu()
+    n, q = s.shape[:2]
+    true_prob, predicted = torch.empty(n, q), torch.empty(n, q, dtype=torch.long)
+    checks: dict[str, Tensor] = {}
+    names = [f.name for f in ex.world.factors]
+    pieces = _chunks(n, q, chunk_size(ex))
+    for rows, cols in pieces:
+        part_z, part_s = (z, s) if len(pieces) == 1 else (z.subset(rows.to(z.labels.device)), s[rows, cols][:, None])
+        x, part_checks = ex.judge.render_geometric(part_z, part_s.to(ex.device))
+        if judge_all and ex.judge.reference is not None:
+            part_checks[REFERENCE_CHECK] = ex.judge.reference_verdicts(part_z, part_s.to(ex.device), x)
+        probs = ex.target.predict_proba(x, calibrated=ex.audit.calibrated, context={
+            "step": step, "instance": part_z.ids.cpu(), "condition": part_s, "factors": names})
+        mine = labels[rows].to(probs.device).view(-1, 1)
+        true_prob[rows, cols] = probs.gather(1, mine).view(-1).cpu()
+        predicted[rows, cols] = probs.argmax(1).cpu()
+        for name, passed in part_checks.items():
+            checks.setdefault(name, torch.empty(n, q, dtype=torch.bool))[rows, cols] = passed.reshape(-1)
+    return true_prob, predicted, checks, x if len(pieces) == 1 else None
+
+
+def _judge_lazily(ex: Examination, s: Tensor, which: Tensor, images: Tensor | None) -> Tensor:
+    """The reference judge's verdicts ``[N, q]`` on the queries ``which`` ``[N, q]`` (False elsewhere): on the
+    step's ``images`` ``[N*q, ...]`` when it kept them, else rendered again as pseudo-instances, at most
+    ``audit.chunk`` at a time (few queries are judged)."""
+    if images is not None:
+        return ex.judge.reference_verdicts(ex.z, s.to(ex.device), images, which)
+    verdicts = torch.zeros(which.shape, dtype=torch.bool)
+    rows, cols = which.nonzero(as_tuple=True)
+    chunk = chunk_size(ex)
+    for a in range(0, len(rows), chunk):
+        r, c = rows[a:a + chunk], cols[a:a + chunk]
+        part_z, part_s = ex.z.subset(r.to(ex.z.labels.device)), s[r, c][:, None].to(ex.device)
+        same_size = ex.judge.reference_world is ex.judge.world  # else the judge renders at its own size
+        images = ex.judge.render_geometric(part_z, part_s)[0] if same_size else None
+        verdicts[r, c] = ex.judge.reference_verdicts(part_z, part_s, images)[:, 0]
+    return verdicts
 
 
 def _known(values: Tensor, known: Tensor) -> list[bool | None]:

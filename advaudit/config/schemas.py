@@ -200,6 +200,10 @@ class WorstCaseAuditConf(Ranged):
     # classifies correctly (and its accuracy under random conditions). It never changes the examination.
     judge: Optional[str] = None
     checkpoint_every: int = ranged(10, low=1, integer=True)  # steps between examiner checkpoints (resume)
+    # queries rendered and scored together: memory is bounded by this many images (plus the network's activations
+    # on them) however large n_instances x q is. null: as many as hold the pixels of 2048 32-px images (2048 at
+    # 32 px, 41 at 224 px); results agree to the network's float rounding at any value (docs/real-size.md)
+    chunk: Optional[int] = ranged(None, low=1, integer=True)
     # one examination over several jobs: this job examines every `shards`-th instance from `shard`
     # (0 <= shard < shards); `python -m advaudit.merge <shard run dirs> --out DIR` gives the unsharded
     # result (docs/scaling-out.md). Examiners whose instances search independently only (not BO)

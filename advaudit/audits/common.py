@@ -12,6 +12,7 @@ from advaudit.errors import AdvauditError, require
 from advaudit.models import Target
 from advaudit.models.classes import align_target
 from advaudit.models.imported.store import load_any_target
+from advaudit.models.precision import configure_target, device_problem
 from advaudit.runtime import resolve_device
 
 
@@ -20,14 +21,18 @@ SAFE_STORED_DATASETS = ("advaudit.data.",)
 
 
 def load_audit_target(cfg: DictConfig) -> Target:
-    """Load ``cfg.target`` onto ``cfg.device``: a target file (advaudit's own or imported) or a target block
-    (:mod:`advaudit.models.imported`), with a clear error if unset."""
+    """Load ``cfg.target`` onto ``cfg.device`` in ``cfg.precision`` (:mod:`advaudit.models.precision`): a target
+    file (advaudit's own or imported) or a target block (:mod:`advaudit.models.imported`); a clear error if unset."""
     value = cfg.get("target")
     require(value is not None, "no target given; add target=<path/to/target.pt> (written by train.py "
             "under <run dir>/checkpoints/, or by `advaudit import`) or a target block (README: Audit a model you "
             "already have)")
+    precision = cfg.get("precision", "32")
+    problem = device_problem(cfg.get("device", "auto"), precision)
+    require(problem is None, problem or "")
     device = resolve_device(cfg.get("device", "auto"))
-    return load_any_target(value, device=str(device), seed=int(cfg.get("seed", 0)))
+    target = load_any_target(value, device=str(device), seed=int(cfg.get("seed", 0)))
+    return configure_target(target, precision)
 
 
 def target_datamodule(target: Target, override: Any = None) -> ArrayDataModule:

@@ -812,7 +812,10 @@ class ExamineConf:
     oracle: Oracle = Oracle.labels
     # torch intra-op threads (null = all cores; a launcher sets ADVAUDIT_THREADS per job); BLAS pools are capped at 1
     threads: Optional[int] = ranged(None, low=1, integer=True)
+    # auto (a CUDA GPU when torch sees one, else the CPU) | cpu | cuda | cuda:N
     device: str = "auto"
+    # the target's inference: 32 (float32) | bf16 (bfloat16 autocast) | 16 (float16 autocast, CUDA only)
+    precision: str = ranged("32", choices=("32", "bf16", "16"))
     tags: List[str] = field(default_factory=list)
     optimized_metric: Optional[str] = None
     audit: Any = None

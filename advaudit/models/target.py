@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from advaudit.errors import AdvauditError, check_finite
 from advaudit.models.classes import pick_columns
+from advaudit.models.precision import inference
 
 
 class TorchTarget(nn.Module):
@@ -25,6 +26,9 @@ class TorchTarget(nn.Module):
             (``{"mean": [...], "std": [...]}`` per channel or feature), ``arch``, ``arch_params``.
         temperature: calibration temperature applied by :meth:`predict_proba`.
     """
+
+    #: autocast dtype of :meth:`predict_proba` (None: float32); set by :func:`advaudit.models.precision.configure_target`
+    autocast_dtype: torch.dtype | None = None
 
     def __init__(self, net: nn.Module, meta: dict[str, Any], temperature: float = 1.0) -> None:
         super().__init__()
@@ -86,17 +90,19 @@ class TorchTarget(nn.Module):
                       context: str | dict[str, Any] = "target") -> Tensor:
         """Class probabilities ``[B, K]``: ``softmax(logits / T)`` (``T = 1`` if not ``calibrated``).
 
-        Runs without gradients in batches of ``batch_size``; raises on non-finite outputs, naming
-        ``context`` (see :func:`advaudit.errors.check_finite`: e.g. the step, instances and conditions).
+        Runs under ``torch.inference_mode`` in batches of ``batch_size``, with the autocast of the audit's
+        ``precision`` (:mod:`advaudit.models.precision`; probabilities are float32 either way); raises on
+        non-finite outputs, naming ``context`` (see :func:`advaudit.errors.check_finite`: e.g. the step,
+        instances and conditions).
         """
         self.check_input(x)
         temperature = self.temperature if calibrated else torch.ones_like(self.temperature)
         outs = []
-        with torch.no_grad():
+        with inference(self.device, self.autocast_dtype):
             for start in range(0, len(x), batch_size):
                 chunk = x[start:start + batch_size].to(self.device)
-                outs.append(torch.softmax(self.logits(chunk) / temperature, dim=1))
-        probs = torch.cat(outs) if outs else torch.empty(0, self.num_classes)
+                outs.append(torch.softmax(self.logits(chunk).float() / temperature, dim=1))
+        probs = torch.cat(outs) if outs else torch.empty(0, self.num_classes)  # outside: an ordinary tensor
         check_finite(probs, context)
         return probs
 

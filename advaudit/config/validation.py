@@ -45,7 +45,6 @@ from advaudit.confutil import target_block_keys
 from advaudit.errors import AdvauditError, unknown_keys_message, warn
 from advaudit.files import describe_path
 from advaudit.models.imported.spec import ADVAUDIT_FILE_KEYS, parse_target_spec
-from advaudit.models.precision import device_problem
 
 #: factor names of the worlds advaudit ships, by ``_target_`` (other worlds are checked by themselves)
 _WORLD_FACTORS = {
@@ -164,8 +163,6 @@ def _check_dataset(dataset: Any, key: str, checks: Checks) -> None:
 
 # -- examine --------------------------------------------------------------------------------------
 def _check_examine(cfg: DictConfig, checks: Checks) -> None:
-    problem = device_problem(cfg.get("device"), cfg.get("precision", "32"))  # on this machine, before any work
-    checks.require(problem is None, problem or "")
     audit = cfg.get("audit")
     if audit is None:
         return

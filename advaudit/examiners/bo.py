@@ -16,8 +16,7 @@ from one product with ``L^-1``: ``mu = m + alpha^T v`` and ``sigma^2 = 1 - |v|^2
 variance 1). ``alpha`` is kept up to date in O(n) per step (``L^-1 y`` and ``L^-1 1`` grow by one
 entry; re-standardising ``y`` only rescales them), so nothing else touches all of ``L^-1``.
 Sobol raw samples plus perturbations of each instance's best point pick ``restarts`` starts per
-instance (the Sobol points are redrawn at each refit and held fixed in between, so their products with
-``L^-1`` grow by one row per step, O(n) instead of O(n^2): :mod:`advaudit.examiners.bo_screen`); ``refine`` improves each start and the best restart is chosen *per instance*:
+instance; ``refine`` improves each start and the best restart is chosen *per instance*:
 
 - ``local`` (default): ``len(local_scales)`` rounds; in each, every start draws ``local_samples``
   Gaussian perturbations (std = scale x the GP's lengthscale per factor, at most 0.25) and moves
@@ -57,10 +56,10 @@ from typing import Any, Sequence
 
 import torch
 from torch import Tensor
+from torch.quasirandom import SobolEngine
 
 from advaudit.config.schemas import BOExaminerConf
 from advaudit.errors import require
-from advaudit.examiners.bo_screen import FixedScreen
 from advaudit.examiners.gp_factor import (GrowingFactor, circular_rbf_module, rbf_kernel, require_reproducible_gp,
                                           scaled_features)
 from advaudit.examiners.protocol import HistoryMixin, keep_in_space, periodic_dims
@@ -139,8 +138,6 @@ class BOExaminer(HistoryMixin):
         self.seconds = {"fit": 0.0, "factor": 0.0, "screen": 0.0, "refine": 0.0}
         self.restart_wins = torch.zeros(self.restarts, dtype=torch.long)  # which restart was chosen
         self._factor = GrowingFactor(n_instances, self.device, self.acquisition_dtype, self.periodic)
-        self._screen_points = FixedScreen(self.raw_samples, n_dims)
-        self.screen_seed = 0  # the Sobol screen's seed, drawn at each refit
         self._gp_checked = False  # the installed BoTorch's GP is checked once, at the first GP built
 
     @property
@@ -219,8 +216,6 @@ class BOExaminer(HistoryMixin):
             self.last_fit_size = self.X.shape[1]
             start = time.perf_counter()
             self._factor.reset(*self._hyper_tensors(), self.X, self.Y)
-            self.screen_seed = int(torch.randint(0, 2**31, (1,), generator=self.generator))
-            self._screen_points.reset(self._factor, self.screen_seed)
             self.seconds["factor"] += time.perf_counter() - start
         start = time.perf_counter()
         self._factor.extend_to(self.X, self.Y)
@@ -239,17 +234,17 @@ class BOExaminer(HistoryMixin):
         return (mu + self.beta.to(X).sqrt() * var.sqrt()).reshape(shape)
 
     def _screen(self, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-        """``restarts`` starts ``[N, R, d]`` and their UCB ``[N, R]`` from Sobol points (fixed between refits,
-        their products with ``L^-1`` grown a row per step: :mod:`advaudit.examiners.bo_screen`) plus
+        """``restarts`` starts ``[N, R, d]`` and their UCB ``[N, R]`` from Sobol points plus
         perturbations of each instance's best point."""
         f, dtype = self._factor, context[0].dtype
         rows = torch.arange(self.n_instances, device=self.device)
-        sobol, sobol_values = self._screen_points.ucb(f, self.beta.sqrt())
+        sobol = SobolEngine(self.n_dims, scramble=True, seed=int(torch.randint(0, 2**31, (1,), generator=self.generator)))
+        raw = sobol.draw(self.raw_samples).to(self.device, dtype).expand(self.n_instances, -1, -1)
         best = f.X[rows, f.Y.argmax(1)].to(dtype)
         noise = torch.randn(self.n_instances, 16, self.n_dims, generator=self.generator, dtype=torch.float64)
         local = keep_in_space(best[:, None] + 0.05 * noise.to(self.device, dtype), self.periodic)
-        raw = torch.cat([sobol, local], 1)
-        values = torch.cat([sobol_values, self._ucb(local, context)], 1)
+        raw = torch.cat([raw, local], 1)
+        values = self._ucb(raw, context)
         top = values.topk(self.restarts, dim=1)
         return raw.gather(1, top.indices.unsqueeze(-1).expand(-1, -1, self.n_dims)), top.values
 
@@ -311,7 +306,7 @@ class BOExaminer(HistoryMixin):
         return {**self._history_state(), "rng": self.generator.get_state(),
                 "hyperparameters": self.hyperparameters, "last_fit_size": self.last_fit_size,
                 "n_fits": self.n_fits, "failed_fits": self.failed_fits, "restart_wins": self.restart_wins.clone(),
-                "seconds": dict(self.seconds), "screen_seed": self.screen_seed}
+                "seconds": dict(self.seconds)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._load_history(state)
@@ -321,12 +316,9 @@ class BOExaminer(HistoryMixin):
         self.n_fits, self.failed_fits = int(state.get("n_fits", 0)), int(state.get("failed_fits", 0))
         self.restart_wins = state.get("restart_wins", torch.zeros(self.restarts, dtype=torch.long)).clone()
         self.seconds.update(state.get("seconds", {}))
-        self.screen_seed = int(state.get("screen_seed", 0))
         self._factor = GrowingFactor(self.n_instances, self.device, self.acquisition_dtype, self.periodic)
-        self._screen_points = FixedScreen(self.raw_samples, self.n_dims)
-        if self.hyperparameters is not None:  # replay the factor and the screen exactly as they were grown
+        if self.hyperparameters is not None:  # replay the factor exactly as it was grown
             self._factor.reset(*self._hyper_tensors(), self.X[:, : self.last_fit_size], self.Y[:, : self.last_fit_size])
-            self._screen_points.reset(self._factor, self.screen_seed)
 
 
 def _hyper_state(model) -> dict[str, Tensor]:

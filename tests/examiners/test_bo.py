@@ -6,7 +6,6 @@ import logging
 
 import pytest
 import torch
-from torch import Tensor
 
 from advaudit.examiners.bo import BOExaminer
 
@@ -96,40 +95,3 @@ def test_bo_runs_its_gp_batch_on_cuda() -> None:
     assert examiner._factor.inverse.device.type == "cuda"
     u = examiner.ask()
     assert u.shape == (N, 1, D) and u.device.type == "cpu"
-
-
-def test_the_grown_screen_scores_its_points_as_a_fresh_product_does() -> None:
-    """The Sobol screen's UCB, grown one row per observation between refits, equals the full product's
-    (``_ucb``) on the same points, in float64 to rounding; a refit draws new points."""
-    examiner = _fed(15, fit_maxiter=5, acquisition_dtype="float64")
-    first = examiner._screen_points.points.clone()
-    extra = torch.rand(N, 7, D, generator=torch.Generator().manual_seed(5))
-    for i in range(7):
-        examiner.tell(extra[:, i: i + 1].float(), torch.sin(4 * extra[:, i: i + 1]).sum(-1))
-        examiner._factor.extend_to(examiner.X, examiner.Y)
-        points, values = examiner._screen_points.ucb(examiner._factor, examiner.beta.sqrt())
-        assert torch.allclose(values, examiner._ucb(points, examiner._factor.context()), rtol=0, atol=1e-9)
-    assert examiner._screen_points.n == 22 and torch.equal(points, first)  # held fixed between refits
-    examiner.hyperparameters = None  # force a refit
-    examiner._sync_posterior()
-    assert not torch.equal(examiner._screen_points.points, first)
-
-
-def test_bo_resumes_to_the_same_proposals() -> None:
-    """Stopped between refits and resumed from its state, BO proposes what the uninterrupted one does."""
-    def objective(u: Tensor) -> Tensor:
-        return torch.sin(5 * u).sum(-1)
-
-    whole, resumed = BOExaminer(N, D, seed=3, fit_maxiter=5), None
-    proposals = []
-    for step in range(30):
-        if step == 17:  # 17 > the refit at 13: the screen is replayed, then grown
-            resumed = BOExaminer(N, D, seed=3, fit_maxiter=5)
-            resumed.load_state_dict(whole.state_dict())
-        u = whole.ask()
-        whole.tell(u, objective(u))
-        if resumed is not None:
-            v = resumed.ask()
-            resumed.tell(v, objective(v))
-            proposals.append((u, v))
-    assert all(torch.equal(u, v) for u, v in proposals)

@@ -213,14 +213,14 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     configure_threads(int(spec["threads"]))
     timers = Timers()
     install_timers(timers)
-    rss_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    rss_start = _peak_rss_gib()
     cfg = compose_config("examine", [f"target={_flow(spec['block'])}", *spec["overrides"]], Path(spec["out"]))
     if spec["device"] == "cuda":
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
     summary = examine(cfg)
     wall = time.perf_counter() - start
-    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    peak_rss = _peak_rss_gib()
     record = {k: spec[k] for k in ("model", "world", "examiner")}
     record.update({"wall_s": wall, "parts_s": timers.seconds, "forward_batches": sorted(set(timers.batches)),
                    "forward_calls": len(timers.batches), "images_forward": sum(timers.batches),
@@ -236,6 +236,14 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     record["bare_forward_s_per_image"] = bare_forward(spec["block"], batch, spec["device"])
     record["bare_batch"] = batch
     return record
+
+
+def _peak_rss_gib() -> float:
+    """This process's peak resident memory (``VmHWM``: unlike ``ru_maxrss``, not inherited across exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def _queries(summary: dict[str, Any], spec: dict[str, Any]) -> int:

@@ -29,10 +29,9 @@ from advaudit.worlds.transforms import TransformWorld
 
 log = logging.getLogger(__name__)
 
-#: the packaged judge's architecture: a plain conv net with batch norm sized for 28 px (two blocks of
-#: conv-BN-ReLU x2 and max-pool, 16 and 32 channels), many times faster per epoch on a CPU than a ResNet-18
-JUDGE_ARCH = "advaudit.models.nets.SmallCNN"
-JUDGE_PARAMS: dict[str, Any] = {"channels": [16, 32], "hidden": 128, "dropout": 0.25}
+#: the packaged judge's architecture (a ResNet-18 of width 16); any other with ``arch``/``arch_params``
+JUDGE_ARCH = "advaudit.models.nets.resnet18"
+JUDGE_PARAMS: dict[str, Any] = {"width": 16}
 
 
 def render_random(world: TransformWorld, images: Tensor, labels: Tensor, generator: torch.Generator) -> Tensor:
@@ -55,7 +54,7 @@ def augmented_logits(target: TorchTarget, world: TransformWorld, images: Tensor,
 
 def train_transform_judge(world: TransformWorld, out: str | Path, seed: int = 0, epochs: float = 2.0,
                           arch: str = JUDGE_ARCH, arch_params: dict[str, Any] | None = None,
-                          batch_size: int = 256, lr: float = 0.003) -> dict[str, Any]:
+                          batch_size: int = 128, lr: float = 0.002) -> dict[str, Any]:
     """Train ``arch`` (a dotted path, default :data:`JUDGE_ARCH` with :data:`JUDGE_PARAMS`) on ``world``'s
     training images under fresh random conditions, ``epochs`` passes (fractions allowed), Adam with a
     one-cycle (cosine) schedule; save ``out`` (a target.pt).

@@ -7,7 +7,7 @@ import torch
 from advaudit.config.schemas import ValidityConf
 from advaudit.data.fashion_mnist import CLASS_NAMES, FashionMNISTDataModule
 from advaudit.models import load_target
-from advaudit.worlds.transforms import JUDGE_BOX, REFERENCE_JUDGE, TransformWorld
+from advaudit.worlds.transforms import JUDGE_BOX, REFERENCE_JUDGE, REFERENCE_MIN_PROB, TransformWorld
 from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, reference_path
 
 
@@ -30,6 +30,13 @@ def test_transform_world_names_its_packaged_judge_only_where_the_judge_was_train
     assert _world(dataset={"classes": ["trouser", "bag"]}).reference_judge() is None
     assert REFERENCE_CHECK in ValidityJudge(_world(), ValidityConf()).checks
     assert REFERENCE_CHECK not in ValidityJudge(_world(factors={"rotation": [-180, 180]}), ValidityConf()).checks
+
+
+def test_the_check_holds_the_judge_at_the_worlds_own_threshold_unless_the_user_sets_one() -> None:
+    # catches: ShapeWorld's 0.99 applied to Fashion-MNIST views, or the user's setting overridden
+    assert 0.5 <= REFERENCE_MIN_PROB <= 0.99
+    assert ValidityJudge(_world(), ValidityConf()).min_prob == REFERENCE_MIN_PROB
+    assert ValidityJudge(_world(), ValidityConf(reference_min_prob=0.7)).min_prob == 0.7
 
 
 def test_the_packaged_judge_loads_as_plain_data_and_names_random_views_of_the_default_box() -> None:

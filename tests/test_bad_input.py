@@ -101,7 +101,7 @@ def cases(f: dict[str, Path]) -> dict[str, tuple[str, list[str], str]]:
         "unknown_fixed_factor": ("examine.py", ["audit.fixed_random=[sun_angle]", t], "audit.fixed_random"),
         "random_selection_without_n": ("examine.py", ["audit.selection=random", t], "audit.n_instances"),
         "rl_negative_lr": ("examine.py", ["examiner=rl", "examiner.lr=-1", t], "examiner.lr"),
-        "precision_not_a_choice": ("examine.py", ["precision=8", t], "precision=8"),
+        "precision_not_a_choice": ("examine.py", ["precision=8", t], "precision='8'"),
         "fp16_on_the_cpu": ("examine.py", ["device=cpu", "precision=16", t], "precision=16"),
         **({} if torch.cuda.is_available() else {"cuda_without_a_gpu": ("examine.py", ["device=cuda", t], "device=cuda")}),
         "pool_size_zero": ("examine.py", [*search, "audit.pool_size=0"], "audit.pool_size"),

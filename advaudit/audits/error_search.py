@@ -12,7 +12,7 @@
 4. The paper's measures per query count (SDR, errors found, spread, Bansal & Weld's coverage
    utility, confidence of the queried items), averaged over the pools, the oracle ceiling, plots, a
    report, and W&B. Pools of one run overlap: intervals come from independent replications
-   (``benchmarks/error_search_replications.py``), never from these pools.
+   (``benchmarks/error_search/error_search_replications.py``), never from these pools.
 """
 
 from __future__ import annotations

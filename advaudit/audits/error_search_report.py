@@ -102,7 +102,7 @@ def _markdown(results: dict[str, dict[str, Any]], summary: dict[str, Any], prima
     lines = [f"# Error search: {primary}", "",
              f"{summary['search/eligible']} eligible items" + (f" ({errors} errors)" if errors is not None else "") + ", "
              f"{summary['search/replications']} pools of {summary['search/pool_size']}, budget {budget}. Means over the "
-             "pools of this run (they overlap: no interval here; see benchmarks/error_search_replications.py). "
+             "pools of this run (they overlap: no interval here; see benchmarks/error_search/error_search_replications.py). "
              "Spread: lower is better.", "",
              "| method | " + " | ".join(f"SDR@{k}" for k in marks) + f" | errors@{budget} | spread@{budget} | "
              f"coverage@{budget} | queried confidence |",

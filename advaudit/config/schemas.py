@@ -400,13 +400,13 @@ class RLExaminerConf:
     1e-3, batch 32); one policy update per q=32 queries: the paper's "T iterations" = T updates = 32*T
     queries.
 
-    Choice of baseline and lr, measured (benchmarks/rl_concentration_synthetic.py, docs/results/worst-case.md: a
+    Choice of baseline and lr, measured (benchmarks/worst_case/rl_concentration_synthetic.py, docs/results/worst-case.md: a
     planted region of 1/3 volume on one of 9 factors, 10 instances, 2 seeds): share of the last 2
     updates' proposals in the region after 100 updates: ema 0.55, batch_mean 0.54, none 0.37 (lr 0.001);
     ema 1.00, batch_mean 1.00, none 0.99 (lr 0.01); after 250 updates all reach 0.97-1.00. A baseline
     (ema or batch_mean: equal within the intervals) doubles the early progress over none, so ema stays
     the default (resumable state). With budgets under ~250 updates use examiner.lr=0.01
-    (benchmarks/planted_weakness.sh does).
+    (benchmarks/worst_case/planted_weakness.sh does).
     """
 
     _target_: str = "advaudit.examiners.rl.RLExaminer"

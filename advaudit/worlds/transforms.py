@@ -37,7 +37,7 @@ GEOMETRIC = [Factor("rotation", -30.0, 30.0, "deg", 360.0), Factor("translate_x"
 COLOUR = [Factor("hue", -0.1, 0.1, "turn", 1.0), Factor("saturation", 0.5, 1.5, "x")]
 BLUR_RADIUS = 3
 # TransformWorld's reference judge for the built-in Fashion-MNIST, the validity check's
-# ``audit.validity.reference=world`` there: a ResNet-18 (width 16) trained by benchmarks/transform_judge.py
+# ``audit.validity.reference=world`` there: a ResNet-18 (width 16) trained by benchmarks/worst_case/transform_judge.py
 # (advaudit.worlds.transform_judge, seed 0) on fresh random views of JUDGE_BOX; in the check wherever a
 # world shows Fashion-MNIST's ten classes at 28 px within that box (wider than the default's photometric
 # bounds above; docs/results/transform-world.md). Test accuracy 0.850; 0.830 on random default-box views.
@@ -45,7 +45,7 @@ REFERENCE_JUDGE = Path(__file__).with_name("transforms_reference_judge.pt")
 # The reference judge's threshold in this world (used where ``audit.validity.reference_min_prob`` is unset):
 # the true class at calibrated probability >= REFERENCE_MIN_PROB. 0.99 is the measured default
 # (docs/results/transform-world.md); a lower one fits Fashion-MNIST's ambiguous upper-body classes better
-# (benchmarks/transform_criterion.py) but is not yet measured on examinations' worst cases.
+# (benchmarks/worst_case/transform_criterion.py) but is not yet measured on examinations' worst cases.
 REFERENCE_MIN_PROB = 0.99
 JUDGE_DATASET = ("FashionMNISTDataModule", ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt",
                                             "sneaker", "bag", "ankle-boot"], (1, 28, 28))

@@ -36,7 +36,7 @@ TABLE1_FACTORS = [
 # blobs); the validity check's size rule (audit.validity.min_extent) does the rest. On a control
 # target, an independent strong judge still names 0.55 of BO's worst cases under Table 1 with distance
 # [1.5, 4] m, 0.875 in this box with the size check alone and all 120 with the reference judge below in
-# the check at 0.99 (benchmarks/label_kept.py, benchmarks/rejudge.py, docs/results/worst-case.md).
+# the check at 0.99 (benchmarks/worst_case/label_kept.py, benchmarks/worst_case/rejudge.py, docs/results/worst-case.md).
 # The paper's bounds: ``world=shapes_table1``.
 LABEL_KEEPING_BOUNDS = {"camera_elevation": (-60.0, 60.0), "camera_distance": (1.5, 3.5), "sun_energy": (1.0, 5.0)}
 DEFAULT_FACTORS = [Factor(f.name, *LABEL_KEEPING_BOUNDS[f.name], f.unit, f.period) if f.name in LABEL_KEEPING_BOUNDS

@@ -1,0 +1,97 @@
+"""A user's own recipe, trained outside advaudit: the same small CNN on Fashion-MNIST with and without random
+rotations in [-30, 30] degrees, saved as plain state_dicts with a target block each (what a user brings).
+
+    PYTHONPATH=. .venv/bin/python benchmarks/compare/rotation_pair.py --out outputs/rotation_pair --seeds 0 1 2 --epochs 3
+
+writes ``<out>/<plain|rot>_s<seed>/{weights.pt, accuracy.json}`` and the target block of each as an experiment
+file ``<out>/conf/experiment/<plain|rot>_s<seed>.yaml``, so that
+``examine.py --config-dir <out>/conf -m experiment=plain_s0,rot_s0 world=transforms examiner=rl`` audits both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from advaudit.data.fashion_mnist import CLASS_NAMES, DEFAULT_ROOT, read_idx
+from tests.models.user_models import SmallNet
+
+
+def fashion_mnist(split: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Images ``[N, 1, 28, 28]`` in [0, 1] and labels ``[N]`` read as a user would, straight from the idx files."""
+    prefix = "train" if split == "train" else "t10k"
+    x = torch.tensor(read_idx(Path(DEFAULT_ROOT) / f"{prefix}-images-idx3-ubyte.gz"), dtype=torch.float32) / 255
+    y = torch.tensor(read_idx(Path(DEFAULT_ROOT) / f"{prefix}-labels-idx1-ubyte.gz"), dtype=torch.long)
+    return x.unsqueeze(1), y
+
+
+def rotate(batch: torch.Tensor, degrees: float = 30.0) -> torch.Tensor:
+    """Each image of ``batch`` ``[B, 1, H, W]`` turned by its own angle, uniform in [-degrees, degrees] (zeros outside)."""
+    angle = (torch.rand(len(batch)) * 2 - 1) * degrees * torch.pi / 180
+    cos, sin, zero = angle.cos(), angle.sin(), torch.zeros(len(batch))
+    theta = torch.stack([torch.stack([cos, -sin, zero], 1), torch.stack([sin, cos, zero], 1)], 1)
+    grid = F.affine_grid(theta, list(batch.shape), align_corners=False)
+    return F.grid_sample(batch, grid, align_corners=False)
+
+
+def train_one(augment: bool, seed: int, epochs: int, width: int) -> SmallNet:
+    """Plain PyTorch: Adam, batch 128, ``epochs`` passes; rotations drawn per image when ``augment``."""
+    torch.manual_seed(seed)
+    x, y = fashion_mnist("train")
+    model = SmallNet(classes=10, width=width)
+    optimiser = torch.optim.Adam(model.parameters(), lr=2e-3)
+    for _ in range(epochs):
+        order = torch.randperm(len(x))
+        for start in range(0, len(x), 128):
+            index = order[start:start + 128]
+            batch = x[index]
+            if augment:
+                batch = rotate(batch)
+            loss = F.cross_entropy(model(batch), y[index])
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+    return model.eval()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--width", type=int, default=16)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    x_test, y_test = fashion_mnist("test")
+    for seed in args.seeds:
+        for name, augment in (("plain", False), ("rot", True)):
+            folder = args.out / f"{name}_s{seed}"
+            if (folder / "accuracy.json").exists():
+                continue
+            started = time.perf_counter()
+            model = train_one(augment, seed, args.epochs, args.width)
+            with torch.no_grad():
+                accuracy = float((model(x_test).argmax(1) == y_test).float().mean())
+            folder.mkdir(parents=True, exist_ok=True)
+            torch.save(model.state_dict(), folder / "weights.pt")
+            block = {"target": {"model": {"_target_": "tests.models.user_models.SmallNet", "classes": 10,
+                                          "width": args.width},
+                                "path": str((folder / "weights.pt").resolve()), "class_names": CLASS_NAMES,
+                                "input_shape": [1, 28, 28], "normalization": "model", "name": name,
+                                "dataset": "fashion_mnist"}}
+            experiment = args.out / "conf" / "experiment" / f"{name}_s{seed}.yaml"   # examine.py --config-dir <out>/conf
+            experiment.parent.mkdir(parents=True, exist_ok=True)
+            experiment.write_text("# @package _global_\n" + json.dumps(block, indent=1))   # JSON is YAML
+            (folder / "accuracy.json").write_text(json.dumps({"test_accuracy": accuracy, "seed": seed,
+                                                              "rotated": augment, "epochs": args.epochs,
+                                                              "seconds": time.perf_counter() - started}))
+            print(f"{name} seed {seed}: test accuracy {accuracy:.3f} ({time.perf_counter() - started:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Render throughput of the worlds (renders/s), median of repeats.
+
+``--baseline REV`` also times ShapeWorld with ``advaudit/worlds/shapes/renderer.py`` as it was at git
+revision ``REV``, interleaved repeat by repeat with the current renderer in the same process (so
+both see the same machine load), and prints the ratio.
+
+    .venv/bin/python benchmarks/worlds/render_speed.py [--threads 2] [--batch 2000] [--device cpu] [--baseline main]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+import advaudit.worlds.shapes.world as shapes_world
+from advaudit.data.fashion_mnist import FashionMNISTDataModule
+from advaudit.runtime import configure_threads
+from advaudit.worlds.shapes import ShapeWorld
+from advaudit.worlds.transforms import TransformWorld
+import sys
+from pathlib import Path
+sys.path[:0] = [str(p) for p in Path(__file__).resolve().parents[1].iterdir() if p.is_dir()]  # benchmarks/*/
+from revision import package_module_at_revision  # benchmarks/ is on sys.path
+
+
+def timed_render(world, batch: int, device: str) -> Callable[[], float]:
+    """A function that renders ``batch`` random scenes once and returns the seconds it took."""
+    z = world.instances("test")
+    z = z.subset(torch.arange(batch, device=z.labels.device) % len(z))
+    s = world.random_conditions(batch, 1, torch.Generator().manual_seed(0)).to(device)
+    world.render(z, s)  # warm-up
+
+    def once() -> float:
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        world.render(z, s)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    return once
+
+
+def with_renderer(render_scenes: Callable, once: Callable[[], float]) -> Callable[[], float]:
+    """``once`` run with ShapeWorld drawing through ``render_scenes`` instead of the current renderer."""
+
+    def run() -> float:
+        current = shapes_world.render_scenes
+        shapes_world.render_scenes = render_scenes
+        try:
+            return once()
+        finally:
+            shapes_world.render_scenes = current
+
+    return run
+
+
+def interleaved_rates(runs: dict[str, Callable[[], float]], batch: int, repeats: int) -> dict[str, float]:
+    """Renders/s per run (median of ``repeats``), the runs alternating within each repeat."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, once in runs.items():
+            times[name].append(once())
+    return {name: batch / statistics.median(t) for name, t in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--batch", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--baseline", default=None, help="git revision of renderer.py to time as well (same run)")
+    parser.add_argument("--sizes", default="32,64")
+    args = parser.parse_args()
+    threads = configure_threads(args.threads)
+    baseline = (package_module_at_revision("advaudit.worlds.shapes.renderer", args.baseline).render_scenes
+                if args.baseline else None)
+    head = f"renders/s (batch {args.batch}, {threads} threads, {args.device})"
+    print(f"| world | size | shadows | {head} |" + (f" {args.baseline} | speed-up |" if baseline else ""))
+    print("|---|---|---|---|" + ("---|---|" if baseline else ""))
+    for size in (int(x) for x in args.sizes.split(",")):
+        for shadows in (True, False):
+            world = ShapeWorld(image_size=size, shadows=shadows, device=args.device)
+            runs = {"current": timed_render(world, args.batch, args.device)}
+            if baseline:
+                runs["baseline"] = with_renderer(baseline, timed_render(world, args.batch, args.device))
+            rates = interleaved_rates(runs, args.batch, args.repeats)
+            line = f"| ShapeWorld | {size} | {shadows} | {rates['current']:,.0f} |"
+            if baseline:
+                line += f" {rates['baseline']:,.0f} | {rates['current'] / rates['baseline']:.2f}x |"
+            print(line, flush=True)
+    world = TransformWorld(FashionMNISTDataModule(limit={"train": 100}), device=args.device)
+    rate = interleaved_rates({"t": timed_render(world, args.batch, args.device)}, args.batch, args.repeats)["t"]
+    print(f"| TransformWorld (Fashion-MNIST) | 28 | - | {rate:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -78,7 +78,7 @@ def test_the_primary_verdict_and_a_confirmed_region_in_the_planted_factor_find_t
     assert [p.how for p in findings.located] == ["confirmed", "per fifth"]
     lines = summary_lines(findings, Path("/x"), "demo-x")
     assert len(lines) == 5 and "1.0 points apart" in lines[0]
-    assert lines[1].startswith("The comparison's answer (primary question: each examiner's E_T): roll_narrowed is "
+    assert lines[1].startswith("The comparison's answer (each examiner's primary question, as its config declares it): roll_narrowed is "
                                "weaker. RL: rl answer: weaker. BO: bo answer: none.")
     assert "Conflicting" not in lines[1]
     assert lines[2].startswith("Where: In camera_roll roll_narrowed/target is weaker (held out). roll_narrowed/target "

@@ -38,7 +38,7 @@ def answer_line(findings: Findings) -> str:
             text += " Conflicting: " + " ".join(answer.conflicts)
         parts.append(text)
     named = {a.weaker for a in findings.answers if a.status == "weaker"}
-    head = ("The comparison's answer (primary question: each examiner's E_T): "
+    head = ("The comparison's answer (each examiner's primary question, as its config declares it): "
             + (f"{findings.weaker} is weaker. " if findings.weaker else
                "the examiners disagree. " if len(named) > 1 else "no verdict. "))
     return head + " ".join(parts)

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import advaudit.config  # noqa: F401  (registers the dataset schemas a block's `dataset: <name>` composes from)
 from advaudit.errors import require
 from advaudit.models.imported.command import parse_block
-from advaudit.models.imported.store import load_any_target
+from advaudit.models.io import load_any_target
 from advaudit.runtime import resolve_device
 
 #: file endings read as a YAML file holding a target block (as for ``advaudit import``)

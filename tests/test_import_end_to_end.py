@@ -173,7 +173,7 @@ def compose_datamodule() -> Any:
 
 
 def examine_probs(block: dict[str, Any], dm: Any) -> torch.Tensor:
-    from advaudit.models.imported.store import load_block_target
+    from advaudit.models.io import load_block_target
 
     return load_block_target(block).predict_proba(dm.split("test").x)
 

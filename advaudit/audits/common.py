@@ -11,7 +11,7 @@ from advaudit.data.base import ArrayDataModule
 from advaudit.errors import AdvauditError, require
 from advaudit.models import Target
 from advaudit.models.classes import align_target
-from advaudit.models.imported.store import load_any_target
+from advaudit.models.io import load_any_target
 from advaudit.models.precision import configure_target, device_problem
 from advaudit.runtime import resolve_device
 

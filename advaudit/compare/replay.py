@@ -28,7 +28,7 @@ from advaudit.compare.breakdowns import worst_conditions
 from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric, run_value
 from advaudit.errors import require
-from advaudit.models.imported.store import load_any_target
+from advaudit.models.io import load_any_target
 from advaudit.worlds import build_world, fit_target_to_world
 
 

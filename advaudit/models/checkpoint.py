@@ -14,12 +14,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from advaudit.errors import AdvauditError
 from advaudit.files import describe_path, sniff
-from advaudit.models.imported.formats import FileKind, how_to_audit, identify, payload_kind
+from advaudit.models.formats import FileKind, how_to_audit, identify, payload_kind
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -96,60 +95,3 @@ def _first_line(error: BaseException) -> str:
     """The first line of an error's text, without terminal colour codes (torch's messages carry them)."""
     text = _ANSI.sub("", str(error)).strip()
     return text.splitlines()[0][:200] if text else type(error).__name__
-
-
-# -- scikit-learn estimators as plain data --------------------------------------------------------
-def storable_estimators() -> dict[str, type]:
-    """The scikit-learn classes a target file may hold, by class name (rebuilt from plain data)."""
-    from sklearn.linear_model import LogisticRegression  # scikit-learn is slow to import; only this path needs it
-    from sklearn.svm import SVC
-
-    return {"SVC": SVC, "LogisticRegression": LogisticRegression}
-
-
-def estimator_to_state(estimator: Any) -> dict[str, Any]:
-    """A fitted estimator's attributes as plain data + tensors (numpy arrays become tensors)."""
-    name = type(estimator).__name__
-    if name not in storable_estimators():
-        raise AdvauditError(f"cannot store a {name}; supported black boxes: {sorted(storable_estimators())}")
-    return {"class": name, "attributes": {k: _encode(v) for k, v in vars(estimator).items()}}
-
-
-def state_to_estimator(state: dict[str, Any]) -> Any:
-    """Rebuild an estimator stored by :func:`estimator_to_state` (whitelisted classes only)."""
-    classes = storable_estimators()
-    if state.get("class") not in classes:
-        raise AdvauditError(f"checkpoint holds an unsupported estimator {state.get('class')!r}")
-    cls = classes[state["class"]]
-    estimator = cls.__new__(cls)
-    estimator.__dict__.update({k: _decode(v) for k, v in state["attributes"].items()})
-    return estimator
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        if value.dtype == object:
-            return {"__list__": [_encode(v) for v in value.tolist()]}
-        return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(value))}
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (list, tuple)):
-        return {"__tuple__" if isinstance(value, tuple) else "__list__": [_encode(v) for v in value]}
-    if isinstance(value, dict):
-        return {"__dict__": {k: _encode(v) for k, v in value.items()}}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    raise AdvauditError(f"cannot store estimator attribute of type {type(value).__name__}")
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        if "__ndarray__" in value:
-            return value["__ndarray__"].numpy()
-        if "__list__" in value:
-            return [_decode(v) for v in value["__list__"]]
-        if "__tuple__" in value:
-            return tuple(_decode(v) for v in value["__tuple__"])
-        if "__dict__" in value:
-            return {k: _decode(v) for k, v in value["__dict__"].items()}
-    return value

@@ -22,7 +22,7 @@ from torch.nn.utils import spectral_norm
 
 from advaudit.errors import AdvauditError
 from advaudit.models.checkpoint import load_checkpoint, save_checkpoint
-from advaudit.models.io import require_meta
+from advaudit.models.formats.own import require_meta
 
 
 def architecture(params: Mapping[str, Any]) -> dict[str, int]:

@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from advaudit.confutil import named_object, plain, refuse_unknown_arguments, split_target_block
 from advaudit.errors import require
 from advaudit.models.calibration import expected_calibration_error
-from advaudit.models.checkpoint import storable_estimators
+from advaudit.models.formats.own import storable_estimators
 from advaudit.models.datamodule import TrainingData
 from advaudit.models.io import save_target
 from advaudit.models.target import SklearnTarget

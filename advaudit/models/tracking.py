@@ -21,7 +21,7 @@ from advaudit.core.naming import short_name
 from advaudit.core.wandb_run import LoggedRun, NullRun, resolved_config, run_tags, wandb_settings
 from advaudit.errors import AdvauditError
 from advaudit.models.checkpoint import load_checkpoint
-from advaudit.models.imported.formats import identify
+from advaudit.models.formats import identify
 from advaudit.models.imported.spec import file_sha256
 from advaudit.models.imported.store import trust_record
 

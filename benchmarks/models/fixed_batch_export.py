@@ -25,8 +25,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from advaudit.models.imported.exported import FixedBatch  # noqa: E402
-from advaudit.models.imported.store import load_block_target  # noqa: E402
+from advaudit.models.formats.export import FixedBatch  # noqa: E402
+from advaudit.models.io import load_block_target  # noqa: E402
 from advaudit.runtime import configure_threads  # noqa: E402
 
 NAMES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "boot"]

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from advaudit.confutil import override_value  # noqa: E402
 from advaudit.models import TorchTarget, load_target, save_target  # noqa: E402
-from advaudit.models.imported.store import import_target, load_block_target  # noqa: E402
+from advaudit.models.imported.store import import_target  # noqa: E402
+from advaudit.models.io import load_block_target  # noqa: E402
 from advaudit.models.nets import build_net  # noqa: E402
 from advaudit.runtime import configure_threads  # noqa: E402
 from advaudit.worlds.shapes import ShapeWorld  # noqa: E402

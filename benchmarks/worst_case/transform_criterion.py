@@ -27,7 +27,7 @@ from torch import Tensor
 
 from advaudit.data.fashion_mnist import FashionMNISTDataModule
 from advaudit.models import load_target
-from advaudit.models.imported.store import load_block_target
+from advaudit.models.io import load_block_target
 from advaudit.worlds.protocol import Instances
 from advaudit.worlds.transforms import TransformWorld
 

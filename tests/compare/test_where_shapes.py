@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from advaudit.compare import compare_runs
-from advaudit.models.imported.store import load_any_target
+from advaudit.models.io import load_any_target
 from advaudit.worlds.shapes.world import CLASSES, REFERENCE_JUDGE, ShapeWorld
 from tests.compare.fixtures import write_worst_case
 

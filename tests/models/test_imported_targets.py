@@ -19,9 +19,10 @@ import torch.nn.functional as F
 from advaudit.data.fashion_mnist import FashionMNISTDataModule
 from advaudit.errors import AdvauditError
 from advaudit.models import TorchTarget, load_target, save_target
-from advaudit.models.imported.formats import identify
+from advaudit.models.formats import identify
 from advaudit.models.imported.spec import OTHER_CLASS, parse_target_spec
-from advaudit.models.imported.store import import_target, load_block_target
+from advaudit.models.imported.store import import_target
+from advaudit.models.io import load_block_target
 from tests.models.user_models import LitNet, brightness_votes
 
 FMNIST_NAMES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle-boot"]

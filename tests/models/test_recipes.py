@@ -21,11 +21,12 @@ from advaudit.confutil import locate
 from advaudit.data.sklearn_sets import TabularDataModule
 from advaudit.errors import AdvauditError
 from advaudit.models import load_target as load_target_file
-from advaudit.models.imported.black_box import onnx_bytes
-from advaudit.models.imported.exported import FixedBatch
-from advaudit.models.imported.formats import how_to_audit, identify
+from advaudit.models.formats import how_to_audit, identify
+from advaudit.models.formats.export import FixedBatch
+from advaudit.models.formats.onnx import onnx_bytes
 from advaudit.models.imported.spec import named_dataset, parse_target_spec
-from advaudit.models.imported.store import import_target, load_block_target
+from advaudit.models.imported.store import import_target
+from advaudit.models.io import load_block_target
 
 BREAST_CANCER = ["malignant", "benign"]
 

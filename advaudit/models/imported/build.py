@@ -1,18 +1,16 @@
 """A :class:`~advaudit.models.imported.spec.TargetSpec` -> a ready, verified target.
 
 Code runs only where the spec names it: ``model`` (Hydra ``_target_``), ``lightning_module`` and
-``function``. Files are read without running code (TorchScript, ``torch.export``, ONNX through
-onnxruntime, skops with scikit-learn's safe types), except pickle / joblib files and whole pickled
-modules, which load only with ``trusted: true``. Whatever the source, the target is checked before
-any audit uses it (:func:`~advaudit.models.imported.verify.verify_target`).
+``function``. A file the spec names is loaded by its format's module (:mod:`advaudit.models.formats`),
+without running code (TorchScript, ``torch.export``, ONNX through onnxruntime, skops with
+scikit-learn's safe types), except pickle / joblib files and whole pickled modules, which load only
+with ``trusted: true``. Whatever the source, the target is checked before any audit uses it
+(:func:`~advaudit.models.imported.verify.verify_target`).
 """
 
 from __future__ import annotations
 
-import io
 import logging
-import pickle
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,23 +18,23 @@ import numpy as np
 import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
+from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 from advaudit.confutil import locate
 from advaudit.errors import AdvauditError, one_line, require
+from advaudit.models.calibration import fit_temperature
 from advaudit.models.classes import class_pairing
+from advaudit.models.formats import FileKind, format_of, how_to_audit, identify, lightning, pickled
 from advaudit.models.imported.adapters import ClassMap, InputAdapter, as_scores
-from advaudit.models.imported.black_box import load_skops, onnx_bytes, onnx_predict, sklearn_predict
-from advaudit.models.imported.exported import exported_module
-from advaudit.models.imported.formats import FileKind, how_to_audit, identify
 from advaudit.models.imported.spec import TargetSpec
 from advaudit.models.imported.targets import BlackBoxTarget, ImportedTorchTarget, ModelPipeline
-from advaudit.models.imported.weights import load_weights, read_state_dict, strip_prefix
+from advaudit.models.imported.weights import load_weights, strip_prefix
 
 log = logging.getLogger(__name__)
 
-WEIGHT_FORMATS = ("state_dict", "safetensors", "lightning")
-PICKLE_FORMATS = ("pickle", "joblib", "pickled_module")
+#: file kinds whose model gives probabilities unless ``target.outputs`` says otherwise (with ``skops``)
+PICKLE_FORMATS = tuple(pickled.HINTS)
 
 
 def file_kind(spec: TargetSpec) -> FileKind:
@@ -62,42 +60,20 @@ def build_model(spec: TargetSpec, device: str = "cpu") -> tuple[nn.Module | None
         return None, _function(spec.function), "function"
     path = Path(str(spec.path)).expanduser()
     if spec.source == "lightning_module":
-        return _lightning_module(spec, path), None, "lightning"
+        return lightning.load_module(spec, path), None, "lightning"
     kind = file_kind(spec)
+    fmt = format_of(kind.kind)
     if spec.source == "module":
-        require(kind.kind in WEIGHT_FORMATS, f"target.model takes its weights from a state_dict, safetensors or "
+        require(hasattr(fmt, "read_weights"), f"target.model takes its weights from a state_dict, safetensors or "
                 f"Lightning file, but target.path={path} is {kind.detail}; " + how_to_audit(path, kind))
         module = _built_module(spec.model)
-        state = strip_prefix(read_state_dict(path, kind.kind), module, spec.weights_prefix)
+        state = strip_prefix(fmt.read_weights(path), module, spec.weights_prefix)
         load_weights(module, state, str(path))
         return module.eval(), None, kind.kind
-    return _from_file(spec, path, kind, device)
-
-
-def _from_file(spec: TargetSpec, path: Path, kind: FileKind, device: str) -> tuple[nn.Module | None, Callable | None, str]:
-    if kind.kind == "torchscript":
-        return torch.jit.load(str(path), map_location="cpu").eval(), None, "torchscript"
-    if kind.kind == "export":
-        return exported_module(torch.export.load(str(path)), f"target.path={path}"), None, "export"
-    if kind.kind == "onnx":
-        return None, onnx_predict(onnx_bytes(path), device), "onnx"
-    if kind.kind == "skops":
-        return None, sklearn_predict(load_skops(path.read_bytes(), spec.trusted_types, str(path))), "skops"
-    if kind.kind in PICKLE_FORMATS:
-        require(spec.trusted, f"refusing to unpickle {path}: it is {kind.detail}, and unpickling runs code the file "
-                "names; if you trust the file add target.trusted=true (recorded in the report), or "
-                + how_to_audit(path, kind).replace("audit it with ", "audit it safely by saving it another way: "))
-        obj = _unpickle_trusted(path, kind)
-        if isinstance(obj, nn.Module):
-            return obj.eval(), None, kind.kind
-        require(hasattr(obj, "predict_proba"), f"{path} holds a {type(obj).__name__}, which has neither forward nor "
-                "predict_proba; save a classifier")
-        return None, sklearn_predict(obj), kind.kind
-    if kind.kind in WEIGHT_FORMATS:
-        raise AdvauditError(f"target.path={path} is {kind.detail}: weights without the model that uses them; add "
-                            "target.model={_target_: <the class or builder that made them>, ...} (or "
-                            "target.lightning_module for a .ckpt)")
-    raise AdvauditError(f"target.path={path} is {kind.detail}; " + how_to_audit(path, kind))
+    if not hasattr(fmt, "load"):
+        raise AdvauditError(f"target.path={path} is {kind.detail}; " + how_to_audit(path, kind))
+    module, predict = fmt.load(spec, path, kind, device)
+    return module, predict, kind.kind
 
 
 def _built_module(node: Any) -> nn.Module:
@@ -128,36 +104,6 @@ def _function(node: Any) -> Callable[[Any], Any]:
     return function
 
 
-def _lightning_module(spec: TargetSpec, path: Path) -> nn.Module:
-    cls = locate(spec.lightning_module, "target.lightning_module")
-    require(hasattr(cls, "load_from_checkpoint"), f"target.lightning_module={spec.lightning_module} is not a "
-            "LightningModule class (it has no load_from_checkpoint)")
-    try:
-        module = cls.load_from_checkpoint(str(path), map_location="cpu", weights_only=not spec.trusted)
-    except Exception as error:  # noqa: BLE001 - a refusal of the file's content is the user's to fix
-        text = one_line(error)
-        if "weights_only" in text or "Unsupported global" in text or "Weights only load failed" in text:
-            raise AdvauditError(f"{path} stores hyper-parameters that need code to unpickle; add target.trusted=true "
-                                "if you trust the file, or give target.model={_target_: ...} to build the module and "
-                                "take only its state_dict from the .ckpt") from None
-        raise AdvauditError(f"{spec.lightning_module}.load_from_checkpoint({path}) failed: {text[:300]}") from None
-    return module.eval()
-
-
-def _unpickle_trusted(path: Path, kind: FileKind) -> Any:
-    log.warning("unpickling %s because target.trusted=true: this runs code the file names (%s)", path,
-                ", ".join(kind.classes[:5]) or "unknown")
-    if kind.kind == "pickled_module":
-        return torch.load(path, map_location="cpu", weights_only=False)
-    if kind.kind == "joblib":
-        import joblib  # joblib brings its process pools along; only a trusted joblib file needs it
-
-        return joblib.load(path)
-    with open(path, "rb") as handle:
-        return pickle.load(handle)
-
-
-# -- runtimes that need no code ------------------------------------------------------------------
 # -- the target --------------------------------------------------------------------------------------
 def assemble(module: nn.Module | None, predict: Callable | None, spec: TargetSpec, fmt: str,
              meta_extra: dict[str, Any] | None = None) -> ImportedTorchTarget | BlackBoxTarget:
@@ -207,32 +153,6 @@ def _count_outputs(module: nn.Module | None, predict: Callable | None, adapter: 
     return int(scores.shape[1])
 
 
-def module_to_bytes(module: nn.Module, model_shape: list[int]) -> tuple[str, bytes]:
-    """The user's module as a code-free archive: ``("export", .pt2 bytes)``, else ``("torchscript", bytes)``."""
-    example = torch.rand(3, *model_shape)
-    buffer = io.BytesIO()
-    try:
-        program = torch.export.export(module.eval(), (example,), dynamic_shapes=({0: torch.export.Dim.AUTO},))
-        torch.export.save(program, buffer)
-        return "export", buffer.getvalue()
-    except Exception as error:  # noqa: BLE001 - some modules cannot be exported; tracing is the fallback
-        log.info("torch.export failed (%s); storing a TorchScript trace instead", one_line(error)[:200])
-    buffer = io.BytesIO()
-    try:
-        torch.jit.save(torch.jit.trace(module.eval(), example), buffer)
-    except Exception as error:  # noqa: BLE001
-        raise AdvauditError(f"the model can be neither exported (torch.export) nor traced (torch.jit.trace): "
-                            f"{one_line(error)[:240]}; audit it with a target block instead of importing it") from None
-    return "torchscript", buffer.getvalue()
-
-
-def module_from_bytes(backend: str, data: bytes) -> nn.Module:
-    """The inverse of :func:`module_to_bytes` (and of a stored TorchScript / export file)."""
-    if backend == "export":
-        return exported_module(torch.export.load(io.BytesIO(data)), "the imported target file")
-    return torch.jit.load(io.BytesIO(data), map_location="cpu").eval()
-
-
 def place(target: Any, device: str, channels_last: bool = True) -> Any:
     """``target`` on ``device`` in eval mode (NHWC weights with ``channels_last``); a black box stays as it is."""
     if isinstance(target, torch.nn.Module):
@@ -241,22 +161,18 @@ def place(target: Any, device: str, channels_last: bool = True) -> Any:
     return target
 
 
-def target_from_payload(payload: dict[str, Any], map_location: str = "cpu", trusted_types: list[str] | None = None,
-                        channels_last: bool = True) -> Any:
-    """Rebuild a target written by :func:`advaudit.models.imported.store.import_target` (running no code
-    the file names)."""
-    backend, meta = payload["backend"], payload["meta"]
-    data = payload["program"].numpy().tobytes()
-    adapters = dict(meta.get("adapters") or {})
-    spec = TargetSpec(**{k: v for k, v in adapters.items() if k in {f.name for f in fields(TargetSpec)}})
-    module = predict = None
-    if backend in ("export", "torchscript"):
-        module = module_from_bytes(backend, data)
-    elif backend == "onnx":
-        predict = onnx_predict(data, device=map_location)
-    else:
-        predict = sklearn_predict(load_skops(data, list(trusted_types or []), "the imported target file"))
-    extra = {k: meta[k] for k in ("source", "format", "config", "temperature_fit_on", "adapters", "imported_with") if k in meta}
-    target = assemble(module, predict, spec, str(meta.get("format", backend)), meta_extra=extra)
-    target.temperature.fill_(float(payload.get("temperature", 1.0)))
-    return place(target, map_location, channels_last)
+def calibrate(target: Any, dataset: dict[str, Any]) -> float:
+    """Fit the target's temperature on its dataset's validation split (Guo et al. 2017); returns T."""
+    datamodule = instantiate(OmegaConf.create(dataset))
+    datamodule.setup()
+    split = datamodule.splits.get("val")
+    require(split is not None and len(split) > 0, "target.temperature=calibrate needs a validation split; set "
+            "target.dataset.val_fraction > 0")
+    target.check_input(split.x)
+    with torch.no_grad():
+        logits = torch.cat([target.logits(split.x[i:i + 512].to(target.device)).cpu() for i in range(0, len(split.x), 512)])
+    temperature = fit_temperature(logits, split.y)
+    target.temperature.fill_(temperature)
+    target.meta["temperature_fit_on"] = f"val ({len(split)} items)"
+    log.info("temperature %.3f fitted on %d validation items", temperature, len(split))
+    return temperature

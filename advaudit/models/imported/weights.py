@@ -1,6 +1,6 @@
-"""Weights from a file into the user's module: ``state_dict``, safetensors or a Lightning ``.ckpt``.
+"""Weights into the user's module, whichever format read them (``state_dict``, safetensors, Lightning ``.ckpt``).
 
-Loading is safe (``weights_only=True``; safetensors holds tensors only). Lightning checkpoints keep
+The format modules read the tensors safely (``weights_only=True``; safetensors holds tensors only). Lightning checkpoints keep
 the LightningModule's attribute names in front of every key (``model.conv1.weight`` for a module held
 as ``self.model``): the prefix is taken from ``target.weights_prefix`` or, when unset, found as the one
 leading component whose removal makes the keys those of the module. A mismatch is refused with every
@@ -10,33 +10,19 @@ missing, unexpected and mis-shaped key named.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
-import torch
-from safetensors.torch import load_file
 from torch import Tensor, nn
 
 from advaudit.errors import AdvauditError
 
 
-def read_state_dict(path: str | Path, kind: str) -> dict[str, Tensor]:
-    """The tensors of a ``state_dict`` / ``safetensors`` / ``lightning`` file (nothing unpickled)."""
-    if kind == "safetensors":
-        return dict(load_file(str(path), device="cpu"))
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # noqa: BLE001 - refused as plain data: say how to give weights safely
-        raise AdvauditError(f"{path} cannot be read as plain tensors ({type(error).__name__}); save the weights with "
-                            "torch.save(model.state_dict(), path) or safetensors") from None
-    if isinstance(payload, Mapping):
-        for key in ("state_dict", "model", "model_state_dict"):
-            if isinstance(payload.get(key), Mapping) and not isinstance(payload.get(key), Tensor):
-                payload = payload[key]
-                break
-    tensors = {str(k): v for k, v in dict(payload).items() if isinstance(v, Tensor)} if isinstance(payload, Mapping) else {}
-    if not tensors:
-        raise AdvauditError(f"{path} holds no tensors under a state_dict; save torch.save(model.state_dict(), path)")
-    return tensors
+def weights_without_model(path: Path, kind: Any) -> AdvauditError:
+    """The refusal of a weights file (``kind``: its :class:`~advaudit.models.formats.probe.FileKind`) named
+    without the model that uses them."""
+    return AdvauditError(f"target.path={path} is {kind.detail}: weights without the model that uses them; add "
+                         "target.model={_target_: <the class or builder that made them>, ...} (or "
+                         "target.lightning_module for a .ckpt)")
 
 
 def strip_prefix(state: Mapping[str, Tensor], module: nn.Module, prefix: str | None) -> dict[str, Tensor]:

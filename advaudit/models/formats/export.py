@@ -1,4 +1,6 @@
-"""``torch.export`` archives, whatever batch size they were exported with.
+"""``torch.export`` archives (.pt2): detected by their ``archive_format`` and ``models/*.json`` members,
+loaded without running Python code, stored as the archive's bytes in an advaudit target file, whatever
+batch size they were exported with.
 
 An ``ExportedProgram`` exported with a fixed batch (``torch.export.export(net, (torch.rand(8, ...),))``)
 accepts exactly that many inputs. Loading re-exports its graph with a dynamic batch
@@ -13,16 +15,52 @@ one call at the speed of the module itself. A graph that needs its batch size ru
 
 from __future__ import annotations
 
+import io
 import logging
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from advaudit.errors import one_line, warn
+from advaudit.models.chunks import in_fixed_batches, pad_rows
+from advaudit.models.formats.probe import FileKind, Probe
 from advaudit.models.imported.adapters import as_scores
 
 log = logging.getLogger(__name__)
+
+#: the key an advaudit target file's ``backend`` holds for a program stored in this format
+BACKEND = "export"
+HINTS = {"export": "target={{path: {p}, {common}}} (torch.export: no code needed)"}
+
+
+def detect(probe: Probe) -> FileKind | None:
+    """A ``torch.export`` archive: a zip with an ``archive_format`` member and ``models/*.json``."""
+    names = probe.names or []
+    if any(n.endswith("/archive_format") or n == "archive_format" for n in names) and \
+            any("models/" in n and n.endswith(".json") for n in names):
+        return FileKind("export", "a torch.export archive (.pt2)")
+    return None
+
+
+def load(spec: Any, path: Path, kind: FileKind, device: str) -> tuple[nn.Module, None]:
+    """The exported program in ``path`` as a module taking any batch (on the CPU)."""
+    return exported_module(torch.export.load(str(path)), f"target.path={path}"), None
+
+
+def from_bytes(data: bytes, device: str = "cpu", trusted_types: list[str] | None = None) -> tuple[nn.Module, None]:
+    """The module an advaudit target file stores as ``torch.export`` bytes."""
+    return exported_module(torch.export.load(io.BytesIO(data)), "the imported target file"), None
+
+
+def to_bytes(module: nn.Module, example: Tensor) -> bytes:
+    """``module`` exported on ``example`` ``[B, *model_shape]`` with a dynamic batch, as .pt2 bytes
+    (raises what ``torch.export`` raises)."""
+    program = torch.export.export(module.eval(), (example,), dynamic_shapes=({0: torch.export.Dim.AUTO},))
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
+    return buffer.getvalue()
 
 
 def exported_module(program: Any, source: str = "the torch.export archive") -> nn.Module:
@@ -74,9 +112,7 @@ def with_dynamic_batch(program: Any, shape: list[int]) -> nn.Module | None:
 
 def chunked(module: nn.Module, x: Tensor, batch: int) -> Tensor:
     """``module`` (which takes exactly ``batch`` inputs) on ``x`` ``[B, ...]`` chunk by chunk, the last padded."""
-    pad = (-len(x)) % batch
-    padded = torch.cat([x, x[-1:].expand(pad, *x.shape[1:])]) if pad else x
-    return torch.cat([as_scores(module(padded[i:i + batch])) for i in range(0, len(padded), batch)])[:len(x)]
+    return in_fixed_batches(lambda chunk: as_scores(module(chunk)), x, batch)
 
 
 def _static_input_shape(program: Any) -> list[int] | None:
@@ -114,9 +150,7 @@ class FixedBatch(nn.Module):
         if not self.batched:
             return chunked(self.module, x, self.batch)
         n = len(x)
-        pad = (-n) % self.batch
-        if pad:
-            x = torch.cat([x, x[-1:].expand(pad, *x.shape[1:])])
+        x = pad_rows(x, (-n) % self.batch)
         out = torch.vmap(self._scores)(x.reshape(-1, self.batch, *x.shape[1:]))
         return out.reshape(-1, *out.shape[2:])[:n]
 

@@ -17,7 +17,6 @@ weaknesses rather than failing everywhere.
 from __future__ import annotations
 
 import json
-
 from typing import Any
 
 import numpy as np
@@ -81,7 +80,9 @@ def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
         for t in group.targets:                     # each seed's own file where a label has one per seed
             value = target_value(group, t, seed)
             key = json.dumps(value, sort_keys=True, default=str)
-            targets[t] = loaded[key] if key in loaded else loaded.setdefault(key, load_world_target(value, world))
+            if key not in loaded:
+                loaded[key] = load_world_target(value, world)
+            targets[t] = loaded[key]
         for source in group.targets:
             run = group.run(source, seed)
             if run is None:

@@ -257,13 +257,16 @@ def _queries(summary: dict[str, Any], spec: dict[str, Any]) -> int:
 
 # -- the table ----------------------------------------------------------------------------------------------
 def table(records: list[dict[str, Any]], header: str) -> str:
+    """The Markdown table of ``records`` (one row per run; a peak-GPU-memory column where a run used CUDA)."""
+    cuda = any("peak_cuda_gib" in r for r in records)
     lines = [header, "",
              "| model | world | examiner | queries | queries/s | bare forward queries/s | loop s | forward | render | "
-             "examiner | validity | records | other | non-model share | setup s | report s | peak RSS GiB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "examiner | validity | records | other | non-model share | setup s | report s | peak RSS GiB |"
+             + (" peak CUDA GiB |" if cuda else ""),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if cuda else "")]
     for r in records:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['world']} | {r['examiner']} | failed: {r['error']} |" + " |" * 13)
+            lines.append(f"| {r['model']} | {r['world']} | {r['examiner']} | failed: {r['error']} |" + " |" * (13 + cuda))
             continue
         loop, parts = r["loop_s"], r["parts_s"]
         share = lambda s: f"{100 * s / loop:.1f}%"  # noqa: E731
@@ -273,7 +276,7 @@ def table(records: list[dict[str, Any]], header: str) -> str:
             f"{1 / r['bare_forward_s_per_image']:.2f} (batch {r['bare_batch']}) | {loop:.1f} | "
             + " | ".join(share(parts.get(p, 0.0)) for p in PARTS) + f" | {share(r['other_s'])} | "
             f"**{share(non_model)}** | {parts.get('setup', 0.0):.1f} | {parts.get('report', 0.0):.1f} | "
-            f"{r['peak_rss_gib']:.2f} |")
+            f"{r['peak_rss_gib']:.2f} |" + (f" {r.get('peak_cuda_gib', float('nan')):.2f} |" if cuda else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -307,13 +310,19 @@ def main() -> None:
                     continue  # error search runs over the image folder (the transforms world's data)
                 records.append(_spawn(model, world, examiner, blocks, work, args, size))
                 print(json.dumps(records[-1]), flush=True)
+                write_tables(out, records, args, size, started)  # after every run: a cut-off benchmark keeps its rows
+    print((out / "real_size.md").read_text())
+
+
+def write_tables(out: Path, records: list[dict[str, Any]], args: argparse.Namespace, size: dict[str, Any],
+                 started: float) -> None:
+    """``out/real_size.json`` and ``out/real_size.md`` with the runs finished so far."""
     load = os.getloadavg()
     header = (f"{args.device}, {args.threads} torch thread(s), {platform.processor() or platform.machine()}, "
               f"{os.cpu_count()} cores, load average {load[0]:.1f} at the end; sizes {size}; "
-              f"whole benchmark {time.perf_counter() - started:.0f} s")
+              f"{len(records)} runs in {time.perf_counter() - started:.0f} s")
     (out / "real_size.json").write_text(json.dumps({"machine": header, "records": records}, indent=1))
     (out / "real_size.md").write_text(table(records, header))
-    print(table(records, header))
 
 
 def _spawn(model: str, world: str, examiner: str, blocks: dict[str, Any], work: Path, args: argparse.Namespace,
@@ -330,7 +339,8 @@ def _spawn(model: str, world: str, examiner: str, blocks: dict[str, Any], work: 
         spec["block"] = {**block, "dataset": {"_target_": "advaudit.data.folders.ImageFolderDataModule",
                                               "root": str(work / "images"), "image_size": SIZE, "test_fraction": 0.5}}
     (work / f"{name}_spec.json").write_text(json.dumps(spec))
-    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": f"{ROOT}:{ROOT / 'benchmarks'}"}
+    search_path = os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")]))
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": search_path}
     done = subprocess.run([sys.executable, __file__, "--out", args.out, "--one", str(work / f"{name}_spec.json")],
                           env=env, capture_output=True, text=True)
     if done.returncode != 0:

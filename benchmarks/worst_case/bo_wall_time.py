@@ -54,7 +54,8 @@ def run_arm(name: str, spec: str, args: argparse.Namespace, out: Path, scratch: 
                f"examiner={examiner}", f"target={args.target}", f"audit.budget={args.budget}",
                f"audit.n_instances={args.instances}", f"seed={args.seed}", "threads=1", "logger=none",
                f"hydra.run.dir={run_dir}", *args.overrides, *overrides]
-    env = {**os.environ, "PYTHONPATH": str(code), "OMP_NUM_THREADS": "1", "ADVAUDIT_THREADS": "1"}
+    search_path = os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH", "")]))  # keep the caller's
+    env = {**os.environ, "PYTHONPATH": search_path, "OMP_NUM_THREADS": "1", "ADVAUDIT_THREADS": "1"}
     start = time.perf_counter()
     done = subprocess.run(command, cwd=code, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start

@@ -88,7 +88,7 @@ class TorchTarget(nn.Module):
 
     def predict_proba(self, x: Tensor, calibrated: bool = True, batch_size: int = 2048,
                       context: str | dict[str, Any] = "target") -> Tensor:
-        """Class probabilities ``[B, K]``: ``softmax(logits / T)`` (``T = 1`` if not ``calibrated``).
+        """Class probabilities ``[B, K]`` on ``x``'s device: ``softmax(logits / T)`` (``T = 1`` if not ``calibrated``).
 
         Runs under ``torch.inference_mode`` in batches of ``batch_size``, with the autocast of the audit's
         ``precision`` (:mod:`advaudit.models.precision`; probabilities are float32 either way); raises on
@@ -103,6 +103,7 @@ class TorchTarget(nn.Module):
                 chunk = x[start:start + batch_size].to(self.device)
                 outs.append(torch.softmax(self.logits(chunk).float() / temperature, dim=1))
         probs = torch.cat(outs) if outs else torch.empty(0, self.num_classes)  # outside: an ordinary tensor
+        probs = probs.to(x.device)  # where the inputs are: CPU data indexes CPU tensors with these
         check_finite(probs, context)
         return probs
 

@@ -18,7 +18,7 @@ examination loop. Setup (loading, instance selection) and the final report are t
 each run, the bare forward pass of the same network on the same batch size in the same process.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/scale/real_size.py --device cpu --out /tmp/real_size [--quick] \
-        [--models resnet50,vit_b16] [--worlds shapes,transforms,meshes] [--examiners random,rl,bo,error_search]
+        [--large] [--models resnet50,vit_b16] [--worlds shapes,transforms,meshes] [--examiners random,rl,bo,error_search]
 
 Writes ``DIR/real_size.json`` (one record per run) and ``DIR/real_size.md`` (the table).
 """
@@ -47,7 +47,9 @@ MODELS = {"resnet50": {"_target_": "torchvision.models.resnet50", "num_classes":
                       "num_classes": 1000}}
 # the sizes: (instances, q, queries per instance); error search: images in the folder per class
 SIZES = {"full": {"n": 2, "random": (8, 16), "rl": (8, 16), "bo": (1, 6), "per_class": 4, "mesh_spp": 4},
-         "quick": {"n": 2, "random": (4, 8), "rl": (4, 8), "bo": (1, 3), "per_class": 2, "mesh_spp": 2}}
+         "quick": {"n": 2, "random": (4, 8), "rl": (4, 8), "bo": (1, 3), "per_class": 2, "mesh_spp": 2},
+         # a GPU's batches: 16 instances x 32 proposals = 512 images per step (the CPU sizes leave a GPU idle)
+         "large": {"n": 16, "random": (32, 128), "rl": (32, 128), "bo": (1, 16), "per_class": 8, "mesh_spp": 4}}
 PARTS = ("forward", "render", "examiner", "validity", "records")
 
 
@@ -285,6 +287,7 @@ def main() -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--out", required=True)
     parser.add_argument("--quick", action="store_true", help="the smallest sizes (a smoke run)")
+    parser.add_argument("--large", action="store_true", help="GPU-sized batches (16 instances x 32 proposals)")
     parser.add_argument("--models", default="resnet50,vit_b16")
     parser.add_argument("--worlds", default="shapes,transforms,meshes")
     parser.add_argument("--examiners", default="random,rl,bo,error_search")
@@ -297,7 +300,7 @@ def main() -> None:
         return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    size = SIZES["quick" if args.quick else "full"]
+    size = SIZES["quick" if args.quick else "large" if args.large else "full"]
     work = Path(tempfile.mkdtemp(prefix="real_size_"))
     models = args.models.split(",")
     blocks = write_inputs(work, models, size["per_class"])
@@ -345,7 +348,8 @@ def _spawn(model: str, world: str, examiner: str, blocks: dict[str, Any], work: 
                           env=env, capture_output=True, text=True)
     if done.returncode != 0:
         lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        return {"model": model, "world": world, "examiner": examiner, "error": (lines or ["?"])[-1][:200]}
+        return {"model": model, "world": world, "examiner": examiner, "error": (lines or ["?"])[-1][:200],
+                "stderr_tail": lines[-40:]}
     return json.loads(Path(spec["record"]).read_text())
 
 

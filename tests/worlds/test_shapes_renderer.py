@@ -43,7 +43,7 @@ def test_only_objects_of_several_primitives_cast_shadow_rays() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_renders_on_cuda_like_on_the_cpu() -> None:
     world, z, s = reference_scenes()
-    gpu = type(world)(image_size=world.image_size, shadows=True, device="cuda")
+    gpu = type(world)(image_size=world.image_size, shadows=True, factors=BOX, device="cuda")
     images = gpu.render(z, s.cuda())
     assert images.device.type == "cuda"
     assert float((images.cpu() - world.render(z, s)).abs().gt(2 / 255).float().mean()) <= 5e-3

@@ -49,7 +49,7 @@ MODELS = {"resnet50": {"_target_": "torchvision.models.resnet50", "num_classes":
 SIZES = {"full": {"n": 2, "random": (8, 16), "rl": (8, 16), "bo": (1, 6), "per_class": 4, "mesh_spp": 4},
          "quick": {"n": 2, "random": (4, 8), "rl": (4, 8), "bo": (1, 3), "per_class": 2, "mesh_spp": 2},
          # a GPU's batches: 16 instances x 32 proposals = 512 images per step (the CPU sizes leave a GPU idle)
-         "large": {"n": 16, "random": (32, 128), "rl": (32, 128), "bo": (1, 16), "per_class": 8, "mesh_spp": 4}}
+         "large": {"n": 16, "random": (32, 128), "rl": (32, 128), "bo": (1, 16), "per_class": 40, "mesh_spp": 4}}
 PARTS = ("forward", "render", "examiner", "validity", "records")
 
 

@@ -23,9 +23,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "advaudit"
 # lowest first; a part may import the parts of its own layer (without closing a circle) and of lower
 # layers, never of a higher one. A part is a prefix of module names: the longest that matches counts.
 LAYERS: list[tuple[str, ...]] = [
-    ("advaudit.core", "advaudit.errors", "advaudit.confutil", "advaudit.files", "advaudit.runtime"),
+    ("advaudit.core", "advaudit.errors", "advaudit.confutil", "advaudit.files", "advaudit.runtime", "advaudit.config"),
     ("advaudit.models",),
-    ("advaudit.config",),
     ("advaudit.worlds",),
     ("advaudit.data",),
     ("advaudit.examiners", "advaudit.search", "advaudit.faults"),

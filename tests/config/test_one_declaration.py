@@ -20,9 +20,11 @@ import pytest
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from advaudit.config import validate
+from advaudit.validation import validate
 from advaudit.config.ranges import RANGE, Rule
-from advaudit.config.schemas import KEY_RULES, SCHEMAS, WorldRulesConf
+from advaudit.config.roots import KEY_RULES
+from advaudit.registry import SCHEMAS
+from advaudit.worlds.settings import WorldRulesConf
 from advaudit.errors import AdvauditError
 from tests.conftest import CONF_DIR, compose_config
 

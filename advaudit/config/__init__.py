@@ -8,12 +8,13 @@ dataclass's object.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from advaudit.errors import AdvauditError
+from advaudit.errors import AdvauditError, unknown_keys_message
 
 __all__ = ["typed"]
 
@@ -27,12 +28,17 @@ def typed(schema: type[T], node: Any) -> T:
     (:class:`advaudit.config.ranges.Ranged`).
 
     Raises:
-        AdvauditError: one line for a key the schema does not have or a value of the wrong type.
+        AdvauditError: one line for a key the schema does not have (with the closest one it has) or a
+            value of the wrong type.
     """
     if isinstance(node, schema):
         return node
     where = getattr(schema, "config_path", schema.__name__)
     values = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node or {})
+    fields = [f.name for f in dataclasses.fields(schema)]  # type: ignore[arg-type]
+    unknown = [str(key) for key in values if key not in fields]
+    if unknown:
+        raise AdvauditError(unknown_keys_message(where, unknown, [f for f in fields if not f.startswith("_")]))
     try:
         return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), values))  # type: ignore[return-value]
     except OmegaConfBaseException as error:

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Dict, List, Optional
 
 from advaudit.config.part import Part
 from advaudit.config.ranges import Ranged, ranged
+from advaudit.search.coverage import PAPER_VARIANCE
 
 
 class AttackMethod(str, Enum):
@@ -100,3 +101,55 @@ class GADConf(Part):
     pseudo_model: PseudoModelConf = field(default_factory=PseudoModelConf)
     attack: GADAttackConf = field(default_factory=GADAttackConf)
     lowess: LowessConf = field(default_factory=LowessConf)
+
+
+@dataclass
+class LakkarajuConf(Part, Ranged):
+    """``conf/search/method/lakkaraju.yaml``: UCB1 over k-means clusters
+    (:class:`advaudit.search.baselines.LakkarajuBandit`)."""
+
+    config_group: ClassVar[str] = "search/method"
+    config_path: ClassVar[str] = "search.lakkaraju"
+    schema_name: ClassVar[Optional[str]] = "lakkaraju_schema"
+
+    _target_: str = "advaudit.search.baselines.LakkarajuBandit"
+    _partial_: bool = True  # the audit makes a fresh policy per chunk of pools
+    clusters: int = ranged(10, low=1, integer=True)  # k-means clusters per pool: the bandit's arms
+    exploration: float = ranged(2.0, low=0)  # UCB1's exploration weight
+
+
+@dataclass
+class BansalWeldConf(Part, Ranged):
+    """``conf/search/method/bansal_weld.yaml``: Bansal & Weld's adaptive greedy
+    (:class:`advaudit.search.baselines.BansalWeldCoverage`). ``variance`` is also the coverage utility
+    every method is measured with."""
+
+    config_group: ClassVar[str] = "search/method"
+    config_path: ClassVar[str] = "search.bansal_weld"
+    schema_name: ClassVar[Optional[str]] = "bansal_weld_schema"
+
+    _target_: str = "advaudit.search.baselines.BansalWeldCoverage"
+    _partial_: bool = True  # as LakkarajuConf
+    # the coverage kernel exp(-(d / d_max)^2 / variance); 0.001 in the paper's runs
+    variance: float = ranged(PAPER_VARIANCE, low=0, low_open=True)
+    neighbours: int = ranged(64, low=1, integer=True)  # each item's coverage sums over its nearest items
+    max_k: int = ranged(5, low=4, integer=True)  # the elbow rule's largest k (it compares k = 2..max_k)
+    prior_strength: float = ranged(2.0, low=0, low_open=True)  # weight of the prior 1 - c against a cluster's answers
+    # published: P(error) * U(Q + x) (their code); expected_gain: P(error) * (U(Q + x) - U(Q))
+    score: str = ranged("published", choices=("published", "expected_gain"))
+
+
+@dataclass
+class FacilityLocationsConf(Part, Ranged):
+    """``conf/search/method/facility_locations.yaml``: Maurer & Bennette's facility-locations utility
+    (:class:`advaudit.search.baselines.FacilityLocations`)."""
+
+    config_group: ClassVar[str] = "search/method"
+    config_path: ClassVar[str] = "search.facility_locations"
+    schema_name: ClassVar[Optional[str]] = "facility_locations_schema"
+
+    _target_: str = "advaudit.search.baselines.FacilityLocations"
+    _partial_: bool = True  # as LakkarajuConf
+    alpha: float = ranged(0.5, low=0, high=1)  # weight of found errors' confidence against their spread
+    anchors: int = ranged(128, low=1, integer=True)  # seeded random items per pool the distances sum over
+    ridge: float = ranged(1.0, low=0)  # the logistic meta-model's ridge penalty

@@ -317,3 +317,25 @@ def test_a_world_of_the_users_own_is_held_to_the_world_rules(tmp_path: Path) -> 
     message = _refusal(cfg, "examine")
     for key, rule in rules.items():
         assert (expected := rule.problem(key, bad_value(rule))) in message, f"{expected!r} not in {message!r}"
+
+
+# -- a part's constructor and its settings agree ------------------------------------------------
+#: (callable, argument): a difference kept on purpose. Built from a config a world runs where ``device``
+#: says (``auto``: a GPU when torch sees one); built directly from Python it stays on the CPU.
+SIGNATURE_DIFFERS = {("advaudit.worlds.shapes.ShapeWorld", "device"), ("advaudit.worlds.meshes.MeshWorld", "device"),
+                     ("advaudit.worlds.transforms.TransformWorld", "device")}
+
+
+def test_each_constructor_defaults_to_its_settings() -> None:
+    """A part with a settings dataclass takes its defaults from it: every keyword default of the class its
+    ``_target_`` names is that dataclass's default, or None (meaning: the dataclass's)."""
+    differ = []
+    for target, schema in _schemas_by_target().items():
+        fields = {f.name: _default(f) for f in dataclasses.fields(schema)}
+        for name, parameter in inspect.signature(named_object(target, "conf")).parameters.items():
+            if name not in fields or parameter.default in (inspect.Parameter.empty, None):
+                continue
+            if (target, name) not in SIGNATURE_DIFFERS and not _same(fields[name], parameter.default):
+                differ.append(f"{target}({name}={parameter.default!r}) but {schema.__name__}.{name}={fields[name]!r}")
+    assert not differ, f"constructors default to other values than their settings: {differ}"
+    assert len(_schemas_by_target()) >= 15

@@ -24,7 +24,7 @@ from advaudit.audits.settings import report_budgets_within
 from advaudit.config import known_keys
 from advaudit.config.part import Part
 from advaudit.config.roots import ExamineConf, PathsConf, TrainConf
-from advaudit.examiners.settings import SUPPLIED as EXAMINER_SUPPLIED
+from advaudit.examiners.settings import LABELS as EXAMINER_LABELS, SUPPLIED as EXAMINER_SUPPLIED
 from advaudit.models.nets import SUPPLIED as ARCHITECTURE_SUPPLIED
 
 __all__ = ["SCHEMAS", "PART_KEYS", "register_configs", "schema_of", "settings_modules", "unknown_key_problems",
@@ -36,7 +36,7 @@ PART_PACKAGES = ("audits", "examiners", "worlds", "search", "data", "models")
 _DECLARES = re.compile(r"^\s+schema_name: ClassVar\[", re.M)
 #: by dotted path, a part's block's labels (never passed) and the arguments its caller supplies (never
 #: set in config): an examiner's ``name`` and the worst-case audit's arguments; training's to an architecture
-PART_KEYS = {"examiner": (("name",), EXAMINER_SUPPLIED), "model.arch": ((), ARCHITECTURE_SUPPLIED)}
+PART_KEYS = {"examiner": (EXAMINER_LABELS, EXAMINER_SUPPLIED), "model.arch": ((), ARCHITECTURE_SUPPLIED)}
 
 
 def settings_modules(root: Path = Path(__file__).parent) -> list[str]:

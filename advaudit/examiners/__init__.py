@@ -19,12 +19,9 @@ from omegaconf import OmegaConf
 from advaudit.confutil import plain, refuse_unknown_arguments
 from advaudit.errors import require
 from advaudit.examiners.protocol import Examiner
-from advaudit.examiners.settings import SUPPLIED
+from advaudit.examiners.settings import LABELS, SUPPLIED
 
-__all__ = ["Examiner", "build_examiner", "builtin_examiner", "SUPPLIED"]
-
-#: keys of an examiner block that are not constructor arguments: its label, and Hydra's own
-LABEL_KEYS = ("name",)
+__all__ = ["Examiner", "build_examiner", "builtin_examiner", "LABELS", "SUPPLIED"]
 
 
 def builtin_examiner(name: str, **options: Any) -> dict[str, Any]:
@@ -58,7 +55,7 @@ def build_examiner(examiner_cfg: Any, n_instances: int, n_dims: int, seed: int =
     if "_target_" not in options:
         name = str(options.pop("name", None))
         options = builtin_examiner(name, **options)
-    for key in LABEL_KEYS:
+    for key in LABELS:
         options.pop(key, None)
     target = str(options["_target_"])
     _refuse_unknown(target, options)

@@ -11,6 +11,8 @@ from advaudit.config.ranges import ranged
 
 #: the constructor arguments the worst-case audit supplies to every examiner (never set in its config)
 SUPPLIED = ("n_instances", "n_dims", "seed", "device", "periodic")
+#: keys of an examiner block that are not constructor arguments: its label in reports (never passed)
+LABELS = ("name",)
 
 
 def query_budget(context: Context) -> int | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-import advaudit.config  # noqa: F401  (registers the dataset schemas a block's `dataset: <name>` composes from)
+import advaudit.registry  # noqa: F401  (registers the dataset schemas a block's `dataset: <name>` composes from)
 from advaudit.errors import require
 from advaudit.models.imported.command import parse_block
 from advaudit.models.io import load_any_target

@@ -29,7 +29,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-import advaudit.config  # noqa: F401  (registers the structured-config schemas before Hydra composes)
+import advaudit.registry  # noqa: F401  (registers the structured-config schemas before Hydra composes)
 from advaudit.core.run_records import interruption
 from advaudit.errors import (EXIT_BUG, EXIT_INTERRUPTED, EXIT_USER_ERROR, RunInterrupted, classify)
 

@@ -167,6 +167,8 @@ def refuse_unknown_arguments(where: str, part: str, options: Mapping[str, Any], 
     article = "an" if part[:1] in "aeiou" else "a"
     require(not missing, f"{target} does not take {', '.join(missing)}; {article} {part}'s constructor takes the "
             f"arguments {supplier} supplies ({given}) besides its own settings")
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return  # it takes its settings as **settings and types them itself (its settings dataclass)
     accepted = [name for name, p in parameters.items() if name != "self" and name not in supplied
                 and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     unknown = [key for key in settings if key not in accepted]

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from advaudit.config import plain_config, validate
+from advaudit.validation import plain_config, validate
 from advaudit.confutil import named_object
 from advaudit.core.records import write_json
 from advaudit.core.run_records import RunDirConflict, claim_run_dir, write_failure

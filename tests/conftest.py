@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig
 
-import advaudit.config  # noqa: F401  (registers the structured-config schemas before composing)
+import advaudit.registry  # noqa: F401  (registers the structured-config schemas before composing)
 
 REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO / "conf"

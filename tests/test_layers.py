@@ -13,19 +13,20 @@ graph of imports between advaudit modules and checks that
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "advaudit"
+DRAWING = PACKAGE.parent / "docs" / "layers.md"
 
 # lowest first; a part may import the parts of its own layer (without closing a circle) and of lower
 # layers, never of a higher one. A part is a prefix of module names: the longest that matches counts.
 LAYERS: list[tuple[str, ...]] = [
-    ("advaudit.core", "advaudit.errors", "advaudit.confutil", "advaudit.files", "advaudit.runtime"),
+    ("advaudit.core", "advaudit.errors", "advaudit.confutil", "advaudit.files", "advaudit.runtime", "advaudit.config"),
     ("advaudit.models",),
-    ("advaudit.config",),
     ("advaudit.worlds",),
     ("advaudit.data",),
     ("advaudit.examiners", "advaudit.search", "advaudit.faults"),
@@ -224,3 +225,42 @@ def test_part_of_takes_the_longest_prefix_and_the_walk_resolves_relative_imports
     node = ast.parse("from .records import write_json").body[0]
     assert _targets("advaudit.core", True, node) == ["advaudit.core.records"]
     assert _targets("advaudit.core.plots", False, node) == ["advaudit.core.records"]
+
+
+def drawn_layers(text: str) -> list[list[str]]:
+    """The names in each row of the first drawing of ``text`` (docs/layers.md), lowest row first.
+
+    A row starts with a label in the first 16 columns (a line with a blank label continues the row
+    above); its names are the first word of each item separated by ``·`` or ``,``, with what stands in
+    parentheses left out."""
+    rows: list[list[str]] = []
+    for line in text.split("```")[1].splitlines():
+        if not line.strip() or set(line.strip()) <= {"─"}:
+            continue
+        if line[:16].strip():
+            rows.append([])
+        content = line[16:]
+        while re.search(r"\([^()]*\)", content):
+            content = re.sub(r"\([^()]*\)", "", content)
+        rows[-1] += [piece.split()[0] for piece in re.split(r"[·,]", content) if piece.split()]
+    return rows[::-1]
+
+
+def test_the_docs_draw_the_layer_table() -> None:
+    """docs/layers.md's drawing has LAYERS' rows in order, each naming its parts; every advaudit module or
+    package it names sits in the row of its part."""
+    drawn = drawn_layers(DRAWING.read_text())
+    assert len(drawn) == len(LAYERS), f"docs/layers.md draws {len(drawn)} layers, LAYERS has {len(LAYERS)}"
+    for rank, (names, layer) in enumerate(zip(drawn, LAYERS)):
+        missing = {part.rsplit(".", 1)[-1] for part in layer} - set(names)
+        assert not missing, f"docs/layers.md's row {rank} (from the bottom) does not name {sorted(missing)}"
+        for name in names:
+            module = "advaudit" if name == "advaudit" else f"advaudit.{name}"
+            if module in MODULES:
+                assert RANK[part_of(module)] == rank, f"docs/layers.md draws {module} in row {rank}, LAYERS elsewhere"
+
+
+def test_drawn_layers_known_answer() -> None:
+    text = ("```\n top            a (x, y), b.py  notes\n                c (z (w))\n ──────\n"
+            " bottom         d · e (f) · g\n```\n")
+    assert drawn_layers(text) == [["d", "e", "g"], ["a", "b.py", "c"]]

@@ -28,7 +28,7 @@ from omegaconf import DictConfig
 from advaudit.audits.common import load_audit_target, target_datamodule
 from advaudit.audits.error_search_report import write_report
 from advaudit.config import typed
-from advaudit.config.schemas import ErrorSearchAuditConf
+from advaudit.audits.settings import ErrorSearchAuditConf
 from advaudit.confutil import plain
 from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.data.split import class_index

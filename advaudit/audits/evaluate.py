@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
 from advaudit.config import typed
-from advaudit.config.schemas import EvaluateAuditConf
+from advaudit.audits.settings import EvaluateAuditConf
 from advaudit.core.plots import confusion_figure, reliability_diagram
 from advaudit.models.calibration import expected_calibration_error, reliability_table
 from advaudit.models.classes import OTHER_CLASS

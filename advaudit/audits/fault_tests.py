@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from advaudit.audits.common import load_audit_target
 from advaudit.config import typed
-from advaudit.config.schemas import FaultBudget, FaultTestsAuditConf
+from advaudit.audits.settings import FaultBudget, FaultTestsAuditConf
 from advaudit.confutil import plain
 from advaudit.core.plots import image_grid, plt, save_figure
 from advaudit.core.records import write_json

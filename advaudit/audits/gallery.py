@@ -14,7 +14,7 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.config import typed
-from advaudit.config.schemas import GalleryAuditConf
+from advaudit.audits.settings import GalleryAuditConf
 from advaudit.core.plots import plt, save_figure
 from advaudit.models.tracking import open_wandb
 from advaudit.worlds import build_world

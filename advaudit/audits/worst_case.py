@@ -33,7 +33,7 @@ from advaudit.audits.instance_selection import select_instances
 from advaudit.audits.lazy_validity import LazyJudging
 from advaudit.audits.worst_case_report import summarise_and_report
 from advaudit.config import typed
-from advaudit.config.schemas import BudgetUnit, Mode, WorstCaseAuditConf
+from advaudit.audits.settings import BudgetUnit, Mode, WorstCaseAuditConf
 from advaudit.confutil import plain
 from advaudit.core.progress import progress
 from advaudit.core.records import append_jsonl, read_jsonl, write_json

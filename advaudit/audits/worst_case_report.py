@@ -29,7 +29,7 @@ from advaudit.core.records import read_jsonl
 from advaudit.models.tracking import open_wandb
 from advaudit.core.intervals import format_interval, mean_with_ci
 from advaudit.worlds.protocol import factor_to_unit
-from advaudit.config.schemas import Mode, WorstCaseAuditConf
+from advaudit.audits.settings import Mode, WorstCaseAuditConf
 from advaudit.worlds.validity import independent_verdicts
 
 

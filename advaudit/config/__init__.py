@@ -1,25 +1,22 @@
-"""Configs checked before any work: structured-config schemas and one validation step.
+"""The machinery of checked configs: range rules, known keys, the root configs, typed settings.
 
-:func:`register_configs` puts the schemas of :mod:`advaudit.config.schemas` in Hydra's ConfigStore
-(the YAML options name them in their ``defaults:``); it runs when this package is imported, which
-``train.py``, ``examine.py`` and the tests do before composing. :func:`validate` checks the rules
-that relate several keys, once, before a task starts; :func:`typed` gives a part its settings as
-its schema's object.
+The parts' own settings live beside the parts (``advaudit/<package>/settings.py``: each a dataclass
+mixing in :class:`advaudit.config.part.Part`); :mod:`advaudit.registry` finds them, stores them in
+Hydra's ConfigStore and runs their checks. :func:`typed` gives a part its settings as its
+dataclass's object.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, TypeVar
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from advaudit.config.schemas import SCHEMAS, report_budgets_within
-from advaudit.config.validation import plain_config, validate
-from advaudit.errors import AdvauditError
+from advaudit.errors import AdvauditError, unknown_keys_message
 
-__all__ = ["register_configs", "validate", "plain_config", "typed"]
+__all__ = ["typed"]
 
 T = TypeVar("T")
 
@@ -31,26 +28,18 @@ def typed(schema: type[T], node: Any) -> T:
     (:class:`advaudit.config.ranges.Ranged`).
 
     Raises:
-        AdvauditError: one line for a key the schema does not have or a value of the wrong type.
+        AdvauditError: one line for a key the schema does not have (with the closest one it has) or a
+            value of the wrong type.
     """
     if isinstance(node, schema):
         return node
     where = getattr(schema, "config_path", schema.__name__)
     values = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node or {})
+    fields = [f.name for f in dataclasses.fields(schema)]  # type: ignore[arg-type]
+    unknown = [str(key) for key in values if key not in fields]
+    if unknown:
+        raise AdvauditError(unknown_keys_message(where, unknown, [f for f in fields if not f.startswith("_")]))
     try:
         return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), values))  # type: ignore[return-value]
     except OmegaConfBaseException as error:
         raise AdvauditError(f"{where}: {str(error).splitlines()[0]}") from None
-
-
-def register_configs() -> None:
-    """Store every schema under its group (``audit/worst_case_schema``, ...) and register the resolvers schema
-    defaults use; idempotent."""
-    if not OmegaConf.has_resolver("report_budgets_within"):
-        OmegaConf.register_new_resolver("report_budgets_within", report_budgets_within)
-    store = ConfigStore.instance()
-    for group, name, node in SCHEMAS:
-        store.store(group=group, name=name, node=node)
-
-
-register_configs()

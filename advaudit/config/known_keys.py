@@ -5,7 +5,7 @@ request that would be silently ignored. :func:`unknown_key_problems` and
 :func:`unknown_argument_problems` walk the composed config and name every such key with the closest
 valid one. Which keys a mapping may hold:
 
-* a mapping typed by a schema of :mod:`advaudit.config.schemas` (the root, ``audit``, ``examiner``,
+* a mapping typed by a schema (the parts' settings :mod:`advaudit.registry` lists: the root, ``audit``, ``examiner``,
   ``world``, ``search``, ``dataset``, ``model``, ``paths``, ...): the schema's fields (the root
   also holds Hydra's own ``hydra``);
 * a block built by ``_target_`` (``trainer``, ``model.arch``, ``model.optimizer``, each logger and callback, a
@@ -25,14 +25,12 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from functools import lru_cache
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from hydra.utils import get_object
 from omegaconf import DictConfig, OmegaConf
 
-from advaudit.config.schemas import SCHEMAS
 from advaudit.errors import unknown_keys_message
-from advaudit.models.nets import SUPPLIED as ARCHITECTURE_SUPPLIED
 
 #: keys Hydra's ``instantiate`` reads from a ``_target_`` block besides the callable's arguments
 HYDRA_INSTANTIATE_KEYS = ("_target_", "_partial_", "_recursive_", "_convert_", "_args_")
@@ -42,11 +40,9 @@ PART_GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "logger": (("train",), ()), "callbacks": (("train",), ()), "search": (("examine",), ("name",))}
 #: root keys not looked into here: Hydra's own node, and the target (its loader checks it)
 UNCHECKED_ROOT_KEYS = ("hydra", "target")
-#: parts whose block holds keys besides its callable's settings (a label, never passed), and keys the
-#: caller supplies (never set in config): an examiner's ``name``; the worst-case audit's arguments; training's
-#: arguments to an architecture
-PART_KEYS = {"examiner": (("name",), ("n_instances", "n_dims", "seed", "device", "periodic")),
-             "model.arch": ((), ARCHITECTURE_SUPPLIED)}
+#: by dotted path, a part's block's labels (keys that are not its callable's arguments, never passed) and
+#: the arguments its caller supplies (never set in config): :data:`advaudit.registry.PART_KEYS`
+PartKeys = Mapping[str, tuple[Sequence[str], Sequence[str]]]
 #: what to do instead of an unknown key that users are known to try
 _HINTS = {
     "audit.dataset": "only audit=evaluate and audit=error_search read a dataset; the other audits take "
@@ -55,15 +51,16 @@ _HINTS = {
 }
 
 
-def unknown_key_problems(cfg: DictConfig, task: str) -> list[str]:
+def unknown_key_problems(cfg: DictConfig, task: str, schemas: Sequence[type], part_keys: PartKeys) -> list[str]:
     """One line per mapping of ``cfg`` (a ``task`` config) whose keys nothing reads, judged by the
-    schemas: cheap, nothing is imported. See :func:`unknown_argument_problems` for ``_target_`` blocks."""
+    ``schemas`` (a ``_target_`` block without its schema is held to the one whose ``_target_`` it names):
+    cheap, nothing is imported. See :func:`unknown_argument_problems` for ``_target_`` blocks."""
     problems: list[str] = []
-    _check_node(cfg, "", problems, _Walk(task, callables=False))
+    _check_node(cfg, "", problems, _Walk(task, False, tuple(schemas), part_keys))
     return problems
 
 
-def unknown_argument_problems(cfg: DictConfig, task: str) -> list[str]:
+def unknown_argument_problems(cfg: DictConfig, task: str, schemas: Sequence[type], part_keys: PartKeys) -> list[str]:
     """One line per ``_target_`` block of ``cfg`` holding keys its class or function does not take.
 
     This imports each callable (``pytorch_lightning`` alone takes seconds), so :func:`validate` asks
@@ -71,7 +68,7 @@ def unknown_argument_problems(cfg: DictConfig, task: str) -> list[str]:
     blocks are judged only where the task builds them (``train``; ``examine`` reads W&B settings).
     """
     problems: list[str] = []
-    _check_node(cfg, "", problems, _Walk(task, callables=True))
+    _check_node(cfg, "", problems, _Walk(task, True, tuple(schemas), part_keys))
     return problems
 
 
@@ -82,13 +79,15 @@ class _Walk:
 
     task: str
     callables: bool
+    schemas: tuple[type, ...]
+    part_keys: PartKeys
 
 
 def _check_node(node: DictConfig, path: str, problems: list[str], walk: _Walk) -> None:
     """Refuse the unknown keys of ``node`` (at dotted ``path``), then check its checked children."""
-    valid, by_callable = _valid_keys(node, root=not path, callables=walk.callables)
-    if valid is not None and by_callable and path in PART_KEYS:
-        labels, supplied = PART_KEYS[path]
+    valid, by_callable = _valid_keys(node, not path, walk)
+    if valid is not None and by_callable and path in walk.part_keys:
+        labels, supplied = walk.part_keys[path]
         valid = (valid | set(labels)) - set(supplied)
     unknown = [str(key) for key in node.keys() if valid is not None and key not in valid]
     if unknown and by_callable == walk.callables:
@@ -124,15 +123,15 @@ def _check_parts(node: DictConfig, path: str, problems: list[str], walk: _Walk) 
                             f"read it; each entry of {path} is a block with _target_ (or null to turn one off)")
 
 
-def _valid_keys(node: DictConfig, root: bool, callables: bool) -> tuple[set[str] | None, bool]:
+def _valid_keys(node: DictConfig, root: bool, walk: _Walk) -> tuple[set[str] | None, bool]:
     """The keys ``node`` may hold (``None``: open, see the module docstring), and whether they come
     from a callable's signature (imported only when ``callables``)."""
     schema = OmegaConf.get_type(node)
     if not dataclasses.is_dataclass(schema):
         target = _target(node)
-        schema = _schema_of_target(target) if target else None
+        schema = _schema_of_target(target, walk.schemas) if target else None
         if schema is None:
-            return (_callable_keys(target) if target and callables else None), True
+            return (_callable_keys(target) if target and walk.callables else None), True
     fields = {f.name for f in dataclasses.fields(schema)}
     return (fields | {"hydra"} if root else fields), False
 
@@ -143,9 +142,9 @@ def _is_checked(node: DictConfig) -> bool:
 
 
 @lru_cache(maxsize=None)
-def _schema_of_target(target: str) -> type | None:
+def _schema_of_target(target: str, schemas: tuple[type, ...]) -> type | None:
     """The schema whose ``_target_`` default is ``target`` (a dataset or world block without its schema)."""
-    for _, _, schema in SCHEMAS:
+    for schema in schemas:
         default = next((f.default for f in dataclasses.fields(schema) if f.name == "_target_"), None)
         if default == target:
             return schema

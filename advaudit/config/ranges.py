@@ -131,6 +131,18 @@ def rules_of(schema: type) -> dict[str, Rule]:
     return {f.name: f.metadata[RANGE] for f in dataclasses.fields(schema) if RANGE in f.metadata}
 
 
+def require_within(schema: type, name: str, value: Any, path: str) -> None:
+    """Refuse ``value`` for the field ``name`` of ``schema`` where it is outside the field's declared rule:
+    a constructor called directly (not through a validated config) checks its arguments by the same rule.
+
+    Raises:
+        AdvauditError: the rule's one line (:meth:`Rule.problem`), naming ``path``.
+    """
+    problem = rules_of(schema)[name].problem(path, value)
+    if problem is not None:
+        raise AdvauditError(problem)
+
+
 def range_problems(node: Any, path: str, warnings: list[str] | None = None, schema: type | None = None,
                    deep: bool = True) -> list[str]:
     """One line per value of ``node`` (at dotted ``path``) outside its schema field's rule.

@@ -1,6 +1,3 @@
-"""LightningDataModules over in-memory splits, dataset readers and bias injection."""
-
-from advaudit.data.base import ArrayDataModule
-from advaudit.data.split import Split
-
-__all__ = ["ArrayDataModule", "Split"]
+"""LightningDataModules over in-memory splits (``advaudit.data.base.ArrayDataModule``), dataset readers
+and bias injection. The package imports nothing itself, so reading its settings
+(:mod:`advaudit.data.settings`) does not import Lightning."""

@@ -14,9 +14,15 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
+from advaudit.config.ranges import require_within
 from advaudit.data.bias import apply_bias, apply_test_shift
+from advaudit.data.settings import DatasetConf
 from advaudit.data.split import Split, class_index
 from advaudit.errors import require
+
+
+#: the settings' defaults (:class:`~advaudit.data.settings.DatasetConf`, their one declaration)
+_SETTINGS = DatasetConf()
 
 
 class ArrayDataModule(pl.LightningDataModule):
@@ -36,16 +42,16 @@ class ArrayDataModule(pl.LightningDataModule):
 
     def __init__(
         self,
-        batch_size: int = 128,
-        val_fraction: float = 0.1,
-        seed: int = 0,
+        batch_size: int = _SETTINGS.batch_size,
+        val_fraction: float = _SETTINGS.val_fraction,
+        seed: int = _SETTINGS.seed,
         limit: Mapping[str, int] | None = None,
         classes: list[Any] | None = None,
         bias: Mapping[str, Any] | None = None,
-        num_workers: int = 0,
+        num_workers: int = _SETTINGS.num_workers,
     ) -> None:
         super().__init__()
-        require(0.0 <= val_fraction < 1.0, f"val_fraction={val_fraction} must be in [0, 1)")
+        require_within(DatasetConf, "val_fraction", val_fraction, "val_fraction")
         self.batch_size = int(batch_size)
         self.val_fraction = float(val_fraction)
         self.seed = int(seed)

@@ -9,10 +9,12 @@ import numpy as np
 import torch
 
 from advaudit.data.base import ArrayDataModule, as_float_images
+from advaudit.data.settings import FashionMNISTDatasetConf
 from advaudit.data.split import Split
 from advaudit.errors import AdvauditError
 
-DEFAULT_ROOT = "/usr/share/datasets/fashion-mnist"
+#: the Debian package's folder (:class:`~advaudit.data.settings.FashionMNISTDatasetConf`, its one declaration)
+DEFAULT_ROOT = FashionMNISTDatasetConf.root
 CLASS_NAMES = ["t-shirt", "trouser", "pullover", "dress", "coat",
                "sandal", "shirt", "sneaker", "bag", "ankle-boot"]
 _FILES = {

@@ -12,28 +12,27 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import torch
+from hydra.core.config_store import ConfigStore
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from advaudit.config.schemas import SCHEMAS
 from advaudit.confutil import plain, refuse_unknown_arguments
 from advaudit.errors import require
 from advaudit.examiners.protocol import Examiner
+from advaudit.examiners.settings import LABELS, SUPPLIED
 
-__all__ = ["Examiner", "build_examiner", "builtin_examiner", "SUPPLIED"]
-
-#: the constructor arguments the audit supplies to every examiner
-SUPPLIED = ("n_instances", "n_dims", "seed", "device", "periodic")
-#: keys of an examiner block that are not constructor arguments: its label, and Hydra's own
-LABEL_KEYS = ("name",)
+__all__ = ["Examiner", "build_examiner", "builtin_examiner", "LABELS", "SUPPLIED"]
 
 
 def builtin_examiner(name: str, **options: Any) -> dict[str, Any]:
     """The config of advaudit's examiner ``name`` (its schema's defaults, ``_target_`` included) with
-    ``options`` changed: what ``examiner=<name>`` composes to, for scripts and tests."""
-    schemas = {schema.name: schema for group, _, schema in SCHEMAS if group == "examiner"}
+    ``options`` changed: what ``examiner=<name>`` composes to, for scripts and tests. The schemas are
+    those :mod:`advaudit.registry` stored in Hydra's ConfigStore (group ``examiner``)."""
+    store = ConfigStore.instance()
+    nodes = [store.load(f"examiner/{entry}").node for entry in store.list("examiner") if entry.endswith("_schema.yaml")]
+    schemas = {str(node.get("name")): node for node in nodes}
     require(name in schemas, f"unknown examiner {name!r}; use one of {sorted(schemas)} (or a block with _target_)")
-    defaults = OmegaConf.to_container(OmegaConf.structured(schemas[name]), enum_to_str=True)
+    defaults = OmegaConf.to_container(schemas[name], enum_to_str=True)
     return {**defaults, **options}
 
 
@@ -56,7 +55,7 @@ def build_examiner(examiner_cfg: Any, n_instances: int, n_dims: int, seed: int =
     if "_target_" not in options:
         name = str(options.pop("name", None))
         options = builtin_examiner(name, **options)
-    for key in LABEL_KEYS:
+    for key in LABELS:
         options.pop(key, None)
     target = str(options["_target_"])
     _refuse_unknown(target, options)

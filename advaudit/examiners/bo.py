@@ -58,11 +58,12 @@ import torch
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
-from advaudit.config.schemas import BOExaminerConf
+from advaudit.config import typed
 from advaudit.errors import require
 from advaudit.examiners.gp_factor import (GrowingFactor, circular_rbf_module, rbf_kernel, require_reproducible_gp,
                                           scaled_features)
 from advaudit.examiners.protocol import HistoryMixin, keep_in_space, periodic_dims
+from advaudit.examiners.settings import BOExaminerConf
 
 __all__ = ["BOExaminer", "circular_rbf_module", "rbf_kernel", "scaled_features"]
 
@@ -72,18 +73,17 @@ _HYPER_PREFIXES = ("covar_module.", "likelihood.", "mean_module.")
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _REFINE = ("local", "adam")
 _MAX_LOCAL_STD = 0.25  # unit-cube cap on a local perturbation's std
-_DEFAULTS = BOExaminerConf  # its class attributes are the schema's defaults
 
 
 class BOExaminer(HistoryMixin):
     """Batched GP-UCB (see module docstring).
 
-    The settings' defaults are those of :class:`advaudit.config.schemas.BOExaminerConf` (the one place
-    they are declared, with their range rules, checked before an audit starts).
+    The settings (keyword arguments) are :class:`advaudit.examiners.settings.BOExaminerConf`'s fields, typed
+    by it and taking its defaults (the one place they are declared, with their range rules).
 
     Args:
         n_instances, n_dims: problem sizes; ``q`` must be 1 (sequential GP-UCB as in the paper).
-        beta: UCB exploration weight (scalar or per instance).
+        beta: UCB exploration weight.
         n_init: random points before the first GP fit (the paper: 2).
         refit_every, refit_growth: refit hyperparameters (warm-started) once the data has grown by
             at least ``refit_every`` observations *and* by the factor ``refit_growth`` since the last
@@ -105,16 +105,13 @@ class BOExaminer(HistoryMixin):
     instance count and the error, and is counted in ``failed_fits`` (saved in the state).
     """
 
-    def __init__(self, n_instances: int, n_dims: int, q: int = _DEFAULTS.q, beta: float = _DEFAULTS.beta,
-                 n_init: int = _DEFAULTS.n_init, refit_every: int = _DEFAULTS.refit_every,
-                 refit_growth: float = _DEFAULTS.refit_growth, fit_maxiter: int = _DEFAULTS.fit_maxiter,
-                 fit_max_points: int = _DEFAULTS.fit_max_points, raw_samples: int = _DEFAULTS.raw_samples,
-                 restarts: int = _DEFAULTS.restarts, refine: str = _DEFAULTS.refine,
-                 local_scales: Sequence[float] | None = None, local_samples: int = _DEFAULTS.local_samples,
-                 adam_steps: int = _DEFAULTS.adam_steps, adam_lr: float = _DEFAULTS.adam_lr,
-                 acquisition_dtype: str = _DEFAULTS.acquisition_dtype,
-                 seed: int = 0, device: str | torch.device = "cpu", periodic: Sequence[bool] | None = None) -> None:
-        local_scales = BOExaminerConf().local_scales if local_scales is None else local_scales
+    def __init__(self, n_instances: int, n_dims: int, seed: int = 0, device: str | torch.device = "cpu",
+                 periodic: Sequence[bool] | None = None, **settings: Any) -> None:
+        s = typed(BOExaminerConf, settings)  # the settings' defaults and types: BOExaminerConf
+        q, beta, n_init, refit_every, refit_growth = s.q, s.beta, s.n_init, s.refit_every, s.refit_growth
+        fit_maxiter, fit_max_points, raw_samples, restarts = s.fit_maxiter, s.fit_max_points, s.raw_samples, s.restarts
+        refine, local_scales, local_samples, adam_steps = s.refine, s.local_scales, s.local_samples, s.adam_steps
+        adam_lr, acquisition_dtype = s.adam_lr, s.acquisition_dtype
         require(q == 1, f"BO proposes one point per step (q=1); got q={q}")
         require(acquisition_dtype in _DTYPES, f"acquisition_dtype={acquisition_dtype!r}; use one of {sorted(_DTYPES)}")
         require(refine in _REFINE, f"refine={refine!r}; use one of {list(_REFINE)}")

@@ -20,9 +20,10 @@ import optuna
 import torch
 from torch import Tensor
 
-from advaudit.config.schemas import OptunaExaminerConf
+from advaudit.config import typed
 from advaudit.errors import AdvauditError
 from advaudit.examiners.protocol import HistoryMixin, periodic_dims
+from advaudit.examiners.settings import OptunaExaminerConf
 
 TURNS = 2  # a periodic dim is sampled over this many turns (module docstring)
 
@@ -38,12 +39,14 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
 
 
 class OptunaExaminer(HistoryMixin):
-    """ask/tell over ``N`` Optuna studies with sampler ``sampler`` (``tpe`` or ``cmaes``)."""
+    """ask/tell over ``N`` Optuna studies with sampler ``sampler`` (``tpe`` or ``cmaes``); the settings
+    (``sampler``, ``q``) are :class:`~advaudit.examiners.settings.OptunaExaminerConf`'s fields."""
 
-    def __init__(self, n_instances: int, n_dims: int, sampler: str = OptunaExaminerConf.sampler, q: int = OptunaExaminerConf.q, seed: int = 0,
-                 device: str | torch.device = "cpu", periodic: Any = None) -> None:
-        self._init_history(n_instances, n_dims, q)
-        self.sampler_name, self.seed = sampler, int(seed)
+    def __init__(self, n_instances: int, n_dims: int, seed: int = 0, device: str | torch.device = "cpu",
+                 periodic: Any = None, **settings: Any) -> None:
+        s = typed(OptunaExaminerConf, settings)
+        self._init_history(n_instances, n_dims, s.q)
+        self.sampler_name, self.seed = s.sampler, int(seed)
         self.seeds = [self.seed + i for i in range(n_instances)]  # instance i's study: seed + i
         self.periodic = periodic_dims(periodic, n_dims)
         self.distributions = {f"x{i}": optuna.distributions.FloatDistribution(0.0, TURNS if wrap else 1.0)

@@ -7,18 +7,20 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from advaudit.config.schemas import RandomExaminerConf
+from advaudit.config import typed
 from advaudit.examiners.protocol import HistoryMixin
+from advaudit.examiners.settings import RandomExaminerConf
 
 
 class RandomExaminer(HistoryMixin):
     """Samples ``q`` uniform candidates per instance per step (seeded)."""
 
-    def __init__(self, n_instances: int, n_dims: int, q: int = RandomExaminerConf.q, seed: int = 0, device: str | torch.device = "cpu",
-                 periodic: Any = None) -> None:
-        """``device`` and ``periodic`` are taken as every examiner takes them; uniform draws on the unit
-        cube need neither (uniform on an interval is uniform on its circle)."""
-        self._init_history(n_instances, n_dims, q)
+    def __init__(self, n_instances: int, n_dims: int, seed: int = 0, device: str | torch.device = "cpu",
+                 periodic: Any = None, **settings: Any) -> None:
+        """``settings``: :class:`~advaudit.examiners.settings.RandomExaminerConf`'s fields (``q``). ``device`` and
+        ``periodic`` are taken as every examiner takes them; uniform draws on the unit cube need neither
+        (uniform on an interval is uniform on its circle)."""
+        self._init_history(n_instances, n_dims, typed(RandomExaminerConf, settings).q)
         self.generator = torch.Generator().manual_seed(int(seed))
 
     def ask(self) -> Tensor:

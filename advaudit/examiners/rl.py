@@ -21,9 +21,10 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 
-from advaudit.config.schemas import RLExaminerConf
+from advaudit.config import typed
 from advaudit.errors import require
 from advaudit.examiners.protocol import HistoryMixin, periodic_dims
+from advaudit.examiners.settings import RLExaminerConf
 
 
 def unit_to_bin(u: Tensor, bins: int, periodic: Tensor) -> Tensor:
@@ -126,7 +127,6 @@ class BatchedLSTMPolicy(pl.LightningModule):
 BASELINES = ("ema", "batch_mean", "none")
 
 
-_DEFAULTS = RLExaminerConf  # its class attributes are the schema's defaults
 
 
 class RLExaminer(HistoryMixin):
@@ -143,18 +143,18 @@ class RLExaminer(HistoryMixin):
       the first batch's mean (advaudit's earlier behaviour).
 
     Args:
-        order: factor indices in sampling order (default 0..C-1; Section 4.5 compares orders).
-        baseline: ``ema`` | ``batch_mean`` | ``none`` (see above; the default is chosen by measurement:
-            :class:`advaudit.config.schemas.RLExaminerConf`, where every default here is declared).
-        baseline_decay: the ``ema`` baseline's decay per update.
         periodic: one flag per dim: which dims are circles (module docstring).
+        settings: :class:`advaudit.examiners.settings.RLExaminerConf`'s fields, typed by it and taking its
+            defaults (the baseline's chosen by measurement): among them ``order``, factor indices in
+            sampling order (default 0..C-1; Section 4.5 compares orders), ``baseline`` (``ema`` |
+            ``batch_mean`` | ``none``, see above) and ``baseline_decay``, the ``ema`` baseline's decay per update.
     """
 
-    def __init__(self, n_instances: int, n_dims: int, q: int = _DEFAULTS.q, bins: int = _DEFAULTS.bins,
-                 embedding: int = _DEFAULTS.embedding, hidden: int = _DEFAULTS.hidden, lr: float = _DEFAULTS.lr,
-                 baseline: str = _DEFAULTS.baseline.value, baseline_decay: float = _DEFAULTS.baseline_decay,
-                 order: Sequence[int] | None = None, seed: int = 0, device: str | torch.device = "cpu",
-                 periodic: Sequence[bool] | None = None) -> None:
+    def __init__(self, n_instances: int, n_dims: int, seed: int = 0, device: str | torch.device = "cpu",
+                 periodic: Sequence[bool] | None = None, **settings: Any) -> None:
+        s = typed(RLExaminerConf, settings)  # the settings' defaults and types: RLExaminerConf
+        q, bins, embedding, hidden, lr, order = s.q, s.bins, s.embedding, s.hidden, s.lr, s.order
+        baseline, baseline_decay = str(getattr(s.baseline, "value", s.baseline)), s.baseline_decay
         self._init_history(n_instances, n_dims, q)
         self.periodic = periodic_dims(periodic, n_dims)
         self.order = list(order) if order is not None else list(range(n_dims))

@@ -31,11 +31,14 @@ log = logging.getLogger(__name__)
 
 
 class EpochTargets(pl.Callback):
-    """Save the module's ``target`` at the end of every ``every_n_epochs``-th epoch (module docstring)."""
+    """Save the module's ``target`` at the end of every ``every_n_epochs``-th epoch (module docstring).
 
-    def __init__(self, dirpath: str, filename: str = "epoch_{epoch:02d}", save_top_k: int = 0,
-                 monitor: str | None = None, mode: str = "max", every_n_epochs: int = 1,
-                 log_to_wandb: bool = True) -> None:
+    ``filename``, ``save_top_k``, ``monitor`` and ``mode`` have their defaults in one place,
+    ``conf/callbacks/default.yaml`` (which training composes).
+    """
+
+    def __init__(self, dirpath: str, *, filename: str, save_top_k: int, monitor: str | None, mode: str,
+                 every_n_epochs: int = 1, log_to_wandb: bool = True) -> None:
         require(save_top_k >= -1, f"callbacks.model_checkpoint.save_top_k={save_top_k}; use -1 (every epoch), "
                 "0 (none) or k > 0 (the best k by monitor)")
         require(save_top_k in (-1, 0) or monitor is not None,

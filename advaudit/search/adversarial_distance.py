@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from advaudit.config.schemas import LowessConf
+from advaudit.search.settings import LowessConf
 from advaudit.core.progress import progress
 from advaudit.errors import require
 from advaudit.search.lowess import lowess_fit

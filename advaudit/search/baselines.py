@@ -1,8 +1,9 @@
 """The published error-search methods, each batched over ``R`` pools (see :mod:`advaudit.search.policy`).
 
 Each is one class here plus one YAML ``conf/search/method/<name>.yaml`` naming it with ``_target_``
-(:mod:`advaudit.search.methods`). Choices the papers leave open are constructor arguments, set in that
-YAML and listed in docs/audits/error-search.md:
+(:mod:`advaudit.search.methods`). Choices the papers leave open are constructor arguments, declared
+with their defaults and ranges in :mod:`advaudit.search.settings` (the YAML names that dataclass) and
+listed in docs/audits/error-search.md:
 
 ``random`` (:class:`RandomOrder`, a seeded permutation), ``low_confidence`` (:class:`LowConfidence`,
     confidence ascending) and a scorer's ranking (:class:`ScoreOrder`: adversarial distance, GAD):
@@ -26,13 +27,15 @@ item's nearest neighbours (exact for their narrow kernel; :mod:`advaudit.search.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from advaudit.errors import require
-from advaudit.search.coverage import PAPER_VARIANCE, NeighbourCoverage
+from advaudit.config import typed
+from advaudit.search.coverage import NeighbourCoverage
 from advaudit.search.policy import PoolBatch
+from advaudit.search.settings import BansalWeldConf, FacilityLocationsConf, LakkarajuConf
 
 
 class _Masked:
@@ -122,8 +125,10 @@ class LakkarajuBandit(_Masked):
 
     name = "lakkaraju"
 
-    def __init__(self, clusters: int = 10, exploration: float = 2.0) -> None:
-        self.clusters, self.exploration = clusters, exploration
+    def __init__(self, **settings: Any) -> None:
+        """``settings``: :class:`~advaudit.search.settings.LakkarajuConf`'s fields (``clusters``, ``exploration``)."""
+        own = typed(LakkarajuConf, settings)
+        self.clusters, self.exploration = own.clusters, own.exploration
 
     def start(self, pools: PoolBatch, generator: torch.Generator) -> None:
         super().start(pools, generator)
@@ -231,13 +236,12 @@ class BansalWeldCoverage(_Masked):
 
     name = "bansal_weld"
 
-    def __init__(self, variance: float = PAPER_VARIANCE, neighbours: int = 64, max_k: int = 5, prior_strength: float = 2.0,
-                 score: str = "published") -> None:
-        require(score in ("published", "expected_gain"), f"bansal_weld score={score!r}; use published or expected_gain")
-        require(variance > 0 and neighbours >= 1 and max_k >= 4, f"bansal_weld variance={variance} must be > 0, "
-                f"neighbours={neighbours} >= 1, max_k={max_k} >= 4")
-        self.variance, self.neighbours, self.max_k = variance, neighbours, max_k
-        self.prior_strength, self.score = prior_strength, score
+    def __init__(self, **settings: Any) -> None:
+        """``settings``: :class:`~advaudit.search.settings.BansalWeldConf`'s fields (``variance``,
+        ``neighbours``, ``max_k``, ``prior_strength``, ``score``)."""
+        own = typed(BansalWeldConf, settings)
+        self.variance, self.neighbours, self.max_k = own.variance, own.neighbours, own.max_k
+        self.prior_strength, self.score = own.prior_strength, own.score
 
     def start(self, pools: PoolBatch, generator: torch.Generator) -> None:
         super().start(pools, generator)
@@ -289,9 +293,11 @@ class FacilityLocations(_Masked):
 
     name = "facility_locations"
 
-    def __init__(self, alpha: float = 0.5, anchors: int = 128, ridge: float = 1.0) -> None:
-        require(0.0 <= alpha <= 1.0, f"facility_locations alpha={alpha} must be in [0, 1]")
-        self.alpha, self.anchors, self.ridge = alpha, anchors, ridge
+    def __init__(self, **settings: Any) -> None:
+        """``settings``: :class:`~advaudit.search.settings.FacilityLocationsConf`'s fields (``alpha``,
+        ``anchors``, ``ridge``)."""
+        own = typed(FacilityLocationsConf, settings)
+        self.alpha, self.anchors, self.ridge = own.alpha, own.anchors, own.ridge
 
     def start(self, pools: PoolBatch, generator: torch.Generator) -> None:
         super().start(pools, generator)

@@ -7,7 +7,7 @@ hypercube almost never lands near the data) with ``M_O``'s
 confidence for the class of interest and fit a DNN regressor ``M_P`` to it with Lightning (MSE).
 ``M_P`` is differentiable, so its input gradient steers the attack on ``M_O``.
 
-Choices the paper leaves open (all in ``search.gad.pseudo_model``: :class:`advaudit.config.schemas.PseudoModelConf`): the regressor is an MLP on inputs
+Choices the paper leaves open (all in ``search.gad.pseudo_model``: :class:`advaudit.search.settings.PseudoModelConf`): the regressor is an MLP on inputs
 standardised by the design's statistics with a sigmoid output (confidences lie in [0, 1]); the
 paper's "5 dense layers" is the default depth; R^2 is measured on a held-out 10% of the design.
 """
@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from advaudit.config.schemas import Design, PseudoModelConf
+from advaudit.search.settings import Design, PseudoModelConf
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from advaudit.config import typed
-from advaudit.config.schemas import AttackMethod, DecisionAttackConf, GADAttackConf, LowessConf, PseudoModelConf
+from advaudit.search.settings import AttackMethod, DecisionAttackConf, GADAttackConf, LowessConf, PseudoModelConf
 from advaudit.core.progress import progress
 from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.errors import require

@@ -39,8 +39,10 @@ log = logging.getLogger("advaudit.sweep")
 class SweepEnd(Callback):
     """``on_multirun_end``: comparison, failure list, exit code (module docstring)."""
 
-    def __init__(self, compare: bool = True, replay: bool = True, fail_on_error: bool = True,
-                 wandb: bool = True, gate: str | None = None, margin: float = 0.0) -> None:
+    def __init__(self, *, compare: bool, replay: bool, fail_on_error: bool, wandb: bool, gate: str | None,
+                 margin: float) -> None:
+        """The settings and their defaults: ``hydra.callbacks.sweep_end`` in ``conf/hydra/default.yaml``
+        (their one declaration)."""
         self.compare = compare
         self.replay = replay
         self.fail_on_error = fail_on_error

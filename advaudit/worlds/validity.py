@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from advaudit.config.schemas import WORLD_REFERENCE, ValidityConf
+from advaudit.worlds.settings import ValidityConf, WORLD_REFERENCE
 from advaudit.errors import require
 from advaudit.models import load_target
 from advaudit.models.classes import align_target
@@ -42,7 +42,7 @@ class ValidityJudge:
 
     Args:
         world: the world under examination.
-        rules: the ``audit.validity`` settings (:class:`advaudit.config.schemas.ValidityConf`).
+        rules: the ``audit.validity`` settings (:class:`advaudit.worlds.settings.ValidityConf`).
         device: where the reference judge runs (the target's device).
     """
 

@@ -32,7 +32,7 @@ from scipy.stats import spearmanr
 
 from advaudit.audits.common import target_datamodule
 from advaudit.models import load_target
-from advaudit.config.schemas import LowessConf
+from advaudit.search.settings import LowessConf
 from advaudit.search.adversarial_distance import distance_values, pool_scores
 from advaudit.search.attacks import (attack_box, batched_hop_skip_jump, label_function, mae, margin_direction,
                                      nearest_differently_labelled)
@@ -48,7 +48,7 @@ HSJ_KEYS = ("steps", "gradient_queries", "max_gradient_queries", "binary_steps",
 def default_settings() -> dict:
     """The audit's HSJ settings (the schema's defaults, which ``search=adversarial_distance`` composes
     to), so the benchmark times the default."""
-    from advaudit.config.schemas import DecisionAttackConf
+    from advaudit.search.settings import DecisionAttackConf
 
     attack = DecisionAttackConf()
     return {k: getattr(attack, k) for k in HSJ_KEYS}

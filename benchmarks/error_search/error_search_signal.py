@@ -30,7 +30,7 @@ from advaudit.audits.common import target_datamodule  # noqa: E402
 from advaudit.core.records import read_json, read_jsonl, write_json  # noqa: E402
 from advaudit.models import load_target  # noqa: E402
 from advaudit.config import typed  # noqa: E402
-from advaudit.config.schemas import LowessConf  # noqa: E402
+from advaudit.search.settings import LowessConf  # noqa: E402
 from advaudit.search.adversarial_distance import adversarial_distance, distance_values  # noqa: E402
 from advaudit.search.metrics import error_auc, error_auc_within_confidence  # noqa: E402
 from advaudit.search.pools import eligible  # noqa: E402

@@ -33,7 +33,7 @@ from adversarial_distance_speed import parse_settings  # noqa: E402
 from advaudit.audits.common import target_datamodule  # noqa: E402
 from advaudit.core.records import append_jsonl, read_jsonl  # noqa: E402
 from advaudit.models import load_target  # noqa: E402
-from advaudit.config.schemas import LowessConf  # noqa: E402
+from advaudit.search.settings import LowessConf  # noqa: E402
 from advaudit.search.adversarial_distance import adversarial_distance, distance_values  # noqa: E402
 from advaudit.search.attacks import attack_box, attack_items, mae  # noqa: E402
 

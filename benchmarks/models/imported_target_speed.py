@@ -38,7 +38,7 @@ CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 def compose_config(name: str, overrides: list[str], run_dir: Path):
     """``conf/<name>.yaml`` composed with ``overrides``, writing under ``run_dir``."""
-    import advaudit.config  # noqa: F401  (registers the schemas)
+    import advaudit.registry  # noqa: F401  (registers the schemas)
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 

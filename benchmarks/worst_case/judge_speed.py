@@ -23,7 +23,7 @@ import torch
 
 from advaudit.audits.lazy_validity import LazyJudging
 from advaudit.audits.worst_case import budget_in_queries, examine_step, prepare
-from advaudit.config.schemas import Mode
+from advaudit.audits.settings import Mode
 from advaudit.core.records import append_jsonl
 from advaudit.examiners import build_examiner
 from advaudit.runtime import configure_threads

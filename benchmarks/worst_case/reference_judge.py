@@ -42,7 +42,7 @@ from advaudit.models import load_target
 from advaudit.core.intervals import format_summary
 from advaudit.worlds.judge_box import box_for_share, right_by_bin, share_over_instances
 from advaudit.worlds.shapes import ShapeWorld
-from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.settings import ValidityConf
 from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
 
 

@@ -13,7 +13,7 @@ import torch
 import yaml
 
 from advaudit.worlds.shapes import ShapeWorld
-from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.settings import ValidityConf
 from advaudit.worlds.validity import ValidityJudge
 
 

@@ -10,7 +10,7 @@ import torch
 from hydra.utils import instantiate
 
 from advaudit.audits.common import target_datamodule
-from advaudit.config import validate
+from advaudit.validation import validate
 from advaudit.core.records import read_jsonl
 from advaudit.data.fashion_mnist import CLASS_NAMES
 from advaudit.errors import AdvauditError

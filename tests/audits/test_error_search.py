@@ -115,8 +115,9 @@ def test_settings_outside_their_rules_are_refused_by_validation_and_by_the_typed
                                                                                        tmp_path: Path) -> None:
     """A single setting's rule lives on its schema field: validation prints the rule's own line (and not the
     budget-within-pool tie on top), and building the typed audit refuses the same value."""
-    from advaudit.config import typed, validate
-    from advaudit.config.schemas import ErrorSearchAuditConf
+    from advaudit.config import typed
+    from advaudit.validation import validate
+    from advaudit.audits.settings import ErrorSearchAuditConf
 
     cfg = compose_config("examine", search_overrides(biased_svm, "audit.budget=0", "audit.pool_size=0",
                                                      "audit.features.components=0"), tmp_path / "bad")

@@ -110,8 +110,9 @@ def test_epoch_targets_keep_every_epoch_or_the_best_k(tmp_path: Path) -> None:
             "normalization": {"mean": [0.0] * 3, "std": [1.0] * 3}}
     module = SimpleNamespace(target=TorchTarget(build_net("advaudit.models.nets.MLP", [3], 2), meta))
     accuracies = [0.5, 0.7, 0.6, 0.4]
-    every = EpochTargets(str(tmp_path / "all"), save_top_k=-1)
-    best = EpochTargets(str(tmp_path / "best"), save_top_k=2, monitor="val/acc")
+    named = {"filename": "epoch_{epoch:02d}", "mode": "max"}
+    every = EpochTargets(str(tmp_path / "all"), save_top_k=-1, monitor=None, **named)
+    best = EpochTargets(str(tmp_path / "best"), save_top_k=2, monitor="val/acc", **named)
     for epoch, acc in enumerate(accuracies):
         trainer = _Trainer(current_epoch=epoch, global_step=10 * (epoch + 1),
                            callback_metrics={"val/acc": torch.tensor(acc)})
@@ -124,7 +125,7 @@ def test_epoch_targets_keep_every_epoch_or_the_best_k(tmp_path: Path) -> None:
     payload = torch.load(tmp_path / "all" / "epoch_02.pt", weights_only=True)
     assert payload["epoch"] == 2 and payload["global_step"] == 30 and payload["metrics"]["val/acc"] == pytest.approx(0.6)
     with pytest.raises(AdvauditError, match="monitor"):
-        EpochTargets(str(tmp_path), save_top_k=3)
+        EpochTargets(str(tmp_path), save_top_k=3, monitor=None, **named)
 
 
 def test_training_writes_each_epoch_as_an_auditable_target(tmp_path: Path) -> None:

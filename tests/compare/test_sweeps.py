@@ -57,7 +57,7 @@ def test_sweep_end_compares_lists_failures_and_exits_non_zero(tmp_path: Path) ->
     write_worst_case(sweep / "0", "A.pt", 0, np.full(8, 0.3), np.zeros(8, bool))
     write_worst_case(sweep / "1", "B.pt", 0, np.full(8, 0.6), np.zeros(8, bool))
     write_failed(sweep / "2", "missing.pt", 0, "checkpoint missing.pt does not exist")
-    callback = SweepEnd(replay=False, wandb=False)
+    callback = SweepEnd(compare=True, replay=False, fail_on_error=True, wandb=False, gate=None, margin=0.0)
     with pytest.raises(SystemExit) as ended:
         callback.on_multirun_end(_sweep_config(sweep))
     assert ended.value.code == 2                                      # only user errors
@@ -77,7 +77,7 @@ def test_sweep_end_compares_lists_failures_and_exits_non_zero(tmp_path: Path) ->
     assert ended.value.code == 1                                      # not all failures are user errors
     clean = tmp_path / "clean"
     write_worst_case(clean / "0", "A.pt", 0, np.full(6, 0.3), np.zeros(6, bool))
-    SweepEnd(replay=False, wandb=False).on_multirun_end(_sweep_config(clean))   # no failure: returns
+    SweepEnd(compare=True, replay=False, fail_on_error=True, wandb=False, gate=None, margin=0.0).on_multirun_end(_sweep_config(clean))   # no failure: returns
     assert not (clean / "failures.json").exists() and (clean / "comparison" / "comparison.json").exists()
 
 

@@ -129,11 +129,11 @@ def test_sweep_callback_gates_the_multirun(tmp_path: Path) -> None:
     _pair_records(tmp_path / "sweep", 0.1, 6)
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "sweep")}}, "task_name": "examine"})
     with pytest.raises(SystemExit) as ended:
-        SweepEnd(replay=False, wandb=False, gate="baseline/target").on_multirun_end(config)
+        SweepEnd(compare=True, replay=False, fail_on_error=True, wandb=False, gate="baseline/target", margin=0.0).on_multirun_end(config)
     assert ended.value.code == 1
     suite = ET.parse(tmp_path / "sweep" / "comparison" / "gate.xml").getroot()
     assert suite.get("failures") == "1"
-    SweepEnd(replay=False, wandb=False, gate="baseline/target", margin=0.5).on_multirun_end(config)  # passes
+    SweepEnd(compare=True, replay=False, fail_on_error=True, wandb=False, gate="baseline/target", margin=0.5).on_multirun_end(config)  # passes
 
 
 @pytest.mark.slow

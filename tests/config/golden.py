@@ -29,7 +29,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-import advaudit.config  # noqa: F401  (registers the schemas)
+import advaudit.registry  # noqa: F401  (registers the schemas)
 
 REPO = Path(__file__).resolve().parents[2]
 CONF_DIR = REPO / "conf"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hydra.errors import ConfigCompositionException
 
-from advaudit.config import validate
-from advaudit.config.known_keys import unknown_argument_problems, unknown_key_problems
+from advaudit.validation import validate
+from advaudit.registry import unknown_argument_problems, unknown_key_problems
 from advaudit.errors import AdvauditError, classify
 from tests.conftest import CONF_DIR, REPO, compose_config
 
@@ -123,7 +123,7 @@ def test_every_readme_command_composes_and_validates(index: int, files: dict[str
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Every key of every command is accepted and every rule holds; the files and folders it names
     are the user's (checkpoints, data, a config folder written from the README's own example)."""
-    import advaudit.config.validation as validation
+    from advaudit.config.validation import Context
 
     task, words, config_dir = README_COMMANDS[index]
     overrides = [_stand_in(_first_choice(w), files) for w in words]
@@ -134,7 +134,7 @@ def test_every_readme_command_composes_and_validates(index: int, files: dict[str
         overrides.append(f"target={files['file']}")
     cfg = compose_config(task, overrides, files["root"])
     assert all_problems(cfg, task) == [], overrides
-    monkeypatch.setattr(validation, "_check_file", lambda *args: None)  # the user's files are not here
+    monkeypatch.setattr(Context, "file", lambda *args: None)  # the user's files are not here
     validate(cfg, task)
 
 
@@ -200,7 +200,7 @@ def test_target_blocks_are_judged_once_everything_else_passes(tmp_path: Path) ->
 def test_refusing_an_examine_config_imports_no_lightning(tmp_path: Path) -> None:
     """examine.py's logger blocks are not built, so judging its config needs no pytorch_lightning."""
     code = ("import sys; from pathlib import Path; from tests.conftest import compose_config; "
-            "from advaudit.config import validate\n"
+            "from advaudit.validation import validate\n"
             f"cfg = compose_config('examine', ['+target_class=3', 'target={tmp_path}'], Path({str(tmp_path)!r}))\n"
             "try:\n    validate(cfg, 'examine')\nexcept ValueError as e:\n    print(e)\n"
             "print('lightning imported:', 'pytorch_lightning' in sys.modules)")

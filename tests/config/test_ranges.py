@@ -5,7 +5,8 @@ from __future__ import annotations
 from omegaconf import OmegaConf
 
 from advaudit.config.ranges import Rule, key_rule_problems, range_problems, rules_of
-from advaudit.config.schemas import CHANNELS, IMAGE_SIZE, PER_CLASS, TEST_FRACTION, VAL_FRACTION, DatasetConf
+from advaudit.config.rules import CHANNELS, IMAGE_SIZE, PER_CLASS, TEST_FRACTION, VAL_FRACTION
+from advaudit.data.settings import DatasetConf
 
 
 def test_bounds_choices_and_learning_rates() -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from advaudit.config.validation import Checks, _check_world
+from advaudit.config.validation import Checks, Context
+from advaudit.registry import schema_of
+from advaudit.worlds.settings import WorldRulesConf
 
 
 @pytest.mark.parametrize("counts, problems", [
@@ -17,5 +19,6 @@ from advaudit.config.validation import Checks, _check_world
 ])
 def test_instances_per_class_as_a_mapping_or_one_count(counts, problems) -> None:
     checks = Checks()
-    _check_world(OmegaConf.create({"_target_": "my_pkg.World", "instances_per_class": counts}), checks)
+    world = OmegaConf.create({"_target_": "my_pkg.World", "instances_per_class": counts})
+    Context(OmegaConf.create({"world": world}), checks, schema_of).check_part("world", world, "world", WorldRulesConf)
     assert checks.problems == problems

@@ -51,5 +51,5 @@ def test_tell_accepts_a_partial_last_batch_of_the_asked_candidates() -> None:
 
 
 def test_unknown_baseline_is_refused() -> None:
-    with pytest.raises(AdvauditError, match="examiner.baseline='mean'; use one of"):
+    with pytest.raises(AdvauditError, match=r"examiner: Invalid value 'mean', expected one of \[ema, batch_mean, none\]"):
         build_examiner({"name": "rl", "baseline": "mean"}, N, D)

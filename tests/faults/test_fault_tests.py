@@ -239,7 +239,7 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
     # changing only the pixel baseline keeps the generator tests and searches the pixel ones again (the audit
     # itself: the task wrapper refuses a changed config in the same run dir)
     from advaudit.audits.fault_tests import run as run_fault_tests
-    from advaudit.config.validation import plain_config
+    from advaudit.validation import plain_config
 
     other_engine = run_fault_tests(plain_config(compose_config("examine", [
         *base, f"audit.source_class={source}", f"audit.target_class={other}", "audit.eps=50",

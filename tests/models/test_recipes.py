@@ -213,8 +213,8 @@ def test_a_program_vmap_cannot_run_runs_chunk_by_chunk_and_says_so(caplog: pytes
 # -- report budgets follow a small budget -------------------------------------------------------------
 def test_default_report_budgets_follow_the_budget(make_cfg) -> None:
     from advaudit.config import typed
-    from advaudit.config.schemas import WorstCaseAuditConf
-    from advaudit.config.validation import validate
+    from advaudit.audits.settings import WorstCaseAuditConf
+    from advaudit.validation import validate
 
     assert typed(WorstCaseAuditConf, {}).report_budgets == [0, 100, 300, 500]
     assert typed(WorstCaseAuditConf, {"budget": 60}).report_budgets == [0, 60]

@@ -12,7 +12,7 @@ from advaudit.models.target import TorchTarget
 from advaudit.search.attacks import (attack_box, attack_items, batched_hop_skip_jump, foolbox_attack,
                                      inference_logits, label_function, mae, nearest_differently_labelled)
 from advaudit.search.gad_attack import sign_gradient_attack
-from advaudit.config.schemas import PseudoModelConf
+from advaudit.search.settings import PseudoModelConf
 from advaudit.search.pseudo_model import extract_pseudo_model, latin_hypercube
 
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from advaudit.config.schemas import LowessConf
+from advaudit.search.settings import LowessConf
 from advaudit.search.adversarial_distance import pool_scores
 from advaudit.errors import AdvauditError
 from advaudit.search.baselines import (BansalWeldCoverage, FacilityLocations, LakkarajuBandit, LowConfidence,

@@ -232,7 +232,7 @@ def test_world_and_dataset_configs_are_typed_by_their_schemas(make_cfg) -> None:
     assert make_cfg("train", ["dataset=meshes", "dataset.image_size=16"]).dataset.world.root == "builtin"
     with pytest.raises(ConfigCompositionException, match="spp"):
         make_cfg("examine", ["world=meshes", "world.spp=many"])
-    from advaudit.config.validation import validate
+    from advaudit.validation import validate
 
     with pytest.raises(AdvauditError, match="sppp"):
         validate(make_cfg("examine", ["world=meshes", "+world.sppp=4", "audit=gallery"]), "examine")

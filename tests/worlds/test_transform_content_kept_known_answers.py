@@ -10,7 +10,7 @@ from advaudit.data.split import Split
 from advaudit.errors import AdvauditError
 from advaudit.worlds.transforms import TransformWorld
 from advaudit.config import typed
-from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.settings import ValidityConf
 from advaudit.worlds.validity import ValidityJudge
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.settings import ValidityConf
 from advaudit.data.fashion_mnist import CLASS_NAMES, FashionMNISTDataModule
 from advaudit.models import load_target
 from advaudit.worlds.transforms import JUDGE_BOX, REFERENCE_JUDGE, REFERENCE_MIN_PROB, TransformWorld

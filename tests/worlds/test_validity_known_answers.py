@@ -10,7 +10,7 @@ from advaudit.errors import AdvauditError
 from advaudit.worlds import validity
 from advaudit.worlds.protocol import unit_to_factor
 from advaudit.worlds.shapes import ShapeWorld
-from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.settings import ValidityConf
 from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, mask_checks
 
 WORLD = ShapeWorld(image_size=16, instances_per_class={"test": 1}, classes=["mug", "chair"])

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from advaudit.config.schemas import ValidityConf
+from advaudit.worlds.settings import ValidityConf
 from advaudit.errors import AdvauditError
 from advaudit.models import load_target
 from advaudit.worlds.shapes import ShapeWorld

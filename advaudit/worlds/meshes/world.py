@@ -15,12 +15,14 @@ import torch
 from torch import Tensor
 
 from advaudit.core.progress import progress
+from advaudit.config.ranges import require_within
 from advaudit.errors import require
 from advaudit.worlds.meshes.export_shapes import export_shapes
 from advaudit.worlds.meshes.layouts import MeshRecord, discover
 from advaudit.worlds.meshes.loading import NormalisedMesh, load_mesh
 from advaudit.worlds.meshes.renderer import MitsubaRenderer
 from advaudit.worlds.protocol import Instances, check_in_bounds, configure_factors, unit_to_factor
+from advaudit.worlds.settings import MeshWorldConf
 from advaudit.worlds.shapes.world import DEFAULT_FACTORS, hsv_to_rgb
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,10 @@ def builtin_root(cache_dir: str | Path | None, instances_per_class: Mapping[str,
     return root
 
 
+#: the settings' defaults (:class:`~advaudit.worlds.settings.MeshWorldConf`, their one declaration)
+_SETTINGS = MeshWorldConf()
+
+
 class MeshWorld:
     """Meshes ``z`` (class, file, albedo) rendered by Mitsuba under conditions ``s``.
 
@@ -69,15 +75,17 @@ class MeshWorld:
         threads: Dr.Jit CPU threads (null: all cores).
     """
 
-    def __init__(self, root: str = BUILTIN, image_size: int = 32, spp: int = 16, max_depth: int = 3,
-                 layout: str = "auto", classes: Sequence[str] | None = None,
-                 split_fractions: Mapping[str, float] | None = None,
+    def __init__(self, root: str = _SETTINGS.root, image_size: int = _SETTINGS.image_size, spp: int = _SETTINGS.spp,
+                 max_depth: int = _SETTINGS.max_depth, layout: str = _SETTINGS.layout,
+                 classes: Sequence[str] | None = None, split_fractions: Mapping[str, float] | None = None,
                  instances_per_class: Mapping[str, int | None] | None = None,
-                 builtin_instances: Mapping[str, int] | None = None, seed: int = 0, up_axis: str = "auto",
-                 object_radius: float = 0.6, ambient: float = 0.15, exposure: float = 1.0, ground: bool = True,
-                 batch_cameras: bool = False, factors: Mapping[str, Any] | None = None,
-                 cache_dir: str | None = None, device: str = "cpu", threads: int | None = None) -> None:
-        require(8 <= int(image_size) <= 1024, f"image_size={image_size}; use 8..1024 pixels")
+                 builtin_instances: Mapping[str, int] | None = None, seed: int = _SETTINGS.seed,
+                 up_axis: str = _SETTINGS.up_axis, object_radius: float = _SETTINGS.object_radius,
+                 ambient: float = _SETTINGS.ambient, exposure: float = _SETTINGS.exposure,
+                 ground: bool = _SETTINGS.ground, batch_cameras: bool = _SETTINGS.batch_cameras,
+                 factors: Mapping[str, Any] | None = None, cache_dir: str | None = None, device: str = "cpu",
+                 threads: int | None = None) -> None:
+        require_within(MeshWorldConf, "image_size", image_size, "world.image_size")
         require(int(spp) >= 1, f"spp={spp}; use >= 1 samples per pixel")
         self.image_size = int(image_size)
         self.image_shape = (3, self.image_size, self.image_size)
@@ -86,7 +94,7 @@ class MeshWorld:
         self.device = torch.device(device if device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
         self.cache_dir = Path(cache_dir) if cache_dir else None
         if str(root) == BUILTIN:
-            root = builtin_root(cache_dir, {"train": 40, "val": 10, "test": 10, **dict(builtin_instances or {})}, seed)
+            root = builtin_root(cache_dir, {**_SETTINGS.builtin_instances, **dict(builtin_instances or {})}, seed)
         self.root = Path(root)
         self.layout, by_class = discover(self.root, classes, layout)
         self.up_axis = ("z" if self.layout == "modelnet" else "y") if up_axis == "auto" else up_axis
@@ -94,7 +102,7 @@ class MeshWorld:
         # meshes exported already normalised (export_shapes) keep their coordinates exactly
         self.rescale = not (manifest.exists() and json.loads(manifest.read_text()).get("normalised", False))
         self.class_names = list(by_class)
-        fractions = {"train": 0.7, "val": 0.1, "test": 0.2, **dict(split_fractions or {})}
+        fractions = {**_SETTINGS.split_fractions, **dict(split_fractions or {})}
         require(all(fractions[s] >= 0 for s in SPLITS) and sum(fractions[s] for s in SPLITS) > 0,
                 f"split_fractions={dict(fractions)} must be >= 0 and not all 0")
         caps = {s: None for s in SPLITS} | dict(instances_per_class or {})

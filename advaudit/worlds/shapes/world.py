@@ -11,10 +11,12 @@ from typing import Any, Mapping
 import torch
 from torch import Tensor
 
+from advaudit.config.ranges import require_within
 from advaudit.errors import require
 from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors, unit_to_factor
 from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS, build_primitives
 from advaudit.worlds.shapes.renderer import render_scenes
+from advaudit.worlds.settings import ShapesWorldConf
 from advaudit.worlds.validity import mask_checks
 
 # Table 1 of the paper (angles in degrees; camera azimuth spans half a turn as in the paper). Rotations
@@ -74,8 +76,14 @@ def instance_data(u: Tensor) -> dict[str, Tensor]:
             "specular": 0.5 * u[:, p + 3], "shininess": 8 + 56 * u[:, p + 4]}
 
 
+#: the settings' defaults (:class:`~advaudit.worlds.settings.ShapesWorldConf`, their one declaration)
+_SETTINGS = ShapesWorldConf()
+
+
 class ShapeWorld:
     """Objects z (class, proportions, colour, material) rendered under conditions s.
+
+    Defaults and ranges: :class:`~advaudit.worlds.settings.ShapesWorldConf` (``conf/world/shapes.yaml``).
 
     Args:
         image_size: output side (32 or 64 typical).
@@ -87,16 +95,16 @@ class ShapeWorld:
         device: where instances live and rendering runs.
     """
 
-    def __init__(self, image_size: int = 64, instances_per_class: Mapping[str, int] | None = None,
-                 seed: int = 0, factors: Mapping[str, Any] | None = None,
-                 classes: list[str] | None = None, shadows: bool = True, device: str = "cpu") -> None:
-        require(8 <= image_size <= 512, f"image_size={image_size}; use 8..512 pixels")
+    def __init__(self, image_size: int = _SETTINGS.image_size, instances_per_class: Mapping[str, int] | None = None,
+                 seed: int = _SETTINGS.seed, factors: Mapping[str, Any] | None = None,
+                 classes: list[str] | None = None, shadows: bool = _SETTINGS.shadows, device: str = "cpu") -> None:
+        require_within(ShapesWorldConf, "image_size", image_size, "world.image_size")
         self.image_size = int(image_size)
         self.image_shape = (3, self.image_size, self.image_size)
         self.class_names = list(classes) if classes else list(CLASSES)
         unknown = [c for c in self.class_names if c not in CLASSES]
         require(not unknown, f"unknown ShapeWorld classes {unknown}; use {list(CLASSES)}")
-        self.counts = {"train": 40, "val": 10, "test": 10, **dict(instances_per_class or {})}
+        self.counts = {**_SETTINGS.instances_per_class, **dict(instances_per_class or {})}
         self.seed, self.shadows = int(seed), bool(shadows)
         self.device = torch.device(device if device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
         self.factors = configure_factors(DEFAULT_FACTORS, factors)

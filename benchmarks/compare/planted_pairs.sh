@@ -7,7 +7,7 @@
 #
 # Usage: bash benchmarks/compare/planted_pairs.sh OUT [train|examine|compare|all]
 # Sizes (environment): SEEDS="0 1 2" PLANTS="roll_narrowed elevation_narrowed" JOBS=2 (trainings and
-#   examinations at once, one core each) WHERE=60 (held-out instances of the where checks, the comparison's default)
+#   examinations at once, one core each) TRAIN_EXTRA="" (training overrides, e.g. trainer.max_epochs=6) WHERE=60 (held-out instances of the where checks, the comparison's default)
 # Resumable: finished trainings, examinations and comparisons are skipped. The table:
 #   PYTHONPATH=$PWD .venv/bin/python benchmarks/compare/planted_table.py OUT
 set -euo pipefail
@@ -15,9 +15,10 @@ cd "$(dirname "$0")/../.."
 [ $# -ge 1 ] || { echo "usage: $0 OUT [train|examine|compare|all]" >&2; exit 2; }
 OUT=$(realpath -m "$1") WHAT=${2:-all}
 SEEDS=${SEEDS:-"0 1 2"} PLANTS=${PLANTS:-"roll_narrowed elevation_narrowed"} JOBS=${JOBS:-2} WHERE=${WHERE:-60}
+TRAIN_EXTRA=${TRAIN_EXTRA:-}  # training overrides for every checkpoint, e.g. trainer.max_epochs=6 (a shorter recipe)
 PY=${PY:-.venv/bin/python}
 export WANDB_MODE=${WANDB_MODE:-offline} ADVAUDIT_PROGRESS=${ADVAUDIT_PROGRESS:-0} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PY OUT
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PY OUT TRAIN_EXTRA
 plant() {  # the training override of a checkpoint name
   case $1 in
     control) echo "experiment=demo/train_control" ;;
@@ -30,7 +31,8 @@ train_one() {  # seed name
   local dir="$OUT/s$1/$2"
   [ -f "$dir/checkpoints/target.pt" ] && return 0
   # shellcheck disable=SC2046
-  $PY train.py $(plant "$2") seed="$1" threads=1 logger=none hydra.run.dir="$dir" > "$OUT/logs/train_s$1_$2.log" 2>&1
+  $PY train.py $(plant "$2") $TRAIN_EXTRA seed="$1" threads=1 logger=none hydra.run.dir="$dir" \
+    > "$OUT/logs/train_s$1_$2.log" 2>&1
 }
 examine_one() {  # seed name
   local dir="$OUT/s$1/examine/$2"

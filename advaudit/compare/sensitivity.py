@@ -16,8 +16,9 @@ Per pair (A, B) and fifth, the **checkpoint x fifth difference** (the interactio
 is how many points more A loses in that fifth than B does, each measured from its own accuracy
 over all random conditions: a checkpoint that is worse everywhere by the same amount shows no
 interaction. Its mean over instances gets a 95% bootstrap interval and a Wilcoxon signed-rank
-p-value, Holm-corrected over factors x fifths of the pair. The report says "A loses X points more
-than B at <factor> <fifth>" only where the corrected p is below ``alpha``, the interval lies
+p-value, Holm-corrected over factors x fifths of the pair. The report says "At <factor> <fifth> A is
+the less accurate (...); measured from each one's accuracy over all random conditions, A does X points
+worse there than B" only where the corrected p is below ``alpha``, the interval lies
 beyond ``min_points`` (3 accuracy points by default: two checkpoints of one recipe trained with
 different seeds differ by 1-3 points in some fifth of some factor at 300 held-out instances, a
 difference that is real for those two files but says nothing about the recipe; see the comparing
@@ -128,17 +129,31 @@ def said(row: dict[str, Any], alpha: float = ALPHA, min_points: float = 0.0) -> 
 
 
 def sensitivity_words(row: dict[str, Any], n_tests: int) -> str:
-    """``plain loses 12 points more than rot at rotation 18-30 deg (...)``."""
+    """``At rotation 18-30 deg plain is the less accurate (0.70 vs 0.80); measured from each one's ...``.
+
+    Says first which checkpoint is the less accurate in the fifth, then the checkpoint x fifth difference
+    with how far each checkpoint is from its own accuracy over all random conditions there: the
+    difference can come from one losing or from the other gaining (a checkpoint trained on part of a
+    range does better than its own average inside it)."""
     loser, winner, sign = (row["a"], row["b"], -1.0) if row["diff"] < 0 else (row["b"], row["a"], 1.0)
     acc = {row["a"]: row["acc_a"], row["b"]: row["acc_b"]}
     overall = {row["a"]: row["overall_a"], row["b"]: row["overall_b"]}
     lo, hi = sorted((100 * sign * row["lo"], 100 * sign * row["hi"]))
     where = region_words(row["factor"], (row["low"], row["high"]), row.get("unit", ""))
-    return (f"{loser} loses {100 * sign * row['diff']:.0f} points more than {winner} at {where} "
-            f"(accuracy there {acc[loser]:.2f} vs {acc[winner]:.2f}, over all random conditions "
-            f"{overall[loser]:.2f} vs {overall[winner]:.2f}; checkpoint x fifth difference "
+    own = ", ".join(f"{name} {_shift(acc[name] - overall[name])} its {overall[name]:.2f}" for name in (loser, winner))
+    return (f"At {where} {loser} is the less accurate ({acc[loser]:.2f} vs {acc[winner]:.2f}); measured from "
+            f"each one's accuracy over all random conditions, {loser} does "
+            f"{100 * sign * row['diff']:.0f} points worse there than {winner} ({own}; checkpoint x fifth difference "
             f"{format_interval(100 * sign * row['diff'], lo, hi, 0)} points over {row['n']} held-out instances, "
             f"Wilcoxon p = {_p(row['p'])}, Holm over {n_tests} factor x fifth cells {_p(row['p_holm'])}).")
+
+
+def _shift(delta: float) -> str:
+    """``13 points lower than`` / ``2 points higher than`` / ``the same as``: an accuracy change in whole points."""
+    points = round(100 * abs(delta))
+    if points == 0:
+        return "the same as"
+    return f"{points} point{'s' if points != 1 else ''} {'lower' if delta < 0 else 'higher'} than"
 
 
 def _p(p: float) -> str:

@@ -25,6 +25,17 @@ def _short(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+def _fifths(fifths: list, planted: str) -> str:
+    """Which checkpoint the per-fifth rows name less accurate, and where: the planted one first."""
+    if not fifths:
+        return "none said"
+    parts = []
+    for side in sorted({p.weaker for p in fifths}, key=lambda name: name != planted):
+        mine = sorted(p.region for p in fifths if p.weaker == side)
+        parts.append(f"{side} less accurate at " + ", ".join(f"{lo:g}-{hi:g}" for lo, hi in mine))
+    return "; ".join(parts)
+
+
 def row(path: Path, planted: str, seed: int) -> str:
     comparison = json.loads(path.read_text())
     answers = [a for a in read_answers(comparison) if a.examiner == "rl"]
@@ -40,8 +51,7 @@ def row(path: Path, planted: str, seed: int) -> str:
     cells = [planted, str(seed), f"{verdict}: {_short(answer.text)}",
              "; ".join(answer.conflicts) or "none",
              _short(confirmed.words) if confirmed else "no region confirmed in " + FACTOR[planted],
-             (_short(fifths[0].words) + (f" (+{len(fifths) - 1} more fifths)" if len(fifths) > 1 else ""))
-             if fifths else "none said", ", ".join(elsewhere) or "none"]
+             _fifths(fifths, planted), ", ".join(elsewhere) or "none"]
     return "| " + " | ".join(cells) + " |"
 
 

@@ -185,7 +185,8 @@ def test_the_comparison_names_the_weak_checkpoint_in_its_region_with_the_known_d
     assert "weak_t is the weaker checkpoint there" in check["words"]
     rows = [r for r in where["sensitivity"]["pairs"] if r["said"]]
     assert [(r["factor"], r["fifth"]) for r in rows] == [("t", 4)]           # only t 0.8-1, nothing in angle
-    assert rows[0]["words"].startswith("weak_t loses ") and "more than strong at t 0.8-1" in rows[0]["words"]
+    assert rows[0]["words"].startswith("At t 0.8-1 weak_t is the less accurate (0.00 vs 1.00)")
+    assert "points worse there than strong" in rows[0]["words"]
     loses = -sign * rows[0]["diff"]                                          # = weak_t's accuracy over all of S
     assert loses == pytest.approx(where["sensitivity"]["overall"]["weak_t"]["mean"], abs=1e-9)
     assert 0.7 < loses < 0.9

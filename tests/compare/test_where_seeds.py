@@ -63,7 +63,7 @@ def test_a_weakness_in_every_seed_is_said_about_the_recipe(tmp_path: Path) -> No
     assert sorted(where["per_seed"]) == ["0", "1"]
     first = where["sentences"][0]
     assert first.startswith("In every training seed (2 of 2), cand loses ") and "more than base at t 0.8-1" in first
-    assert any(s.startswith("Training seed 1: cand loses") for s in where["sentences"])
+    assert any(s.startswith("Training seed 1: At t 0.8-1 cand is the less accurate") for s in where["sentences"])
 
 
 def test_a_weakness_in_one_seed_only_is_not_said_about_the_recipe(tmp_path: Path) -> None:
@@ -71,8 +71,8 @@ def test_a_weakness_in_one_seed_only_is_not_said_about_the_recipe(tmp_path: Path
     [group] = compare_runs([tmp_path / "runs"], tmp_path / "out")["groups"]
     where = group["where"]
     assert where["sentences"][0].startswith("No fifth of any factor is said in all 2 training seeds")
-    assert any(s.startswith("Training seed 0: cand loses") for s in where["sentences"])
-    assert not any(s.startswith("Training seed 1: cand loses") for s in where["sentences"])
+    assert any(s.startswith("Training seed 0: At t 0.8-1 cand is the less accurate") for s in where["sentences"])
+    assert not any(s.startswith("Training seed 1: At t 0.8-1 cand is the less accurate") for s in where["sentences"])
 
     # replay and the where checks load each seed's own file
     [runs] = group_runs(discover_runs([tmp_path / "runs"]))

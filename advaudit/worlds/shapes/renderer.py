@@ -140,6 +140,60 @@ def _can_shadow_itself(prims: Primitives) -> bool:
     return sum(prims[key].shape[1] for key, _ in _KINDS) > 1
 
 
+def _ray_channel(grid: Tensor, columns: Tensor, channel: int) -> Tensor:
+    """One channel ``[P, B']`` of the rays ``grid @ columns`` for pixel directions ``grid`` ``[P, 3]``
+    and cameras ``columns`` ``[B', 3, 4]`` (channels 0-2: direction, 3: projection on the origin).
+
+    Three multiply-adds, not a matmul, in a fixed order: a pixel's value never depends on the
+    batch it is in nor on which pixels are computed with it."""
+    c = columns[..., channel]
+    return (grid[:, 0:1] * c[:, 0]).addcmul_(grid[:, 1:2], c[:, 1]).addcmul_(grid[:, 2:3], c[:, 2])
+
+
+def _candidates(grid: Tensor, columns: Tensor, origin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Pixels whose ray meets an object's bounding sphere: ``pix`` and ``obj`` ``[M]`` and their
+    unit directions ``[M, 3]``. Only the projection channel is computed over the whole grid; the
+    directions only for the candidates (the same multiply-adds, so the same values)."""
+    od = _ray_channel(grid, columns, 3)                                      # [HW, B]
+    closest = (origin * origin).sum(-1)[None] - od * od
+    pix, obj = ((closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)).nonzero(as_tuple=True)
+    g, c = grid[pix], columns[obj, :, :3]                                    # [M, 3], [M, 3, 3]
+    d = (g[:, 0:1] * c[:, 0]).addcmul_(g[:, 1:2], c[:, 1]).addcmul_(g[:, 2:3], c[:, 2])
+    return pix, obj, d
+
+
+def _background(grid: Tensor, columns: Tensor) -> Tensor:
+    """The sky gradient ``[B, 3, HW]`` (by each ray's height)."""
+    sky = torch.tensor(SKY, dtype=grid.dtype, device=grid.device)
+    ground = torch.tensor(GROUND, dtype=grid.dtype, device=grid.device)
+    weight = (0.5 + 0.5 * _ray_channel(grid, columns, 1)).t()               # [B, HW]
+    return torch.addcmul(ground[None, :, None], weight[:, None], (sky - ground)[None, :, None])
+
+
+def _shade(p: Tensor, n: Tensor, d: Tensor, s: Tensor, obj: Tensor, albedo: Tensor, specular: Tensor,
+           shininess: Tensor, visibility) -> Tensor:
+    """Colours ``[M, 3]`` of hit points ``p`` with normals ``n`` seen along ``d`` (all ``[M, 3]``),
+    lit by scene ``obj``'s sun and point light; ``visibility(to_sun, to_light, light_dist)``
+    gives the two lit factors ``[M]`` (or ``None`` for no shadows)."""
+    to_sun = euler_direction(s[obj, 0], s[obj, 1], s[obj, 2])
+    to_light = spherical(s[obj, 5], s[obj, 6], s[obj, 7]) - p
+    light_dist = to_light.norm(dim=-1)
+    to_light = to_light / light_dist[:, None]
+    sun_power = s[obj, 3] * 0.2
+    light_power = s[obj, 4] * 0.8 * (10.0 / s[obj, 5]) ** 2
+    lit = visibility(to_sun, to_light, light_dist)
+    lit_sun, lit_light = lit if lit is not None else (torch.ones_like(light_dist),) * 2
+    diffuse = (AMBIENT + sun_power * (n * to_sun).sum(-1).clamp_min(0) * lit_sun
+               + light_power * (n * to_light).sum(-1).clamp_min(0) * lit_light)
+    view = -d
+    shine = shininess[obj]
+    half_sun = torch.nn.functional.normalize(to_sun + view, dim=-1)
+    half_light = torch.nn.functional.normalize(to_light + view, dim=-1)
+    spec = specular[obj] * (sun_power * lit_sun * (n * half_sun).sum(-1).clamp_min(0) ** shine
+                            + light_power * lit_light * (n * half_light).sum(-1).clamp_min(0) ** shine)
+    return (albedo[obj] * diffuse[:, None] + spec[:, None]).clamp(0, 1)
+
+
 def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess: Tensor,
                   s: Tensor, size: int, shadows: bool = True, return_mask: bool = False,
                   with_mask: bool = False) -> Tensor | tuple[Tensor, Tensor]:
@@ -157,56 +211,31 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
     """
     b = len(s)
     origin, basis = camera_basis(s[:, 8], s[:, 9], s[:, 10], s[:, 11])
-    hw = size * size
-    # every ray of every camera in one product of the pixel grid: its direction (3) and its
-    # projection on the camera origin (1, for the bounding-sphere test)
+    # each camera's columns: direction (3) and projection on the origin (1, bounding-sphere test)
     columns = torch.cat([basis, basis @ origin[:, :, None]], -1)             # [B, 3, 4]
-    grid = pixel_grid(size, s.dtype, s.device)[:, :, None, None]           # [HW, 3, 1, 1]
-    # three multiply-adds, not a matmul: a scene's pixels must not depend on the batch it is in
-    rays = (grid[:, 0] * columns[:, 0]).addcmul_(grid[:, 1], columns[:, 1]).addcmul_(grid[:, 2], columns[:, 2])  # [HW, B, 4]
-    sky = torch.tensor(SKY, dtype=s.dtype, device=s.device)
-    ground = torch.tensor(GROUND, dtype=s.dtype, device=s.device)
-    weight = (0.5 + 0.5 * rays[..., 1]).t()                                # [B, HW] sky gradient
-    image = torch.addcmul(ground[None, :, None], weight[:, None], (sky - ground)[None, :, None])  # [B, 3, HW]
-    # bounding-sphere culling, then compaction
-    od = rays[..., 3]
-    closest = (origin * origin).sum(-1)[None] - od * od
-    pix, obj = ((closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)).nonzero(as_tuple=True)
-    mask = torch.zeros(b, hw, dtype=torch.bool, device=s.device)
+    grid = pixel_grid(size, s.dtype, s.device)                               # [HW, 3]
+    pix, obj, d = _candidates(grid, columns, origin)
+    mask = torch.zeros(b, size * size, dtype=torch.bool, device=s.device)
+    image = None if return_mask else _background(grid, columns)              # [B, 3, HW]
     if len(obj):
-        o, d = origin[obj], rays[pix, obj, :3]
+        o = origin[obj]
         gathered = gather_primitives(prims, obj)
         t, kind, index = _nearest(o, d, gathered)
-        hit = torch.isfinite(t)
-        obj, pix, o, d, t, kind, index = (x[hit] for x in (obj, pix, o, d, t, kind, index))
-        gathered = {key: value[hit] for key, value in gathered.items()}
+        hit = torch.isfinite(t).nonzero().squeeze(1)  # indices: index_select is cheaper than masking
+        obj, pix, o, d, t, kind, index = (x.index_select(0, hit) for x in (obj, pix, o, d, t, kind, index))
+        gathered = {key: value.index_select(0, hit) for key, value in gathered.items()}
         mask[obj, pix] = True
-        if return_mask:
-            return mask.view(b, size, size)
-        p = o + t[:, None] * d
-        n = normals(p, kind, _hit_params(gathered, kind, index))
-        n = torch.where((n * d).sum(-1, keepdim=True) > 0, -n, n)  # face the camera
-        to_sun = euler_direction(s[obj, 0], s[obj, 1], s[obj, 2])
-        light_pos = spherical(s[obj, 5], s[obj, 6], s[obj, 7])
-        to_light = light_pos - p
-        light_dist = to_light.norm(dim=-1)
-        to_light = to_light / light_dist[:, None]
-        sun_power = s[obj, 3] * 0.2
-        light_power = s[obj, 4] * 0.8 * (10.0 / s[obj, 5]) ** 2
-        lit_sun = torch.ones_like(t)
-        lit_light = torch.ones_like(t)
-        if shadows and _can_shadow_itself(prims):
-            lit_sun, lit_light = _visibility(p, n, [(to_sun, torch.full_like(t, INF)),
-                                                    (to_light, light_dist)], gathered)
-        diffuse = (AMBIENT + sun_power * (n * to_sun).sum(-1).clamp_min(0) * lit_sun
-                   + light_power * (n * to_light).sum(-1).clamp_min(0) * lit_light)
-        view = -d
-        shine = shininess[obj]
-        half_sun = torch.nn.functional.normalize(to_sun + view, dim=-1)
-        half_light = torch.nn.functional.normalize(to_light + view, dim=-1)
-        spec = specular[obj] * (sun_power * lit_sun * (n * half_sun).sum(-1).clamp_min(0) ** shine
-                                + light_power * lit_light * (n * half_light).sum(-1).clamp_min(0) ** shine)
-        image[obj, :, pix] = (albedo[obj] * diffuse[:, None] + spec[:, None]).clamp(0, 1)
+        if not return_mask:
+            p = o + t[:, None] * d
+            n = normals(p, kind, _hit_params(gathered, kind, index))
+            n = torch.where((n * d).sum(-1, keepdim=True) > 0, -n, n)  # face the camera
+            cast = shadows and _can_shadow_itself(prims)
+
+            def visibility(to_sun: Tensor, to_light: Tensor, light_dist: Tensor) -> list[Tensor] | None:
+                return (_visibility(p, n, [(to_sun, torch.full_like(t, INF)), (to_light, light_dist)], gathered)
+                        if cast else None)
+
+            image[obj, :, pix] = _shade(p, n, d, s, obj, albedo, specular, shininess, visibility)
     if return_mask:
         return mask.view(b, size, size)
     images = image.view(b, 3, size, size)

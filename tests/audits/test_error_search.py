@@ -3,6 +3,7 @@ CNN on Fashion-MNIST, every method, report files, resume, and bad input."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -165,5 +166,5 @@ def test_a_person_answers_in_the_terminal_and_a_rerun_resumes(biased_svm: Path, 
     assert result["search/replications"] == 1 and result["search/eligible_errors"] is None
     assert result["search/sdr@3"] > 0   # every answer was "wrong prediction"
     monkeypatch.setattr("builtins.input", lambda prompt: pytest.fail("answered items must not be asked again"))
-    (Path(cfg.paths.output_dir) / "methods.jsonl").unlink()
+    shutil.rmtree(Path(cfg.paths.output_dir) / "units")  # the finished method is gone: only the answers are kept
     examine(cfg)

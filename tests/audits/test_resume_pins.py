@@ -46,8 +46,6 @@ def test_worst_case_resumes_to_the_same_result(examiner: str, tiny_shapes_target
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="every method draws from one random stream, so skipping a finished "
-                   "method changes the later methods' draws")
 def test_error_search_resumes_to_the_same_result(biased_svm: Path, tmp_path: Path) -> None:
     overrides = [f"target={biased_svm}", "experiment=error_search/table", "logger=none", "search=bansal_weld",
                  "audit.pool_size=40", "audit.replications=8", "audit.budget=6", "audit.report_at=[3,6]",
@@ -55,8 +53,10 @@ def test_error_search_resumes_to_the_same_result(biased_svm: Path, tmp_path: Pat
     _examine(overrides, tmp_path / "full")
     _examine(overrides, tmp_path / "killed")
     killed = tmp_path / "killed" / "run"
-    methods = read_jsonl(killed / "methods.jsonl")
-    (killed / "methods.jsonl").write_text(json.dumps(methods[0]) + "\n")  # killed after its first method
+    units = sorted((killed / "units" / "methods").glob("*.pt"))
+    assert len(units) == 5
+    for unit in units[1:]:  # killed after its first method: the later ones never reached disk
+        unit.unlink()
     (killed / "result.json").unlink()
     _examine(overrides, tmp_path / "killed")
     assert _numbers(killed) == _numbers(tmp_path / "full" / "run")
@@ -81,8 +81,8 @@ def test_fault_tests_resume_to_the_same_result(tiny_fmnist_target: Path, tmp_pat
     _examine(overrides, tmp_path / "full")
     _examine(overrides, tmp_path / "killed")
     killed = tmp_path / "killed" / "run"
-    units = sorted(p for p in (killed / "chunks").rglob("*") if p.is_file())
-    assert len(units) >= 2
+    units = sorted((killed / "units").rglob("*.pt"))
+    assert len(units) == 6  # 2 chunks of 3 seeds for each of generator, pixel_l2, pixel_linf
     for unit in units[len(units) // 2:]:  # killed half-way: the later chunks never reached disk
         unit.unlink()
     (killed / "result.json").unlink()
@@ -94,8 +94,6 @@ def test_fault_tests_resume_to_the_same_result(tiny_fmnist_target: Path, tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="error search and fault tests reuse a run dir's records without checking "
-                   "that they belong to the same audit")
 @pytest.mark.parametrize("audit", ["error_search", "fault_tests"])
 def test_a_run_dir_of_another_audit_config_is_refused(audit: str, biased_svm: Path, tiny_fmnist_target: Path,
                                                       tmp_path: Path) -> None:

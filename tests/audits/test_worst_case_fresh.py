@@ -27,7 +27,7 @@ def test_the_report_reads_the_runs_record_and_renders_or_queries_nothing(tiny_sh
     n, k = len(first["per_instance"]), 5  # k = max(q=4, 5) random conditions per instance
     assert record["random_free"].shape[:2] == (n, k) and record["random_ok"].shape == (n * k,)
     assert record["gallery"].shape[0] == n and record["judge_worst"].shape == (n,)
-    assert float(record["random_ok"].float().mean()) == first["examine/random_accuracy"]
+    assert float(record["random_ok"].numpy().mean()) == first["examine/random_accuracy"]
     assert float(record["judge_random"]) == first["examine/judge_correct_random"]
 
     ex = prepare(cfg)

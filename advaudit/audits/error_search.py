@@ -17,8 +17,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +29,15 @@ from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
 from advaudit.audits.error_search_report import write_report
+from advaudit.audits.lifecycle import RunDir
 from advaudit.config import typed
 from advaudit.audits.settings import ErrorSearchAuditConf
-from advaudit.confutil import plain
-from advaudit.core.records import append_jsonl, read_jsonl
+from advaudit.core.records import append_jsonl
 from advaudit.data.split import class_index
 from advaudit.models.tracking import open_wandb
 from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import ScoreOrder
-from advaudit.search.coverage import PAPER_VARIANCE, coverage_utility_curve, pool_diameter
+from advaudit.search.coverage import coverage_utility_curve, pool_diameter
 from advaudit.search.features import pca_features
 from advaudit.search.methods import build_method, is_scorer
 from advaudit.search.metrics import oracle_ceiling, pool_mean_and_sd, sdr_curve, spread_curve
@@ -45,88 +47,159 @@ from advaudit.search.pools import draw_pools, eligible
 from advaudit.search.scorers import ScoreInputs
 
 log = logging.getLogger(__name__)
+SECTIONS = ("search", "oracle")  # the config sections besides the audit that change its results
 MEASURES = ("sdr", "errors", "spread", "coverage", "confidence")  # per query count, see advaudit.search.metrics
+
+
+@dataclass
+class Search:
+    """One error search set up before its methods run: the audited ``split``, the eligible items (``items``
+    ``[E, ...]``, their ``index`` ``[E]`` in the split, confidence ``conf_e`` ``[E]``, ``is_error`` ``[E]``), the
+    attack box ``low``/``high``, the methods, the scorers' per-item values; then the pools ``[R, P]``, the
+    scorers' pool scores and the features ``[E, D]`` the measures use."""
+
+    audit: ErrorSearchAuditConf
+    target: Any
+    split: Any
+    critical: int
+    index: torch.Tensor
+    conf_e: torch.Tensor
+    predicted: torch.Tensor
+    low: torch.Tensor
+    high: torch.Tensor
+    interactive: bool
+    methods: list[str] = field(default_factory=list)
+    makers: dict[str, Any] = field(default_factory=dict)
+    scorers: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+    distances: dict[str, torch.Tensor] = field(default_factory=dict)
+    pools: torch.Tensor = field(default_factory=lambda: torch.empty(0, 0, dtype=torch.long))
+    item_scores: dict[str, torch.Tensor] = field(default_factory=dict)
+    features: torch.Tensor = field(default_factory=lambda: torch.empty(0))
+
+    @property
+    def items(self) -> torch.Tensor:
+        return self.split.x[self.index]
+
+    @property
+    def is_error(self) -> torch.Tensor:
+        """``[E]`` bool: the eligible item is a mistake (only the label oracle and the metrics read it)."""
+        return self.split.y[self.index] != self.critical
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Search ``cfg.target``'s confident mistakes with ``cfg.search.name`` and ``audit.compare``; returns the summary."""
-    out = Path(cfg.paths.output_dir)
-    audit, search = typed(ErrorSearchAuditConf, cfg.audit), cfg.search
-    target = load_audit_target(cfg)
-    datamodule = target_datamodule(target, audit.dataset)
-    split = datamodule.splits[audit.split.value]
-    critical = class_index(audit.critical_class, target.class_names)
+    run_dir = RunDir(Path(cfg.paths.output_dir), cfg, SECTIONS)
+    out = run_dir.out
+    search = _set_up(cfg, out)
+    audit = search.audit
+    generator = torch.Generator().manual_seed(int(cfg.seed))
+    replications = 1 if search.interactive else audit.replications
+    clamp = search.interactive or audit.clamp_pool_size  # pools as large as the data allow
+    pool_size = min(audit.pool_size, len(search.index)) if clamp else audit.pool_size
+    if pool_size < audit.pool_size:
+        log.info("pools of %d: only %d eligible items (audit.pool_size=%d)", pool_size, len(search.index),
+                 audit.pool_size)
+    search.pools = draw_pools(len(search.index), pool_size, replications, generator)      # [R, P]
+    for name, scorer in search.scorers.items():
+        search.item_scores[name] = scorer.pool_scores(search.distances[name], search.conf_e, search.pools)
+    # table columns in different units count alike after range-normalisation; pixels stay as they are
+    items, low, high = search.items, search.low, search.high
+    scaled = (items - low) / (high - low).clamp_min(1e-12) if items.dim() == 2 else items
+    search.features = pca_features(scaled, audit.features.components)
+    budget = min(audit.budget, pool_size)
+    results = _run_methods(run_dir, search, budget, generator)
+    if not search.interactive:
+        results["oracle_ceiling"] = _ceiling_record(search.is_error[search.pools], search.conf_e[search.pools], budget)
+    summary = _summarise(search, str(cfg.search.name), results, budget)
+    with open_wandb(cfg, job_type="examine", name=f"error_search-{cfg.search.name}") as wandb_run:
+        paths = write_report(out, results, summary, items, search.conf_e, search.is_error, search.distances,
+                             search.pools, search.target, search.critical, str(cfg.search.name), search.interactive)
+        wandb_run.log(summary)
+        for key, path in paths.items():
+            wandb_run.log_image(key, path)
+    return summary
 
+
+def _set_up(cfg: DictConfig, out: Path) -> Search:
+    """Load the target, keep the eligible items of its split, build every method and score the items once."""
+    audit, search_cfg = typed(ErrorSearchAuditConf, cfg.audit), cfg.search
+    target = load_audit_target(cfg)
+    split = target_datamodule(target, audit.dataset).splits[audit.split.value]
+    critical = class_index(audit.critical_class, target.class_names)
     probs = target.predict_proba(split.x)                       # calibrated, [N, K]
     confidence, predicted = probs.max(1)
-    mask = eligible(predicted, confidence, critical, audit.tau)
-    index = mask.nonzero().squeeze(1)
-    items, conf_e = split.x[index], confidence[index]
-    is_error = split.y[index] != critical                       # only used by the label oracle and metrics
+    index = eligible(predicted, confidence, critical, audit.tau).nonzero().squeeze(1)
+    search = Search(audit, target, split, critical, index, confidence[index], predicted,
+                    *attack_box(split.x, audit.box), interactive=str(cfg.get("oracle", "labels")) == "cli")
     log.info("%d of %d %s items are predicted %r with confidence > %s (%d errors among them)",
              len(index), len(split.x), audit.split.value, target.class_names[critical], audit.tau,
-             int(is_error.sum()))
+             int(search.is_error.sum()))
+    search.methods = [str(search_cfg.name)] + [m for m in audit.compare if m != search_cfg.name]
+    search.makers = {name: build_method(search_cfg, name) for name in search.methods}
+    search.scorers = {name: method for name, make in search.makers.items() if is_scorer(method := make(), name)}
+    inputs = ScoreInputs(search.items, index, split.x, predicted, search.low, search.high, critical, target)
+    for name, scorer in search.scorers.items():
+        search.distances[name], search.facts[name] = scorer.item_values(inputs, out / "scores" / name)
+    return search
 
-    methods = [str(search.name)] + [m for m in audit.compare if m != search.name]
-    makers = {name: build_method(search, name) for name in methods}
-    scorers = {name: method for name, make in makers.items() if is_scorer(method := make(), name)}
-    facts: dict[str, Any] = {}
-    item_scores: dict[str, torch.Tensor] = {}
-    distances: dict[str, torch.Tensor] = {}
-    low, high = attack_box(split.x, audit.box)
-    inputs = ScoreInputs(items, index, split.x, predicted, low, high, critical, target)
-    for name, scorer in scorers.items():
-        distances[name], facts[name] = scorer.item_values(inputs, out / "scores" / name)
 
-    generator = torch.Generator().manual_seed(int(cfg.seed))
-    interactive = str(cfg.get("oracle", "labels")) == "cli"
-    replications = 1 if interactive else audit.replications
-    clamp = interactive or audit.clamp_pool_size  # pools as large as the data allow
-    pool_size = min(audit.pool_size, len(index)) if clamp else audit.pool_size
-    if pool_size < audit.pool_size:
-        log.info("pools of %d: only %d eligible items (audit.pool_size=%d)", pool_size, len(index), audit.pool_size)
-    pools = draw_pools(len(index), pool_size, replications, generator)      # [R, P]
-    for name, scorer in scorers.items():
-        item_scores[name] = scorer.pool_scores(distances[name], conf_e, pools)
-
-    # table columns in different units count alike after range-normalisation; pixels stay as they are
-    scaled = (items - inputs.low) / (inputs.high - inputs.low).clamp_min(1e-12) if items.dim() == 2 else items
-    features = pca_features(scaled, audit.features.components)
-    budget = min(audit.budget, pool_size)
-    results = _completed(out)
-    # the coverage utility every method is measured with: Bansal & Weld's kernel width (their method's setting)
-    variance = float((plain(search.get("bansal_weld"), {}) or {}).get("variance", PAPER_VARIANCE))
-    diameters = torch.cat([pool_diameter(features[pools[s:s + 100]]) for s in range(0, replications, 100)])
-    chunk = audit.pool_chunk
-    for name in (methods[:1] if interactive else methods):
-        if name in results:
+def _run_methods(run_dir: RunDir, search: Search, budget: int, generator: torch.Generator) -> dict[str, dict[str, Any]]:
+    """Every method's curves, in order; each finished method is a unit of the run dir with the random stream's
+    state after it, so a rerun loads the finished methods and draws the rest from the same stream."""
+    diameters = torch.cat([pool_diameter(search.features[search.pools[s:s + 100]])
+                           for s in range(0, len(search.pools), 100)])
+    results: dict[str, dict[str, Any]] = {}
+    resuming = True
+    for i, name in enumerate(search.methods[:1] if search.interactive else search.methods):
+        saved = run_dir.load("methods", f"{i:02d}-{name}") if resuming else None
+        resuming = saved is not None
+        if saved is not None:
+            results[name] = json.loads(saved["record"])
+            generator.set_state(saved["generator"])
             continue
         started = time.perf_counter()
-        positions, answers = [], []
-        for start in range(0, replications, chunk):
-            rows = slice(start, start + chunk)
-            batch = PoolBatch(features[pools[rows]], conf_e[pools[rows]],
-                              {k: v[rows] for k, v in item_scores.items()})
-            oracle = (TerminalOracle(items, pools[0], index, target.class_names[critical], conf_e, out / "oracle")
-                      if interactive else label_oracle(is_error[pools[rows]]))
-            policy = ScoreOrder(name) if name in scorers else makers[name]()
-            chosen, found = run_policy(policy, batch, oracle, budget, generator)
-            positions.append(chosen)
-            answers.append(found)
-        results[name] = _method_record(name, torch.cat(positions), torch.cat(answers), pools, conf_e, features,
-                                       variance, diameters)
+        positions, answers = _query_pools(run_dir.out, search, name, budget, generator)
+        results[name] = _method_record(name, positions, answers, search.pools, search.conf_e, search.features,
+                                       search.audit.coverage_variance, diameters)
         results[name]["seconds"] = round(time.perf_counter() - started, 2)
-        log.info("%s: %d pools x %d queries in %.1f s", name, replications, budget, results[name]["seconds"])
-        append_jsonl(out / "methods.jsonl", results[name])
-    if not interactive:
-        results["oracle_ceiling"] = _ceiling_record(is_error[pools], conf_e[pools], budget)
+        log.info("%s: %d pools x %d queries in %.1f s", name, len(search.pools), budget, results[name]["seconds"])
+        run_dir.save("methods", f"{i:02d}-{name}", {"record": json.dumps(results[name]),
+                                                     "generator": generator.get_state()})
+    path = run_dir.out / "methods.jsonl"
+    path.unlink(missing_ok=True)
+    append_jsonl(path, list(results.values()))
+    return results
 
+
+def _query_pools(out: Path, search: Search, name: str, budget: int,
+                 generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Method ``name`` on every pool, ``audit.pool_chunk`` pools at a time: positions and answers ``[R, B]``."""
+    positions, answers = [], []
+    pools, critical = search.pools, search.critical
+    for start in range(0, len(pools), search.audit.pool_chunk):
+        rows = slice(start, start + search.audit.pool_chunk)
+        batch = PoolBatch(search.features[pools[rows]], search.conf_e[pools[rows]],
+                          {k: v[rows] for k, v in search.item_scores.items()})
+        oracle = (TerminalOracle(search.items, pools[0], search.index, search.target.class_names[critical],
+                                 search.conf_e, out / "oracle")
+                  if search.interactive else label_oracle(search.is_error[pools[rows]]))
+        policy = ScoreOrder(name) if name in search.scorers else search.makers[name]()
+        chosen, found = run_policy(policy, batch, oracle, budget, generator)
+        positions.append(chosen)
+        answers.append(found)
+    return torch.cat(positions), torch.cat(answers)
+
+
+def _summarise(search: Search, method: str, results: dict[str, dict[str, Any]], budget: int) -> dict[str, Any]:
+    """The audit's summary: the set-up, each method's facts and time, and every measure at ``audit.report_at``."""
+    audit, pools = search.audit, search.pools
     summary = {
-        "search/method": str(search.name), "search/eligible": len(index),
-        "search/eligible_errors": None if interactive else int(is_error.sum()),
-        "search/pool_errors_mean": float(is_error[pools].float().sum(1).mean()),
-        "search/replications": replications, "search/pool_size": pool_size, "search/budget": budget,
-        **{f"search/{name}/{k}": v for name, f in facts.items() for k, v in f.items()},
+        "search/method": method, "search/eligible": len(search.index),
+        "search/eligible_errors": None if search.interactive else int(search.is_error.sum()),
+        "search/pool_errors_mean": float(search.is_error[pools].float().sum(1).mean()),
+        "search/replications": len(pools), "search/pool_size": pools.shape[1], "search/budget": budget,
+        **{f"search/{name}/{k}": v for name, f in search.facts.items() for k, v in f.items()},
         **{f"search/{name}/seconds": r["seconds"] for name, r in results.items() if "seconds" in r},
     }
     for name, record in results.items():
@@ -137,22 +210,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 for measure in MEASURES:
                     if f"{measure}_mean" in record:
                         summary[f"search/{name}/{measure}@{k}"] = record[f"{measure}_mean"][k - 1]
-        if name == search.name:
-            summary.update({f"search/sdr@{k}": record["sdr_mean"][k - 1]
-                            for k in audit.report_at if k <= budget})
-    with open_wandb(cfg, job_type="examine", name=f"error_search-{search.name}") as wandb_run:
-        paths = write_report(out, results, summary, items, conf_e, is_error, distances, pools, target, critical,
-                             str(search.name), interactive)
-        wandb_run.log(summary)
-        for key, path in paths.items():
-            wandb_run.log_image(key, path)
+        if name == method:
+            summary.update({f"search/sdr@{k}": record["sdr_mean"][k - 1] for k in audit.report_at if k <= budget})
     return summary
-
-
-def _completed(out: Path) -> dict[str, dict[str, Any]]:
-    """Methods already finished by an earlier, interrupted run of the same audit."""
-    path = out / "methods.jsonl"
-    return {r["method"]: r for r in read_jsonl(path)} if path.exists() else {}
 
 
 def _method_record(name: str, positions: torch.Tensor, answers: torch.Tensor, pools: torch.Tensor,

@@ -12,16 +12,17 @@ the tests on other classifiers (e.g. a PGD-trained one: the paper's RQ3).
 
 from __future__ import annotations
 
-import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target
+from advaudit.audits.lifecycle import RunDir
 from advaudit.config import typed
 from advaudit.audits.settings import FaultBudget, FaultTestsAuditConf
 from advaudit.confutil import plain
@@ -46,10 +47,81 @@ log = logging.getLogger(__name__)
 PIXEL_ENGINES = {"foolbox": foolbox_pixel_tests, "advaudit": pixel_tests}
 
 
+# audit keys that only steer what is reported from the tests (re-scored from the saved tests by a rerun)
+REPORT_KEYS = ("transfer_targets", "fault_feature")
+SECTIONS = ("generator",)
+
+
+@dataclass
+class FaultSetup:
+    """What the tests are searched with: the target and the generator (on the target's device), the generator's
+    ``meta`` and ``classes``, and each direction ``(summary prefix, seed class, target class, feature sign)``."""
+
+    audit: FaultTestsAuditConf
+    target: Any
+    generator: Any
+    meta: dict[str, Any]
+    classes: list[str]
+    source: int
+    destination: int | None
+    directions: list[tuple[str, int, int | None, float]]
+
+
+@dataclass
+class Seeds:
+    """The seeds of every direction in one batch: latents ``z`` ``[S, L]``, classes ``y0`` ``[S]``, images
+    ``images`` ``[S, C, H, W]`` and the target classes ``y1`` ``[S]`` (None: untargeted)."""
+
+    z: torch.Tensor
+    y0: torch.Tensor
+    images: torch.Tensor
+    y1: torch.Tensor | None
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
+    """Search ``cfg.target``'s fault tests with ``cfg.generator`` and the pixel baselines; returns the summary."""
     audit = typed(FaultTestsAuditConf, cfg.audit)
-    out = Path(cfg.paths.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    run_dir = RunDir(Path(cfg.paths.output_dir), cfg, SECTIONS, REPORT_KEYS)
+    out = run_dir.out
+    setup = _set_up(cfg, audit)
+    target, device = setup.target, setup.target.device
+    judge = None
+    if audit.judge:
+        judge = align_target(load_target(audit.judge, map_location=str(device)).eval(), setup.classes,
+                             "the generator's classes (as the judge audit.judge sees them)")
+    seeds = _draw_seeds(setup, int(cfg.seed))
+    kinds = _search(run_dir, setup, seeds)
+    summary: dict[str, Any] = {"faults/n_seeds": audit.n_seeds, "faults/source": target.class_names[setup.source],
+                               "faults/target": (None if setup.destination is None
+                                                 else target.class_names[setup.destination]),
+                               "faults/budget": audit.budget.value, "faults/pixel_engine": audit.pixel_engine.value,
+                               "faults/eps": audit.eps, "faults/k": audit.k,
+                               "faults/both_directions": audit.both_directions,
+                               # the generator's quality gate as recorded at training (None: not gated)
+                               "faults/generator_class_agreement": (setup.meta.get("quality") or {}).get(
+                                   "class_agreement"),
+                               "faults/generator_gate": (setup.meta.get("quality") or {}).get("gate")}
+    # reporting runs on the CPU: seeds, labels and tests come back once, after the search
+    images, y0 = seeds.images.cpu(), seeds.y0.cpu()
+    kinds = {kind: result.cpu() for kind, result in kinds.items()}
+    others = {Path(str(path)).parent.parent.name: align_target(
+        load_target(str(path), map_location=str(device)).eval(), setup.classes,
+        f"the generator's classes (as the transfer target {path} sees them)") for path in audit.transfer_targets}
+    views, distances, titles = _measure(summary, setup, images, y0, kinds, judge, others)
+    torch.save({"seeds": images, "y0": y0, "z": seeds.z.cpu(), **{f"{k}_tests": r.tests for k, r in kinds.items()},
+                **{f"{k}_success": r.success for k, r in kinds.items()}}, out / "tests.pt")
+    with open_wandb(cfg, job_type="examine", name="fault_tests") as wandb_run:
+        plots = _plots(out, views, distances, titles)
+        write_json(out / "fault_tests.json", summary)
+        _write_report(out / "report.md", summary, list(views), plots)
+        wandb_run.log(summary)
+        for key, path in plots.items():
+            wandb_run.log_image(key, path)
+    return summary
+
+
+def _set_up(cfg: DictConfig, audit: FaultTestsAuditConf) -> FaultSetup:
+    """Load the target and the generator, pair their classes by name and check the directions asked for."""
     target = load_audit_target(cfg).eval()
     require(hasattr(target, "net"), "fault tests need a torch target (gradients through the model)")
     require(cfg.get("generator") is not None, "no generator given; add generator=<path/to/generator.pt> "
@@ -70,71 +142,54 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             "reverse direction tests target_class seeds towards source_class); set one or turn it off")
     for p in generator.parameters():
         p.requires_grad_(False)
-    model = target  # an nn.Module whose forward gives uncalibrated logits
-
-    features = _fault_features(audit.fault_feature)
-    judge = None
-    if audit.judge:
-        judge = align_target(load_target(audit.judge, map_location=str(device)).eval(), classes,
-                             "the generator's classes (as the judge audit.judge sees them)")
-    n = audit.n_seeds
     # each direction: (prefix in the summary, seed class, target class, sign of the fault's direction);
     # its seeds are rows [i n, (i + 1) n) of the one batch that both directions walk together
     directions = [("", source, destination, 1.0)] + [("reverse/", destination, source, -1.0)] * both
-    drawn = [sample_seeds(generator, model, y, n, seed=int(cfg.seed) + i) for i, (_, y, _, _) in enumerate(directions)]
-    z = torch.cat([d[0] for d in drawn])
-    y0 = torch.cat([d[1] for d in drawn])
-    seeds = torch.cat([d[2] for d in drawn])
-    y1 = None if destination is None else torch.cat([torch.full((n,), to, dtype=torch.long, device=device)
-                                                      for _, _, to, _ in directions])
-    total = len(z)
-    kinds: dict[str, FaultResult] = {}
-    chunk = audit.chunk
-    # finished chunks are reused by a rerun only when the settings that make that kind of test match:
-    # a rerun that adds transfer targets re-scores saved tests; one that changes only the pixel
-    # baseline keeps the generator tests
-    audit_settings = OmegaConf.to_container(cfg.audit, resolve=True)
+    return FaultSetup(audit, target, generator, meta, classes, source, destination, directions)
 
-    def fingerprint(*keys: str) -> str:
-        shared = ("source_class", "target_class", "n_seeds", "chunk", "kappa", "both_directions")
-        return json.dumps([str(cfg.target), str(cfg.generator), int(cfg.seed),
-                           {key: audit_settings.get(key) for key in shared + keys}], sort_keys=True, default=str)
 
-    kinds["generator"] = _chunked(lambda s: generator_tests(
-        generator, model, z[s], y0[s], None if y1 is None else y1[s], k=audit.k, eps=audit.eps,
+def _draw_seeds(setup: FaultSetup, seed: int) -> Seeds:
+    """``audit.n_seeds`` seeds per direction that the target classifies as the direction's seed class."""
+    n, device = setup.audit.n_seeds, setup.target.device
+    drawn = [sample_seeds(setup.generator, setup.target, y, n, seed=seed + i)
+             for i, (_, y, _, _) in enumerate(setup.directions)]
+    y1 = None if setup.destination is None else torch.cat([
+        torch.full((n,), to, dtype=torch.long, device=device) for _, _, to, _ in setup.directions])
+    return Seeds(torch.cat([d[0] for d in drawn]), torch.cat([d[1] for d in drawn]), torch.cat([d[2] for d in drawn]),
+                 y1)
+
+
+def _search(run_dir: RunDir, setup: FaultSetup, seeds: Seeds) -> dict[str, FaultResult]:
+    """The generator tests and each pixel baseline's tests of every seed, ``audit.chunk`` seeds a unit."""
+    audit, model, y0, y1 = setup.audit, setup.target, seeds.y0, seeds.y1  # model: forward gives uncalibrated logits
+    kinds = {"generator": _chunked(run_dir, "generator", len(seeds.z), audit.chunk, lambda s: generator_tests(
+        setup.generator, model, seeds.z[s], y0[s], None if y1 is None else y1[s], k=audit.k, eps=audit.eps,
         kappa=audit.kappa, lr=audit.lr, max_steps=audit.max_steps,
-        anneal=audit.budget == FaultBudget.annealed, show_progress=True), total, chunk, out / "chunks" / "generator",
-        fingerprint("k", "eps", "budget", "lr", "max_steps"))
-    engine = audit.pixel_engine.value
+        anneal=audit.budget == FaultBudget.annealed, show_progress=True))}
+    engine = PIXEL_ENGINES[audit.pixel_engine.value]
     for norm, settings in audit.pixel.items():
-        kinds[f"pixel_{norm}"] = _chunked(lambda s, st=settings, nm=norm: PIXEL_ENGINES[engine](
-            model, seeds[s], y0[s], None if y1 is None else y1[s], eps=float(st["eps"]), norm=nm,
-            kappa=audit.kappa, steps=int(st["steps"])), total, chunk, out / "chunks" / f"pixel_{norm}",
-            fingerprint("pixel_engine", "pixel"))
+        kinds[f"pixel_{norm}"] = _chunked(run_dir, f"pixel_{norm}", len(seeds.z), audit.chunk,
+                                          lambda s, st=settings, nm=norm: engine(
+            model, seeds.images[s], y0[s], None if y1 is None else y1[s], eps=float(st["eps"]), norm=nm,
+            kappa=audit.kappa, steps=int(st["steps"])))
+    return kinds
 
-    summary: dict[str, Any] = {"faults/n_seeds": n, "faults/source": target.class_names[source],
-                               "faults/target": None if destination is None else target.class_names[destination],
-                               "faults/budget": audit.budget.value, "faults/pixel_engine": engine,
-                               "faults/eps": audit.eps, "faults/k": audit.k,
-                               "faults/both_directions": both,
-                               # the generator's quality gate as recorded at training (None: not gated)
-                               "faults/generator_class_agreement": (meta.get("quality") or {}).get("class_agreement"),
-                               "faults/generator_gate": (meta.get("quality") or {}).get("gate")}
-    # reporting runs on the CPU: seeds, labels and tests come back once, after the search
-    seeds, y0 = seeds.cpu(), y0.cpu()
-    kinds = {kind: result.cpu() for kind, result in kinds.items()}
+
+def _measure(summary: dict[str, Any], setup: FaultSetup, seeds: torch.Tensor, y0: torch.Tensor,
+             kinds: dict[str, FaultResult], judge: Any, others: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """Each direction's and kind's measures into ``summary``; returns the gallery views, the pixel distances
+    and the gallery titles by ``<prefix><kind>`` (``seeds`` ``[S, C, H, W]`` and ``y0`` ``[S]`` on the CPU)."""
+    n, target = setup.audit.n_seeds, setup.target
+    features = _fault_features(setup.audit.fault_feature)
     judged = {kind: _judge_keeps(judge, result.tests, y0) for kind, result in kinds.items()}
     judged_seeds = _judge_keeps(judge, seeds, y0)
     # the target's class probabilities on seeds and tests, for the galleries' titles
     probabilities = {"seeds": target.predict_proba(seeds).cpu(),
                      **{kind: target.predict_proba(result.tests).cpu() for kind, result in kinds.items()}}
-    others = {Path(str(path)).parent.parent.name: align_target(
-        load_target(str(path), map_location=str(device)).eval(), classes,
-        f"the generator's classes (as the transfer target {path} sees them)") for path in audit.transfer_targets}
     distances: dict[str, dict[str, torch.Tensor]] = {}
     views: dict[str, tuple[torch.Tensor, FaultResult]] = {}
     titles: dict[str, list[str]] = {}
-    for i, (prefix, _, _, sign) in enumerate(directions):
+    for i, (prefix, _, _, sign) in enumerate(setup.directions):
         rows = slice(i * n, (i + 1) * n)
         if judged_seeds is not None:  # the judge on the unperturbed seeds: the ceiling of valid_share
             _share(summary, f"faults/{prefix}seeds/valid_share", judged_seeds[rows])
@@ -150,16 +205,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             # the other model's accuracy on the unperturbed seeds: how much of its error the tests cause
             _share(summary, f"faults/{prefix}seeds/transfer_acc/{other_name}",
                    other.predict_proba(seeds[rows]).argmax(1).cpu() == y0[rows])
-    torch.save({"seeds": seeds, "y0": y0, "z": z.cpu(), **{f"{k}_tests": r.tests for k, r in kinds.items()},
-                **{f"{k}_success": r.success for k, r in kinds.items()}}, out / "tests.pt")
-    with open_wandb(cfg, job_type="examine", name="fault_tests") as wandb_run:
-        plots = _plots(out, views, distances, titles)
-        write_json(out / "fault_tests.json", summary)
-        _write_report(out / "report.md", summary, list(views), plots)
-        wandb_run.log(summary)
-        for key, path in plots.items():
-            wandb_run.log_image(key, path)
-    return summary
+    return views, distances, titles
 
 
 def _pair_titles(seed_probs: torch.Tensor, test_probs: torch.Tensor, y0: torch.Tensor, result: FaultResult,
@@ -236,25 +282,22 @@ def _share(summary: dict[str, Any], key: str, hits: torch.Tensor) -> None:
         stats["mean"], stats["lo"], stats["hi"], stats["n"])
 
 
-def _chunked(make: Any, n: int, chunk: int, cache: Path, fingerprint: str) -> FaultResult:
+def _chunked(run_dir: RunDir, kind: str, n: int, chunk: int, make: Any) -> FaultResult:
     """Run ``make(slice)`` over seed chunks and concatenate the results.
 
-    Each finished chunk is saved under ``cache`` (``<start>-<stop>.pt``) with the audit's
-    ``fingerprint``; a rerun of the same audit loads finished chunks instead of searching again.
+    Each finished chunk is a unit ``<kind>/<start>-<stop>`` of the claimed run dir; a rerun of the same
+    audit loads finished chunks instead of searching again.
     """
-    cache.mkdir(parents=True, exist_ok=True)
     parts = []
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
-        path = cache / f"{start}-{stop}.pt"
-        saved = torch.load(path, weights_only=True, map_location="cpu") if path.exists() else None
-        if saved is not None and saved.get("fingerprint") == fingerprint:
-            parts.append(FaultResult(**{k: v for k, v in saved.items() if k != "fingerprint"}))
-            log.info("resumed %s from %s", cache.name, path)
+        saved = run_dir.load(kind, f"{start}-{stop}")
+        if saved is not None:
+            parts.append(FaultResult(**saved))
+            log.info("resumed %s chunk %d-%d", kind, start, stop)
             continue
-        part = make(slice(start, stop))
-        part = part.cpu()
-        torch.save({**vars(part), "fingerprint": fingerprint}, path)
+        part = make(slice(start, stop)).cpu()
+        run_dir.save(kind, f"{start}-{stop}", vars(part))
         parts.append(part)
     return FaultResult.concat(parts)
 

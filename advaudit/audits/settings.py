@@ -162,6 +162,10 @@ class ErrorSearchAuditConf(Ranged, Part):
     compare: List[str] = field(default_factory=list)
     report_at: List[int] = field(default_factory=list)
     metric: Optional[str] = None
+    # kernel width of Bansal & Weld's coverage utility that every method is measured with (the paper's 0.001);
+    # an audit-level setting, so changing one method's own settings (search.bansal_weld.variance) changes no
+    # other method's score
+    coverage_variance: float = ranged(0.001, low=0, low_open=True)
     # true: pools of min(pool_size, eligible items), the largest the data allow; false: more than the
     # eligible items is an error
     clamp_pool_size: bool = False

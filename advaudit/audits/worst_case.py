@@ -16,8 +16,6 @@ with the same numbers as an uninterrupted one. The metrics are computed from ``s
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -31,10 +29,11 @@ from torch import Tensor
 from advaudit.audits.common import load_audit_target
 from advaudit.audits.instance_selection import select_instances
 from advaudit.audits.lazy_validity import LazyJudging
-from advaudit.audits.worst_case_report import summarise_and_report
+from advaudit.audits.lifecycle import RunDir, fingerprint
+from advaudit.audits.worst_case_fresh import record_fresh_conditions
+from advaudit.audits.worst_case_report import load_history, summarise_and_report
 from advaudit.config import typed
 from advaudit.audits.settings import BudgetUnit, Mode, WorstCaseAuditConf
-from advaudit.confutil import plain
 from advaudit.core.progress import progress
 from advaudit.core.records import append_jsonl, read_jsonl, write_json
 from advaudit.errors import AdvauditError, require
@@ -86,37 +85,32 @@ class ConditionSpace:
         return part
 
 
-# audit keys that say how long to examine and what to report, not what is examined: a run dir
-# whose examination matches in everything else resumes, or is extended to a larger budget
-_LENGTH_KEYS = ("stop_after_steps", "budget", "budget_unit", "report_budgets", "judge", "chunk")
+# audit keys that say how long to examine and what to report, not what is examined: a run dir whose examination
+# matches in everything else resumes, or is extended to a larger budget (no examiner's proposals depend on the
+# budget, so 300 iterations extended to 500 equal a 500-iteration run)
+_LENGTH_KEYS = ("budget", "budget_unit", "report_budgets")
+SECTIONS = ("world", "examiner")
 
 
-def _run_key(cfg: DictConfig, sharded: bool = True) -> str:
-    """Identifies the examination so a rerun only resumes the *same* one (at any budget: no examiner's
-    proposals depend on the budget, so 300 iterations extended to 500 equal a 500-iteration run).
-    ``sharded=False``: the key of the whole examination a shard belongs to (the same for every shard)."""
-    keys = {k: plain(cfg.get(k)) for k in ("target", "world", "examiner", "seed")}
-    drop = _LENGTH_KEYS + (() if sharded else ("shard",))
-    keys["audit"] = {k: v for k, v in plain(cfg.audit).items() if k not in drop}
-    return hashlib.sha256(json.dumps(keys, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def examination_key(cfg: DictConfig) -> str:
+    """The key of the whole examination a shard belongs to (the same for every shard; the merge groups by it)."""
+    return fingerprint(cfg, SECTIONS, _LENGTH_KEYS, keep=())
 
 
-def _resume(out: Path, key: str, examiner: Any, budget: int) -> tuple[int, float]:
+def _resume(out: Path, examiner: Any, budget: int) -> tuple[int, float]:
     """Load a matching checkpoint; keep step records up to it. Returns the next step and the seconds
     the examination has run up to it (so queries/s stays true over interruptions and extensions).
 
     A finished examination resumes too when ``budget`` (queries per instance) is larger: it is
     extended, and its report then covers the new budget. Refused: a smaller budget than the one already
     run (the later records would not belong to it), and extending a budget that ended with a partial
-    iteration (its examiner was told fewer than ``q`` queries at that step, a longer run would not)."""
+    iteration (its examiner was told fewer than ``q`` queries at that step, a longer run would not). The run
+    dir was claimed for this examination (:class:`advaudit.audits.lifecycle.RunDir`) before."""
     state_path = out / STATE_FILE
     if not state_path.exists():
         (out / STEPS_FILE).unlink(missing_ok=True)
         return 0, 0.0
     state = torch.load(state_path, weights_only=True)
-    if state.get("key") != key:
-        raise AdvauditError(f"{out} holds a different examination (config changed); use a new run dir "
-                            "or delete examiner_state.pt and steps.jsonl there")
     step, q = int(state["step"]), examiner.q
     done = min(step * q, int(state.get("budget", step * q)))
     if done > budget:
@@ -134,9 +128,9 @@ def _resume(out: Path, key: str, examiner: Any, budget: int) -> tuple[int, float
     return step, float(state.get("seconds", float("nan")))  # NaN: a checkpoint that predates the count
 
 
-def _checkpoint(out: Path, key: str, examiner: Any, step: int, budget: int, seconds: float) -> None:
+def _checkpoint(out: Path, examiner: Any, step: int, budget: int, seconds: float) -> None:
     tmp = out / (STATE_FILE + ".tmp")
-    torch.save({"key": key, "step": step, "budget": budget, "seconds": seconds,
+    torch.save({"step": step, "budget": budget, "seconds": seconds,
                 "examiner": examiner.state_dict()}, tmp)
     tmp.replace(out / STATE_FILE)
 
@@ -214,8 +208,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         examiner.restrict(ex.rows)
     budget, report_budgets = budget_in_queries(audit, examiner.q)
     steps = math.ceil(budget / examiner.q)
-    key = _run_key(cfg)
-    start_step, seconds_before = _resume(out, key, examiner, budget)
+    RunDir(out, cfg, SECTIONS, _LENGTH_KEYS)
+    start_step, seconds_before = _resume(out, examiner, budget)
     lazy = None
     if ex.judge.reference is not None and audit.validity.lazy:
         lazy = LazyJudging(z.ids, audit.mode == Mode.strength, int(cfg.seed), audit.validity.share_sample)
@@ -233,15 +227,15 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         append_jsonl(out / STEPS_FILE, examine_step(ex, examiner, step, take, lazy, step + 1 == steps))
         bar.update(take * len(z))
         if (step + 1) % audit.checkpoint_every == 0 or step + 1 == steps:
-            _checkpoint(out, key, examiner, step + 1, budget, seconds_before + time.perf_counter() - started)
+            _checkpoint(out, examiner, step + 1, budget, seconds_before + time.perf_counter() - started)
     bar.close()
     seconds = seconds_before + time.perf_counter() - started
     if len(ex.rows) < ex.n_all:
         write_json(out / SHARD_FILE, {"shard": audit.shard, "shards": audit.shards, "rows": ex.rows.tolist(),
                                       "ids": z.ids.tolist(), "n_instances": ex.n_all, "q": examiner.q,
-                                      "seconds": seconds, "key": _run_key(cfg, sharded=False)})
-    return summarise_and_report(cfg, audit, ex.world, ex.target, z, ex.space, out, seconds, ex.judge, examiner.q,
-                                report_budgets)
+                                      "seconds": seconds, "key": examination_key(cfg)})
+    record_fresh_conditions(ex, load_history(out, len(z)), examiner.q)
+    return summarise_and_report(ex, seconds, examiner.q, report_budgets)
 
 
 def examine_step(ex: Examination, examiner: Any, step: int, take: int, lazy: LazyJudging | None,

@@ -17,7 +17,8 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from advaudit.audits.worst_case import SHARD_FILE, STEPS_FILE, budget_in_queries, prepare
-from advaudit.audits.worst_case_report import summarise_and_report
+from advaudit.audits.worst_case_fresh import record_fresh_conditions
+from advaudit.audits.worst_case_report import load_history, summarise_and_report
 from advaudit.core.records import append_jsonl, read_json, read_jsonl, write_json
 from advaudit.errors import require
 
@@ -46,8 +47,8 @@ def merge_shards(shard_dirs: list[Path], out: Path) -> dict[str, Any]:
     q = int(shards[0]["q"])
     _, report_budgets = budget_in_queries(ex.audit, q)
     seconds = sum(float(sh["seconds"]) for sh in shards)
-    result = summarise_and_report(cfg, ex.audit, ex.world, ex.target, ex.z, ex.space, out, seconds, ex.judge, q,
-                                  report_budgets)
+    record_fresh_conditions(ex, load_history(out, len(ex.z)), q)
+    result = summarise_and_report(ex, seconds, q, report_budgets)
     result["merged_from"] = [str(d) for d in shard_dirs]
     identity = {k: results[0][k] for k in _IDENTITY if k in results[0]}
     return {**identity, **result, "seconds": round(sum(float(r.get("seconds", 0)) for r in results), 2),

@@ -1,4 +1,8 @@
-"""Summaries, plots and the Markdown report of a worst-case examination (from steps.jsonl).
+"""Summaries, plots and the Markdown report of a worst-case examination, from its records alone.
+
+The report reads what the run recorded: the examiner's queries (``steps.jsonl``) and what the run
+rendered and queried on conditions of its own (``fresh_conditions.pt``, see
+:mod:`advaudit.audits.worst_case_fresh`); it renders nothing and queries no model.
 
 Numbers: the paper's ``E_T`` and the worst valid case so far at every report budget, each with a
 95% bootstrap interval over instances, the share of invalid proposals per check, the failure rate
@@ -24,24 +28,14 @@ from advaudit.audits import examiner_metrics as metrics
 from advaudit.audits.instance_selection import selection_design
 from advaudit.audits.lazy_validity import invalid_shares, share_mask
 from advaudit.audits.tsne_plot import tsne_plot
+from advaudit.audits.worst_case_markdown import markdown
+from advaudit.audits.worst_case_fresh import WorstCases, fresh_count, read_fresh_conditions, worst_cases
 from advaudit.core.plots import image_grid, plt, save_figure
 from advaudit.core.records import read_jsonl
 from advaudit.models.tracking import open_wandb
-from advaudit.core.intervals import format_interval, mean_with_ci
+from advaudit.core.intervals import mean_with_ci
 from advaudit.worlds.protocol import factor_to_unit
-from advaudit.audits.settings import Mode, WorstCaseAuditConf
-from advaudit.worlds.validity import independent_verdicts
-
-
-GALLERY_PX = 96
-
-
-def gallery_world(world: Any) -> Any:
-    """``world`` rendering at least :data:`GALLERY_PX` pixels a side, where it can change its size."""
-    size = getattr(world, "image_size", None)
-    if hasattr(world, "with_image_size") and isinstance(size, int) and size < GALLERY_PX:
-        return world.with_image_size(GALLERY_PX)
-    return world
+from advaudit.audits.settings import Mode
 
 
 def load_history(out: Path, n: int) -> dict[str, Any]:
@@ -141,121 +135,153 @@ def _class_bars(per_class: dict[str, float], first: dict[str, float], path: Path
     return save_figure(fig, path)
 
 
-def summarise_and_report(cfg: DictConfig, audit: WorstCaseAuditConf, world: Any, target: Any, z: Any, space: Any,
-                         out: Path, seconds: float, judge: Any, q: int, budgets: list[int]) -> dict[str, Any]:
-    """Compute the metrics at each budget, draw the plots, write report.md, log to W&B; return the result."""
+def summarise_and_report(ex: Any, seconds: float, q: int, budgets: list[int]) -> dict[str, Any]:
+    """The examination's result from its records (``steps.jsonl`` and ``fresh_conditions.pt`` in ``ex.out``): the
+    metrics at each budget, the plots, ``report.md`` and the W&B log. ``ex`` is the examination
+    (:class:`advaudit.audits.worst_case.Examination`); nothing is rendered or queried here."""
+    out = Path(ex.out)
+    history = load_history(out, len(ex.z))
+    fresh = read_fresh_conditions(out)
+    result = summarise(ex, history, fresh, seconds, q, budgets)
+    plots = _plots(ex, history, fresh, result["per_class"], q)
+    result["plots"] = {key: str(path) for key, path in plots.items()}
+    report = out / "report.md"
+    report.write_text(markdown(ex.cfg, ex.audit, result, plots))
+    result["report"] = str(report)
+    _log(ex.cfg, result, plots, history["true_prob"], q)
+    return result
+
+
+def summarise(ex: Any, history: dict[str, Any], fresh: dict[str, Any], seconds: float, q: int,
+              budgets: list[int]) -> dict[str, Any]:
+    """The numbers of ``result.json`` (all but ``plots`` and ``report``) from the history and the fresh record."""
+    audit, seed = ex.audit, int(ex.cfg.seed)
     strength = audit.mode == Mode.strength
-    calibrated = audit.calibrated
-    seed = int(cfg.seed)
-    history = load_history(out, len(z))
-    true_prob = history["true_prob"]
-    queries = true_prob.shape[1]
+    labels = ex.z.labels.cpu().numpy()
+    queries = history["true_prob"].shape[1]
     budgets = [b for b in budgets if b <= queries]
-    names = list(target.class_names)  # the world's classes in its order (+ a class map's "(other)", predicted too)
-    labels = z.labels.cpu().numpy()
-    device = getattr(world, "device", "cpu")
-    share_rate = audit.validity.share_sample
-    result = examination_metrics(history, labels, q, budgets, strength, seed, share_rate)
-    instance_shares = invalid_shares(history, share_mask(history, seed, share_rate))["per_instance"]
+    result = examination_metrics(history, labels, q, budgets, strength, seed, audit.validity.share_sample)
     result["budget_unit"] = audit.budget_unit.value
     result["instance_selection"] = selection_design(audit.selection.value)
-    e_final = metrics.e_t(true_prob, q, queries)
-    worst_final = metrics.worst(true_prob, history["valid"], queries, strength)
-    failed = metrics.failed(history["predicted"], history["valid"], labels, queries)
-    worst_index = metrics.worst_index(true_prob, history["valid"], strength)
-    rows = np.arange(len(labels))
-    safe_index = np.where(worst_index >= 0, worst_index, 0)
-    worst_pred = history["predicted"][rows, safe_index]
-    worst_s = torch.as_tensor(history["s"][rows, safe_index], dtype=torch.float32)
-    present = sorted(set(labels.tolist()))
-    per_class = {names[c]: {"E_T": float(e_final[labels == c].mean()),
-                            "worst": float(np.nanmean(worst_final[labels == c])) if np.isfinite(worst_final[labels == c]).any() else None,
-                            "T0": float(metrics.e_t(true_prob, q, 0)[labels == c].mean()),
-                            "failure_rate": float(failed[labels == c].mean()), "n": int((labels == c).sum())}
-                 for c in present}
-    factor_names = [f.name for f in world.factors]
-    result["per_instance"] = [
-        {"instance": int(history["ids"][i]), "label": int(labels[i]), "class": names[labels[i]],
-         "E_T": float(e_final[i]), "worst": None if np.isnan(worst_final[i]) else float(worst_final[i]),
-         "failed": bool(failed[i]), "invalid_share": float(instance_shares[i]),
-         "worst_predicted": names[worst_pred[i]] if worst_index[i] >= 0 else None,
-         "worst_s": dict(zip(factor_names, worst_s[i].tolist())) if worst_index[i] >= 0 else None}
-        for i in range(len(labels))]
-
-    # worst-case gallery (each instance's worst valid proposal), re-rendered at >= GALLERY_PX so a
-    # person can tell the object (the model saw the scene at the world's own size)
-    images = gallery_world(world).render(z, worst_s.unsqueeze(1).to(device)).cpu()
-    titles = [f"{names[labels[i]]}: p={true_prob[i, safe_index[i]]:.2f}\npred {names[worst_pred[i]]}"
-              + ("" if worst_index[i] >= 0 else " (no valid)") for i in range(len(labels))]
-    plots = {
-        "curve": _curve_plot(history, q, strength, out / "true_prob_vs_queries.png",
-                             f"{cfg.examiner.name}: {'strength' if strength else 'weakness'} search"),
-        "per_class": _class_bars({c: v["E_T"] for c, v in per_class.items()},
-                                 {c: v["T0"] for c, v in per_class.items()}, out / "per_class.png"),
-        "gallery": image_grid(images, out / "worst_cases.png", titles=titles, columns=min(8, len(labels))),
-    }
-    # final examples (the last iteration's proposals) against random conditions
-    generator = torch.Generator().manual_seed(seed + 7)
-    k = min(max(q, 5), queries)
-    final_u = space_unit(space, history["s"][:, -k:]).reshape(-1, len(space.free))
-    final_ok = (history["predicted"][:, -k:] == labels[:, None]).reshape(-1)
-    random_free = torch.rand(len(labels), k, len(space.free), generator=generator)
-    random_s = space.assemble(random_free)
-    random_x, random_valid, _ = judge.render(z, random_s.to(device))
-    random_p = target.predict_proba(random_x, calibrated=calibrated).argmax(1).cpu().numpy()
-    random_ok = random_p == np.repeat(labels, k)
-    if len(final_u) >= 6:
-        plots["tsne"] = tsne_plot(final_u, final_ok, random_free.reshape(-1, len(space.free)).numpy(), random_ok,
-                                   out / "tsne.png", seed)
-    final_s = history["s"][:, -k:].reshape(-1, history["s"].shape[-1])
-    result["final_factors"] = {f.name: factor_summary(final_s[:, i], f) for i, f in enumerate(world.factors)
-                               if i in space.free}
-    share = audit.factor_share
-    if share:
-        column = factor_names.index(share["factor"])
-        threshold = float(share["abs_above"])
-        result["examine/share_outside_final"] = float((np.abs(final_s[:, column]) > threshold).mean())
-        result["examine/share_outside_random"] = float((random_s[..., column].abs() > threshold).float().mean())
-    kept, judge_correct = label_kept(history, labels, q, worst_index, worst_s, random_s, audit.judge, world,
-                                     z, device, seed)
-    result.update(kept)
-    for row, correct in zip(result["per_instance"], judge_correct):
+    worst = worst_cases(history, strength)
+    result["per_instance"] = _per_instance(ex, history, worst, q, seed)
+    result.update(_final_factors(ex, history, fresh, q))
+    result.update(label_kept(history, q, worst, fresh, audit.judge, seed))
+    for row, correct in zip(result["per_instance"], _judge_correct(worst, fresh)):
         row["judge_correct"] = correct
-    random_valid_flat = random_valid.reshape(-1).numpy()
+    random_ok, random_valid = fresh["random_ok"].numpy(), fresh["random_valid"].numpy()
+    judge = ex.judge
     result.update({
         "examine/random_accuracy": float(random_ok.mean()),
-        "examine/random_valid_accuracy": float(random_ok[random_valid_flat].mean()) if random_valid_flat.any() else None,
-        "examine/random_invalid_share": float(1 - random_valid_flat.mean()),
+        "examine/random_valid_accuracy": float(random_ok[random_valid].mean()) if random_valid.any() else None,
+        "examine/random_invalid_share": float(1 - random_valid.mean()),
         "validity_checks": judge.checks,
         "validity_reference": str(judge.reference_path) if judge.reference_path is not None else None,
         "validity_reference_min_prob": judge.min_prob if judge.reference_path is not None else None,
-        "class_alignment": target.meta.get("class_alignment"),
-        "per_class": per_class,
+        "class_alignment": ex.target.meta.get("class_alignment"),
+        "per_class": _per_class(ex, history, q),
         "n_instances": int(len(labels)), "queries_per_instance": int(queries),
         # over every invocation of a resumed or extended run; None where a resumed checkpoint predates the count
         "queries_per_second": float(len(labels) * queries / seconds) if seconds > 0 else None,
         "seconds_examination": round(seconds, 2) if math.isfinite(seconds) else None,
-        "plots": {k2: str(v) for k2, v in plots.items()},
     })
-    report = out / "report.md"
-    report.write_text(_markdown(cfg, audit, result, plots))
-    result["report"] = str(report)
-    with open_wandb(cfg, job_type="examine", name=f"worst_case-{cfg.examiner.name}") as wb:
-        curve = metrics.e_t_curve(true_prob, q).mean(0)
-        for t, value in enumerate(curve):
-            wb.log({"examine/E_T_curve": float(value), "examine/iteration": t + 1,
-                    "examine/queries": min((t + 1) * q, queries)})
-        wb.log({k2: v for k2, v in result.items() if k2.startswith("examine/") and isinstance(v, (int, float))})
-        for key, path in plots.items():
-            wb.log_image(f"examine/{key}", path)
-        wb.log_table("examine/per_instance", [{**{k2: v for k2, v in w.items() if k2 != "worst_s"}, **(w["worst_s"] or {})}
-                                              for w in result["per_instance"]])
     return result
 
 
-def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index: np.ndarray, worst_s: torch.Tensor,
-               random_s: torch.Tensor, judge_path: Any, world: Any, z: Any, device: Any,
-               seed: int) -> tuple[dict[str, Any], list[bool | None]]:
+def _per_class(ex: Any, history: dict[str, Any], q: int) -> dict[str, dict[str, Any]]:
+    """Per class present among the instances: ``E_T``, ``worst``, ``T0`` (E_T before any query), ``failure_rate``, ``n``."""
+    true_prob, labels = history["true_prob"], ex.z.labels.cpu().numpy()
+    queries = true_prob.shape[1]
+    names = list(ex.target.class_names)
+    e_final = metrics.e_t(true_prob, q, queries)
+    worst_final = metrics.worst(true_prob, history["valid"], queries, ex.audit.mode == Mode.strength)
+    failed = metrics.failed(history["predicted"], history["valid"], labels, queries)
+    first = metrics.e_t(true_prob, q, 0)
+    rows = {}
+    for c in sorted(set(labels.tolist())):
+        mine = labels == c
+        rows[names[c]] = {"E_T": float(e_final[mine].mean()),
+                          "worst": float(np.nanmean(worst_final[mine])) if np.isfinite(worst_final[mine]).any() else None,
+                          "T0": float(first[mine].mean()), "failure_rate": float(failed[mine].mean()), "n": int(mine.sum())}
+    return rows
+
+
+def _per_instance(ex: Any, history: dict[str, Any], worst: WorstCases, q: int, seed: int) -> list[dict[str, Any]]:
+    """One row per instance: its E_T, worst valid true-class probability, failure, invalid share and worst case."""
+    true_prob, labels = history["true_prob"], ex.z.labels.cpu().numpy()
+    queries = true_prob.shape[1]
+    names = list(ex.target.class_names)  # the world's classes in its order (+ a class map's "(other)", predicted too)
+    e_final = metrics.e_t(true_prob, q, queries)
+    worst_final = metrics.worst(true_prob, history["valid"], queries, ex.audit.mode == Mode.strength)
+    failed = metrics.failed(history["predicted"], history["valid"], labels, queries)
+    shares = invalid_shares(history, share_mask(history, seed, ex.audit.validity.share_sample))["per_instance"]
+    factor_names = [f.name for f in ex.world.factors]
+    return [{"instance": int(history["ids"][i]), "label": int(labels[i]), "class": names[labels[i]],
+             "E_T": float(e_final[i]), "worst": None if np.isnan(worst_final[i]) else float(worst_final[i]),
+             "failed": bool(failed[i]), "invalid_share": float(shares[i]),
+             "worst_predicted": names[worst.predicted[i]] if worst.found[i] else None,
+             "worst_s": dict(zip(factor_names, worst.s[i].tolist())) if worst.found[i] else None}
+            for i in range(len(labels))]
+
+
+def _final_factors(ex: Any, history: dict[str, Any], fresh: dict[str, Any], q: int) -> dict[str, Any]:
+    """Where the last iteration's proposals ended up: each searched factor's mean and spread, and with
+    ``audit.factor_share`` the share outside ``abs_above`` there and under the random conditions."""
+    k = fresh_count(q, history["true_prob"].shape[1])
+    final_s = history["s"][:, -k:].reshape(-1, history["s"].shape[-1])
+    result: dict[str, Any] = {"final_factors": {f.name: factor_summary(final_s[:, i], f)
+                                                for i, f in enumerate(ex.world.factors) if i in ex.space.free}}
+    share = ex.audit.factor_share
+    if share:
+        column = [f.name for f in ex.world.factors].index(share["factor"])
+        threshold = float(share["abs_above"])
+        result["examine/share_outside_final"] = float((np.abs(final_s[:, column]) > threshold).mean())
+        result["examine/share_outside_random"] = float((fresh["random_s"][..., column].abs() > threshold).float().mean())
+    return result
+
+
+def _plots(ex: Any, history: dict[str, Any], fresh: dict[str, Any], per_class: dict[str, Any], q: int) -> dict[str, Path]:
+    """The report's figures in the run dir: curves, per-class bars, the worst-case gallery and (from 6 final
+    proposals on) the t-SNE of final against random conditions."""
+    out, seed = Path(ex.out), int(ex.cfg.seed)
+    strength = ex.audit.mode == Mode.strength
+    true_prob, labels = history["true_prob"], ex.z.labels.cpu().numpy()
+    names = list(ex.target.class_names)
+    worst = worst_cases(history, strength)
+    titles = [f"{names[labels[i]]}: p={true_prob[i, worst.safe[i]]:.2f}\npred {names[worst.predicted[i]]}"
+              + ("" if worst.found[i] else " (no valid)") for i in range(len(labels))]
+    plots = {
+        "curve": _curve_plot(history, q, strength, out / "true_prob_vs_queries.png",
+                             f"{ex.cfg.examiner.name}: {'strength' if strength else 'weakness'} search"),
+        "per_class": _class_bars({c: v["E_T"] for c, v in per_class.items()},
+                                 {c: v["T0"] for c, v in per_class.items()}, out / "per_class.png"),
+        "gallery": image_grid(fresh["gallery"], out / "worst_cases.png", titles=titles, columns=min(8, len(labels))),
+    }
+    k = fresh_count(q, true_prob.shape[1])
+    final_u = space_unit(ex.space, history["s"][:, -k:]).reshape(-1, len(ex.space.free))
+    final_ok = (history["predicted"][:, -k:] == labels[:, None]).reshape(-1)
+    if len(final_u) >= 6:
+        plots["tsne"] = tsne_plot(final_u, final_ok, fresh["random_free"].reshape(-1, len(ex.space.free)).numpy(),
+                                  fresh["random_ok"].numpy(), out / "tsne.png", seed)
+    return plots
+
+
+def _log(cfg: DictConfig, result: dict[str, Any], plots: dict[str, Path], true_prob: np.ndarray, q: int) -> None:
+    """The E_T curve, the headline numbers, the plots and the per-instance table to W&B (when a logger is set)."""
+    queries = true_prob.shape[1]
+    with open_wandb(cfg, job_type="examine", name=f"worst_case-{cfg.examiner.name}") as wb:
+        for t, value in enumerate(metrics.e_t_curve(true_prob, q).mean(0)):
+            wb.log({"examine/E_T_curve": float(value), "examine/iteration": t + 1,
+                    "examine/queries": min((t + 1) * q, queries)})
+        wb.log({k: v for k, v in result.items() if k.startswith("examine/") and isinstance(v, (int, float))})
+        for key, path in plots.items():
+            wb.log_image(f"examine/{key}", path)
+        wb.log_table("examine/per_instance", [{**{k: v for k, v in w.items() if k != "worst_s"}, **(w["worst_s"] or {})}
+                                              for w in result["per_instance"]])
+
+
+def label_kept(history: dict[str, Any], q: int, worst: WorstCases, fresh: dict[str, Any], judge_path: Any,
+               seed: int) -> dict[str, Any]:
     """Validity where it matters: on the examiner's worst cases, not on random conditions.
 
     - ``examine/worst_raw_valid``: share of instances whose lowest true-class probability over *all*
@@ -263,13 +289,10 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
       how often the examiner's best find was a view the checks throw out);
     - ``examine/final_invalid_share``: share of the last iteration's proposals that fail a check
       (where the examiner ended up), next to ``examine/random_invalid_share``;
-    - with ``audit.judge`` (an independent strong model, used for nothing else):
-      ``examine/judge_correct_worst`` (+ ``/lo``, ``/hi``), the share of the instances' worst valid
-      cases the judge still classifies correctly, and ``examine/judge_correct_random``, its accuracy
-      on random conditions of the same instances.
-
-    Returns the summary and, per instance ``[N]``, whether the judge names its worst valid case
-    correctly (``None`` without a judge or without a valid proposal).
+    - with ``audit.judge`` (an independent strong model, used for nothing else; its verdicts are in the
+      fresh record): ``examine/judge_correct_worst`` (+ ``/lo``, ``/hi``), the share of the instances'
+      worst valid cases the judge still classifies correctly, and ``examine/judge_correct_random``, its
+      accuracy on random conditions of the same instances.
     """
     p, valid = history["true_prob"], history["valid"]
     raw_worst = p.argmin(1)
@@ -277,15 +300,21 @@ def label_kept(history: dict[str, Any], labels: np.ndarray, q: int, worst_index:
     out: dict[str, Any] = {"examine/worst_raw_valid": float(valid[np.arange(len(p)), raw_worst].mean()),
                            "examine/final_invalid_share": float(1 - valid[:, last:].mean())}
     if not judge_path:
-        return out, [None] * len(p)
-    worst_verdicts, random_accuracy = independent_verdicts(world, judge_path, z, worst_s, random_s, device)
-    has_worst = worst_index >= 0
-    correct = worst_verdicts.numpy()[has_worst].astype(float)
+        return out
+    correct = fresh["judge_worst"].numpy()[worst.found].astype(float)
     out.update(_with_ci("examine/judge_correct_worst", correct, seed) if len(correct) else {})
-    out["examine/judge_correct_random"] = random_accuracy
+    out["examine/judge_correct_random"] = float(fresh["judge_random"])
     out["judge"] = str(judge_path)
-    verdicts = worst_verdicts.tolist()
-    return out, [bool(verdicts[i]) if has_worst[i] else None for i in range(len(p))]
+    return out
+
+
+def _judge_correct(worst: WorstCases, fresh: dict[str, Any]) -> list[bool | None]:
+    """Per instance ``[N]``: whether the judge names its worst valid case correctly (None without a judge or
+    without a valid proposal)."""
+    if "judge_worst" not in fresh:
+        return [None] * len(worst.index)
+    verdicts = fresh["judge_worst"].tolist()
+    return [bool(verdicts[i]) if worst.found[i] else None for i in range(len(worst.index))]
 
 
 def factor_summary(values: np.ndarray, factor: Any) -> dict[str, Any]:
@@ -303,94 +332,3 @@ def space_unit(space: Any, s: np.ndarray) -> np.ndarray:
     """Searched factors of ``s`` ``[..., C]`` (factor units) mapped to the unit cube ``[..., C_free]``."""
     free = torch.as_tensor(s, dtype=torch.float32)[..., space.free]
     return factor_to_unit(free, space.free_factors).numpy()
-
-
-def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
-    """``mean [lo, hi]`` of ``key`` (as percentages with ``percent``; ``n/a`` when missing or NaN)."""
-    value = result.get(key)
-    if value is None or value != value:
-        return "n/a"
-    return format_interval(value, result[key + "/lo"], result[key + "/hi"], 0 if percent else 4, percent=percent)
-
-
-def _classes_line(result: dict[str, Any]) -> str:
-    """How the target's classes were paired with the world's, where that was more than equal names in order."""
-    said = (result.get("class_alignment") or {}).get("description")
-    return f"\n- classes: {said}" if said else ""
-
-
-def _sample_note(result: dict[str, Any]) -> str:
-    rate = result.get("validity_share_sample", 1.0)
-    return "" if rate >= 1 else f" (the judge's shares on a seeded {100 * rate:.2g}% sample of the queries)"
-
-
-def _percent(share: float | None) -> str:
-    return "n/a" if share is None or share != share else f"{100 * share:.0f}%"
-
-
-def _reference_line(result: dict[str, Any]) -> str:
-    reference = result.get("validity_reference")
-    if reference is None:
-        return ("no reference judge in the check (`audit.validity.reference=null`, or a world without its own): "
-                "views a person could not name can count as failures")
-    threshold = result.get("validity_reference_min_prob")
-    return f"reference judge in the check: `{reference}`" + (
-        "" if threshold is None else f" (the true class at calibrated probability >= {threshold:g})")
-
-
-def _judge_line(result: dict[str, Any]) -> str:
-    if "examine/judge_correct_worst" not in result:
-        return ("no independent judge was given, so whether the worst cases keep their label is not measured "
-                "(`audit.judge=<a strong target.pt>`, trained for instance by "
-                "`train.py experiment=examiner/train_judge`)")
-    return (f"the independent judge `{result['judge']}` still classifies "
-            f"{_fmt(result, 'examine/judge_correct_worst', percent=True)} of the worst valid cases correctly "
-            f"({100 * result['examine/judge_correct_random']:.0f}% of random conditions)")
-
-
-def _markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any], plots: dict[str, Path]) -> str:
-    rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T@{queries}')} | "
-                     f"{_fmt(result, f'examine/worst@{queries}')} |"
-                     for b in result["budgets"] for queries in [b["queries"]])
-    classes = "\n".join(f"| {c} | {v['n']} | {v['T0']:.3f} | {v['E_T']:.3f} | "
-                        f"{'n/a' if v['worst'] is None else format(v['worst'], '.3f')} | {100 * v['failure_rate']:.0f}% |"
-                        for c, v in result["per_class"].items())
-    worst = "\n".join(f"| {w['instance']} | {w['class']} | {w['E_T']:.3f} | "
-                      f"{'n/a' if w['worst'] is None else format(w['worst'], '.3f')} | {w['worst_predicted']} | "
-                      f"{_percent(w['invalid_share'])} |" for w in result["per_instance"])
-    checks = ", ".join(f"{name}: {100 * share:.1f}% fail" for name, share in result["validity"].items()) or "none"
-    images = "\n".join(f"![{k}]({Path(p).name})" for k, p in plots.items())
-    accuracy = result["examine/random_valid_accuracy"]
-    return f"""# Worst-case audit
-
-- target: `{cfg.target}`{_classes_line(result)}
-- examiner: `{cfg.examiner.name}`, mode `{audit.mode.value}`, {result['n_instances']} instances,
-  {result['queries_per_instance']} queries each in iterations of q = {result['q']}
-  ({result['queries_per_second'] or 0:.0f} queries/s)
-- **E_T = {_fmt(result, 'examine/E_T')}**: the paper's metric (Algorithm 1), mean true-class probability
-  of the examiner's proposals at its last iteration; **worst = {_fmt(result, 'examine/worst')}**: mean
-  lowest true-class probability over valid proposals (95% bootstrap intervals over instances)
-- instances: `{result['instance_selection']['selection']}` ({result['instance_selection']['design']} design:
-  {result['instance_selection']['description']})
-- a valid misclassified condition was found for {_fmt(result, 'examine/failure_rate', percent=True)} of instances
-- validity: {100 * result['examine/invalid_share']:.1f}% of proposals invalid ({checks}){_sample_note(result)};
-  {100 * result['examine/random_invalid_share']:.1f}% of random conditions invalid; {_reference_line(result)}
-- accuracy under random valid conditions: {'n/a' if accuracy is None else f'{100 * accuracy:.1f}%'}
-- validity where it matters: the lowest true-class probability of {100 * (1 - result['examine/worst_raw_valid']):.0f}%
-  of instances was on a condition the checks throw out; {100 * result['examine/final_invalid_share']:.1f}% of the
-  last iteration's proposals are invalid; {_judge_line(result)}
-
-| queries | iterations | E_T (proposals of that iteration) | worst (valid, so far) |
-|---|---|---|---|
-{rows}
-
-| class | instances | E_T at T = 0 | E_T | worst | failed |
-|---|---|---|---|---|---|
-{classes}
-
-| instance | class | E_T | worst | predicted at worst | invalid proposals |
-|---|---|---|---|---|---|
-{worst}
-
-{images}
-"""

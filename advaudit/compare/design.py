@@ -19,18 +19,12 @@ from typing import Any, Iterable
 import pandas as pd
 
 from advaudit.compare.records import RunRecord
+from advaudit.core.run_records import AUDIT_BOOKKEEPING, VALIDITY_BOOKKEEPING
 from advaudit.core.naming import short_name
 
 # top-level config keys that never define an examination
 BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device", "tags", "task_name",
                "optimized_metric", "callbacks", "trainer", "debug", "status", "sweep", "compare"}
-# audit keys that only steer how a run is executed or resumed
-AUDIT_BOOKKEEPING = {"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk", "judge",
-                     # how one examination is spread over jobs: a merged sharded run equals the unsharded one
-                     "shard", "shards"}
-# audit.validity keys that only steer how much is judged, not what is examined (the lazy path is exact;
-# the sample sets only how precisely the invalid share of random conditions is estimated)
-VALIDITY_BOOKKEEPING = {"lazy", "share_sample"}
 
 
 # the config sections each audit reads (others: everything but BOOKKEEPING)

@@ -224,60 +224,91 @@ def markdown(summary: dict[str, Any]) -> str:
                   "These runs differ in more than the checkpoint, so they are compared separately:", ""]
         lines += [f"- `{k}`: " + " | ".join(f"`{v}`" for v in values) for k, values in apart["differs_in"].items()]
     for group in summary["groups"]:
-        names = group["targets"]
-        lines += ["", f"## {group['label']}", "",
-                  "Checkpoints: " + ", ".join(f"**{n}** (`{t}`)" for t, n in names.items()) + ".",
-                  f"Seeds compared: {group['seeds']}.", f"Design: {group.get('design', 'n/a')}."]
-        lines += [f"- note: {n}" for n in group["notes"]]
-        if group.get("primary"):
-            lines += [f"Primary question (declared before the data): {group['primary']}; every other metric is "
-                      f"evidence for or against its verdict, Holm-corrected with it over all tests below."]
-        lines += ["", "### Per checkpoint (mean, 95% interval)", "", "| metric | checkpoint | mean | 95% interval | over | seeds |",
-                  "|---|---|---|---|---|---|"]
-        lines += [f"| {r['metric']} | {names[r['target']]} | {_fmt(r['mean'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] | "
-                  f"{r['interval_over']} | {r['n_seeds']} |" for r in group["checkpoints"]]
-        if group["pairs"]:
-            lines += ["", "### Paired differences (A − B)", "",
-                      "| metric | A | B | A − B | 95% interval | test | p | p (Holm, all tests) | reads as | instances | "
-                      "power | instances for 80% |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-            lines += [f"| {r['metric']} | {names[r['a']]} | {names[r['b']]} | {_fmt(r['diff'])} | "
-                      f"[{_fmt(r['lo'])}, {_fmt(r['hi'])}] ({r['interval_over']}) | {r['test']} | {_fmt(r['p'], 4)} | "
-                      f"{_fmt(r['p_holm'], 4)} | {_reads_as(r, names)} | {r['n_instances']} | {_power_cell(r)} |"
-                      for r in group["pairs"]]
-        if "replay" in group:
-            replay = group["replay"]
-            targets = list(replay["transfer"])
-            lines += ["", "### Replay: do the others share each checkpoint's worst cases?", "",
-                      "Share of the row checkpoint's failures (its worst valid conditions, re-rendered) on which the "
-                      "column checkpoint fails too; last row: the column's failure rate under random conditions.", "",
-                      "| worst conditions of \\ scored on | " + " | ".join(names[t] for t in targets)
-                      + " | failures | reproduced |", "|---|" + "---|" * (len(targets) + 2)]
-            lines += [f"| {names[a]} | " + " | ".join(_fmt(replay["transfer"][a][b], 2) for b in targets)
-                      + f" | {replay['source_failures'][a]} | {_fmt(replay['reproduced'][a], 2)} |" for a in targets]
-            lines += ["| random conditions | " + " | ".join(_fmt(replay["random_failure_rate"][b], 2) for b in targets)
-                      + " | | |"]
-        if group["per_factor"]:
-            lines += ["", "### Where the worst cases lie (against uniform random conditions)", "",
-                      "One test per searched factor and checkpoint (Kolmogorov-Smirnov on an interval, Kuiper on a "
-                      "circle), Holm-corrected over each checkpoint's factors.", ""]
-            for target in dict.fromkeys(r["target"] for r in group["per_factor"]):
-                found = " ".join(r["verdict"] for r in group["per_factor"] if r["target"] == target and r["p_holm"] < 0.05)
-                lines += [f"- **{names[target]}**: " + (found or "no factor shows a concentration of worst cases at 5% "
-                                                         "after correction.")]
-            lines += ["", "| checkpoint | factor | mean | lowest fifth | highest fifth | densest fifth (centre: share) | "
-                      "test | statistic | p | p (Holm) |", "|---|---|---|---|---|---|---|---|---|---|"]
-            lines += [f"| {names[r['target']]} | {r['factor']}{' (circle)' if r['periodic'] else ''} | {_fmt(r['mean'], 2)} | "
-                      f"{_fmt(r['share_low'], 2)} | {_fmt(r['share_high'], 2)} | {r['peak']:.3g}: {_fmt(r['share_peak'], 2)} | "
-                      f"{r['test']} | {_fmt(r['statistic'], 2)} | {_fmt(r['p'], 3)} | {_fmt(r['p_holm'], 3)} |"
-                      for r in group["per_factor"]]
-        if group["per_class"]:
-            lines += ["", f"### Per class ({group['per_class'][0]['metric']})", "",
-                      "| class | " + " | ".join(names.values()) + " |", "|---|" + "---|" * len(names)]
-            by = {(r["target"], r["class"]): r for r in group["per_class"]}
-            for cls in dict.fromkeys(r["class"] for r in group["per_class"]):
-                cells = [by.get((t, cls)) for t in names]
-                lines.append(f"| {cls} | " + " | ".join(
-                    format_interval(c["mean"], c["lo"], c["hi"], 2, undefined="–") if c else "–" for c in cells) + " |")
-        lines += where_markdown(group.get("where"))
-        lines += [""] + [f"![{k}]({Path(p).name})" for k, p in group["plots"].items() if k != "sensitivity"]
+        lines += _group_lines(group)
     return "\n".join(lines) + "\n"
+
+
+def _group_lines(group: dict[str, Any]) -> list[str]:
+    """One comparison group's section: its checkpoints, design, then every table it has."""
+    names = group["targets"]
+    lines = ["", f"## {group['label']}", "",
+             "Checkpoints: " + ", ".join(f"**{n}** (`{t}`)" for t, n in names.items()) + ".",
+             f"Seeds compared: {group['seeds']}.", f"Design: {group.get('design', 'n/a')}."]
+    lines += [f"- note: {n}" for n in group["notes"]]
+    if group.get("primary"):
+        lines += [f"Primary question (declared before the data): {group['primary']}; every other metric is "
+                  f"evidence for or against its verdict, Holm-corrected with it over all tests below."]
+    lines += ["", "### Per checkpoint (mean, 95% interval)", "", "| metric | checkpoint | mean | 95% interval | over | seeds |",
+              "|---|---|---|---|---|---|"]
+    lines += [f"| {r['metric']} | {names[r['target']]} | {_fmt(r['mean'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] | "
+              f"{r['interval_over']} | {r['n_seeds']} |" for r in group["checkpoints"]]
+    lines += _pair_lines(group, names) + _replay_lines(group, names) + _factor_lines(group, names)
+    lines += _class_lines(group, names) + where_markdown(group.get("where"))
+    lines += [""] + [f"![{k}]({Path(p).name})" for k, p in group["plots"].items() if k != "sensitivity"]
+    return lines
+
+
+def _pair_lines(group: dict[str, Any], names: dict[str, str]) -> list[str]:
+    """The paired differences table (A - B per metric and pair)."""
+    if not group["pairs"]:
+        return []
+    lines = ["", "### Paired differences (A − B)", "",
+             "| metric | A | B | A − B | 95% interval | test | p | p (Holm, all tests) | reads as | instances | "
+             "power | instances for 80% |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['metric']} | {names[r['a']]} | {names[r['b']]} | {_fmt(r['diff'])} | "
+              f"[{_fmt(r['lo'])}, {_fmt(r['hi'])}] ({r['interval_over']}) | {r['test']} | {_fmt(r['p'], 4)} | "
+              f"{_fmt(r['p_holm'], 4)} | {_reads_as(r, names)} | {r['n_instances']} | {_power_cell(r)} |"
+              for r in group["pairs"]]
+    return lines
+
+
+def _replay_lines(group: dict[str, Any], names: dict[str, str]) -> list[str]:
+    """The replay table: how often each checkpoint's worst cases fail the others too."""
+    if "replay" not in group:
+        return []
+    replay = group["replay"]
+    targets = list(replay["transfer"])
+    lines = ["", "### Replay: do the others share each checkpoint's worst cases?", "",
+             "Share of the row checkpoint's failures (its worst valid conditions, re-rendered) on which the "
+             "column checkpoint fails too; last row: the column's failure rate under random conditions.", "",
+             "| worst conditions of \\ scored on | " + " | ".join(names[t] for t in targets)
+             + " | failures | reproduced |", "|---|" + "---|" * (len(targets) + 2)]
+    lines += [f"| {names[a]} | " + " | ".join(_fmt(replay["transfer"][a][b], 2) for b in targets)
+              + f" | {replay['source_failures'][a]} | {_fmt(replay['reproduced'][a], 2)} |" for a in targets]
+    lines += ["| random conditions | " + " | ".join(_fmt(replay["random_failure_rate"][b], 2) for b in targets)
+              + " | | |"]
+    return lines
+
+
+def _factor_lines(group: dict[str, Any], names: dict[str, str]) -> list[str]:
+    """Where the worst cases lie, one test per searched factor and checkpoint."""
+    if not group["per_factor"]:
+        return []
+    lines = ["", "### Where the worst cases lie (against uniform random conditions)", "",
+             "One test per searched factor and checkpoint (Kolmogorov-Smirnov on an interval, Kuiper on a "
+             "circle), Holm-corrected over each checkpoint's factors.", ""]
+    for target in dict.fromkeys(r["target"] for r in group["per_factor"]):
+        found = " ".join(r["verdict"] for r in group["per_factor"] if r["target"] == target and r["p_holm"] < 0.05)
+        lines += [f"- **{names[target]}**: " + (found or "no factor shows a concentration of worst cases at 5% "
+                                                 "after correction.")]
+    lines += ["", "| checkpoint | factor | mean | lowest fifth | highest fifth | densest fifth (centre: share) | "
+              "test | statistic | p | p (Holm) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {names[r['target']]} | {r['factor']}{' (circle)' if r['periodic'] else ''} | {_fmt(r['mean'], 2)} | "
+              f"{_fmt(r['share_low'], 2)} | {_fmt(r['share_high'], 2)} | {r['peak']:.3g}: {_fmt(r['share_peak'], 2)} | "
+              f"{r['test']} | {_fmt(r['statistic'], 2)} | {_fmt(r['p'], 3)} | {_fmt(r['p_holm'], 3)} |"
+              for r in group["per_factor"]]
+    return lines
+
+
+def _class_lines(group: dict[str, Any], names: dict[str, str]) -> list[str]:
+    """The per-class table, one column per checkpoint."""
+    if not group["per_class"]:
+        return []
+    lines = ["", f"### Per class ({group['per_class'][0]['metric']})", "",
+             "| class | " + " | ".join(names.values()) + " |", "|---|" + "---|" * len(names)]
+    by = {(r["target"], r["class"]): r for r in group["per_class"]}
+    for cls in dict.fromkeys(r["class"] for r in group["per_class"]):
+        cells = [by.get((t, cls)) for t in names]
+        lines.append(f"| {cls} | " + " | ".join(
+            format_interval(c["mean"], c["lo"], c["hi"], 2, undefined="–") if c else "–" for c in cells) + " |")
+    return lines

@@ -72,6 +72,14 @@ _VOLATILE = ("paths", "logger", "callbacks", "threads", "tags", "device", "optim
              "trainer.default_root_dir", "trainer.accelerator")
 RUN_CONFIG = "run_config.json"
 
+#: audit keys that only steer how a run is executed or resumed, not what it examines
+AUDIT_BOOKKEEPING = frozenset({"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk", "judge",
+                               # how one examination is spread over jobs: a merged sharded run equals the unsharded one
+                               "shard", "shards"})
+#: audit.validity keys that only steer how much is judged, not what is examined (the lazy path is exact;
+#: the sample sets only how precisely the invalid share of random conditions is estimated)
+VALIDITY_BOOKKEEPING = frozenset({"lazy", "share_sample"})
+
 
 class RunDirConflict(AdvauditError):
     """The run dir holds results of a different config; mixing them would corrupt both."""

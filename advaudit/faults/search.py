@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
 from torch import Tensor
@@ -144,52 +144,85 @@ def generator_tests(generator: torch.nn.Module, model: torch.nn.Module, z: Tenso
     start = time.perf_counter()
     walker = folded(generator)
     scales = scales if scales is not None else activation_scales(walker, k)
-    with torch.no_grad():
-        shapes = [a.shape for a in walker.activations(z[:1], y0[:1], k)]
+    walk = _Walk.start(walker, z, y0, k, tuple(generator.image_shape), max_steps, lr)
     n = len(z)
     compact_every = max(1, int(compact_every or (1 if device.type == "cpu" else 10)))
-    parts = [torch.zeros((n,) + tuple(s[1:]), device=device, requires_grad=True) for s in shapes]
-    optimizer = torch.optim.Adam(parts, lr=lr)
-    done = torch.zeros(n, dtype=torch.bool, device=device)
-    steps = torch.full((n,), max_steps, dtype=torch.long, device=device)
-    tests = torch.zeros((n,) + tuple(generator.image_shape), device=device)
-    norms = torch.zeros(n, device=device)
-    labels = torch.zeros(n, dtype=torch.long, device=device)
     active = torch.arange(n, device=device)
     bar = progress(total=max_steps, desc="generator walk", unit="step", disable=not show_progress)
     with frozen(model):
         for step in range(max_steps + 1):
-            x = walker(z[active], y0[active], [p[active] * s for p, s in zip(parts, scales)])
+            x = walker(z[active], y0[active], [p[active] * s for p, s in zip(walk.parts, scales)])
             logits = model(x)
             loss = margin_loss(logits, y0[active], None if y1 is None else y1[active], kappa)
-            searching = ~done[active]
-            # a seed's test is its first failing image, or its last image if it never fails
-            keep = searching & ((loss.detach() < 0) | (step == max_steps))
-            with torch.no_grad():
-                rows = keep.view(-1, *([1] * (tests.dim() - 1)))
-                tests[active] = torch.where(rows, x.detach(), tests[active])
-                norms[active] = torch.where(keep, joint_norm([p[active] for p in parts]), norms[active])
-                labels[active] = torch.where(keep, logits.argmax(1), labels[active])
-                failed = keep & (loss.detach() < 0)
-                steps[active] = torch.where(failed, step, steps[active])
-                done[active] = done[active] | failed
+            searching, failed = walk.keep(active, step, step == max_steps, x, logits, loss)
             if step == max_steps:
                 break
-            optimizer.zero_grad()
-            (loss * (searching & ~failed)).sum().backward()
-            optimizer.step()
-            with torch.no_grad():
-                budget = min(1.0 + 0.1 * step, eps) if anneal else eps
-                for p, projected in zip(parts, _project([p.detach() for p in parts], budget)):
-                    p.copy_(projected)
+            walk.advance(loss * (searching & ~failed), min(1.0 + 0.1 * step, eps) if anneal else eps)
             bar.update()
             if (step + 1) % compact_every == 0:
-                active = (~done).nonzero().squeeze(1)
-                bar.set_postfix(failing=f"{int(done.sum())}/{n}", refresh=False)
+                active = (~walk.done).nonzero().squeeze(1)
+                bar.set_postfix(failing=f"{int(walk.done.sum())}/{n}", refresh=False)
                 if not len(active):
                     break
     bar.close()
-    return FaultResult(tests, done, steps, labels, time.perf_counter() - start, norms)
+    return FaultResult(walk.tests, walk.done, walk.steps, walk.labels, time.perf_counter() - start, walk.norms)
+
+
+@dataclass
+class _Walk:
+    """A batched generator walk of ``n`` seeds: the perturbations ``parts`` (one ``[n, ...]`` per perturbed
+    block, in units of the block's activation scale) and their optimiser; per seed whether it ``done``
+    (failed), the step it first failed (``steps`` ``[n]``, ``max_steps`` if never), its test image
+    (``tests`` ``[n, C, H, W]``), the perturbation's joint norm there (``norms`` ``[n]``) and the class
+    predicted there (``labels`` ``[n]``)."""
+
+    parts: list[Tensor]
+    optimizer: torch.optim.Optimizer
+    done: Tensor
+    steps: Tensor
+    tests: Tensor
+    norms: Tensor
+    labels: Tensor
+
+    @classmethod
+    def start(cls, walker: Any, z: Tensor, y0: Tensor, k: int, image_shape: tuple[int, ...], max_steps: int,
+              lr: float) -> "_Walk":
+        """Zero perturbations of the first ``k`` blocks' activations for the seeds ``z`` ``[n, latent]``."""
+        device, n = z.device, len(z)
+        with torch.no_grad():
+            shapes = [a.shape for a in walker.activations(z[:1], y0[:1], k)]
+        parts = [torch.zeros((n,) + tuple(s[1:]), device=device, requires_grad=True) for s in shapes]
+        return cls(parts, torch.optim.Adam(parts, lr=lr), torch.zeros(n, dtype=torch.bool, device=device),
+                   torch.full((n,), max_steps, dtype=torch.long, device=device),
+                   torch.zeros((n,) + image_shape, device=device), torch.zeros(n, device=device),
+                   torch.zeros(n, dtype=torch.long, device=device))
+
+    def keep(self, active: Tensor, step: int, last: bool, x: Tensor, logits: Tensor,
+             loss: Tensor) -> tuple[Tensor, Tensor]:
+        """Record the tests of the ``active`` seeds (``[a]`` rows) that fail at ``step`` (or all still searching
+        at the ``last`` step); returns which of them were still searching and which failed now (``[a]`` bool)."""
+        searching = ~self.done[active]
+        # a seed's test is its first failing image, or its last image if it never fails
+        keep = searching & ((loss.detach() < 0) | last)
+        with torch.no_grad():
+            rows = keep.view(-1, *([1] * (self.tests.dim() - 1)))
+            self.tests[active] = torch.where(rows, x.detach(), self.tests[active])
+            self.norms[active] = torch.where(keep, joint_norm([p[active] for p in self.parts]), self.norms[active])
+            self.labels[active] = torch.where(keep, logits.argmax(1), self.labels[active])
+            failed = keep & (loss.detach() < 0)
+            self.steps[active] = torch.where(failed, step, self.steps[active])
+            self.done[active] = self.done[active] | failed
+        return searching, failed
+
+    def advance(self, loss: Tensor, budget: float) -> None:
+        """One Adam step on the summed ``loss`` ``[a]`` (zero for seeds no longer searching), then project the
+        perturbations back onto the L2 ball of radius ``budget``."""
+        self.optimizer.zero_grad()
+        loss.sum().backward()
+        self.optimizer.step()
+        with torch.no_grad():
+            for p, projected in zip(self.parts, _project([p.detach() for p in self.parts], budget)):
+                p.copy_(projected)
 
 
 def pixel_tests(model: torch.nn.Module, x: Tensor, y0: Tensor, y1: Tensor | None, eps: float, norm: str = "l2",

@@ -145,6 +145,42 @@ def _share_rate(result: dict[str, Any]) -> float:
     return float(result.get("validity_share_sample", 1.0))
 
 
+def _finished_run(run_dir: Path) -> dict[str, Any]:
+    """``<run_dir>/result.json`` of a finished worst-case run (refused in one line otherwise)."""
+    require((run_dir / STEPS_FILE).exists(), f"{run_dir} has no {STEPS_FILE}: not a worst-case run dir "
+            "(examine.py writes it), or the run has not started")
+    require((run_dir / RESULT_FILE).exists(), f"{run_dir} has no {RESULT_FILE}: the examination has not "
+            "finished; rerun examine.py with the same hydra.run.dir to resume it")
+    result = read_json(run_dir / RESULT_FILE)
+    require(result.get("status", "ok") == "ok", f"{run_dir} is a failed run: {result.get('error')}")
+    return result
+
+
+def _tally(records: list[dict[str, Any]], region: Region, column: int, circle: tuple | None, q: int, first: int,
+           seed: int, rate: float) -> tuple[dict[int, dict[str, list]], list[float], dict[bool, list]]:
+    """From the step records: per instance, whether each proposal from step ``first`` on lies inside
+    ``region`` and its true-class probability; the factor's value at those late proposals; and over all
+    (valid, share-sampled) proposals whether each was misclassified, keyed by inside the region."""
+    per_instance: dict[int, dict[str, list]] = {}
+    late_values: list[float] = []
+    errors = {True: [], False: []}  # all (valid) proposals: misclassified?, by inside the region
+    for r in records:
+        in_region = region.contains(np.asarray(r["s"], dtype=np.float64)[:, column], circle)
+        valid = r.get("valid") or [True] * len(in_region)
+        counted = share_sample([r["instance"]], range(r["step"] * q, r["step"] * q + len(valid)),
+                               seed, rate)[0]
+        for inside_one, predicted, ok, sampled in zip(in_region.tolist(), r["predicted"], valid, counted):
+            if ok and sampled:
+                errors[inside_one].append(predicted != r["label"])
+        if r["step"] < first:
+            continue
+        late_values += [float(row[column]) for row in r["s"]]
+        entry = per_instance.setdefault(int(r["instance"]), {"inside": [], "true_prob": []})
+        entry["inside"].extend(in_region.tolist())
+        entry["true_prob"].extend(r["true_prob"])
+    return per_instance, late_values, errors
+
+
 def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit: str = "queries",
                       bounds: list[tuple] | None = None) -> dict[str, Any]:
     """Concentration of one worst-case run (a directory with ``steps.jsonl`` and ``result.json``).
@@ -156,12 +192,7 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
     ``bounds``: ``[(name, low, high[, periodic])]`` (default: rebuilt from the run's world).
     """
     run_dir = Path(run_dir)
-    require((run_dir / STEPS_FILE).exists(), f"{run_dir} has no {STEPS_FILE}: not a worst-case run dir "
-            "(examine.py writes it), or the run has not started")
-    require((run_dir / RESULT_FILE).exists(), f"{run_dir} has no {RESULT_FILE}: the examination has not "
-            "finished; rerun examine.py with the same hydra.run.dir to resume it")
-    result = read_json(run_dir / RESULT_FILE)
-    require(result.get("status", "ok") == "ok", f"{run_dir} is a failed run: {result.get('error')}")
+    result = _finished_run(run_dir)
     config = result.get("config") or {}
     bounds = bounds if bounds is not None else factor_bounds(config)
     names = [b[0] for b in bounds]
@@ -174,24 +205,8 @@ def run_concentration(run_dir: str | Path, region: Region, last: int = 64, unit:
     require(records, f"{run_dir / STEPS_FILE} is empty")
     q = len(records[0]["true_prob"])
     first = late_window([r["step"] for r in records], q, last, unit)
-    per_instance: dict[int, dict[str, list]] = {}
-    late_values: list[float] = []
-    errors = {True: [], False: []}  # all (valid) proposals: misclassified?, by inside the region
-    rate = _share_rate(result)
-    for r in records:
-        in_region = region.contains(np.asarray(r["s"], dtype=np.float64)[:, column], circle)
-        valid = r.get("valid") or [True] * len(in_region)
-        counted = share_sample([r["instance"]], range(r["step"] * q, r["step"] * q + len(valid)),
-                               int(config.get("seed") or 0), rate)[0]
-        for inside_one, predicted, ok, sampled in zip(in_region.tolist(), r["predicted"], valid, counted):
-            if ok and sampled:
-                errors[inside_one].append(predicted != r["label"])
-        if r["step"] < first:
-            continue
-        late_values += [float(row[column]) for row in r["s"]]
-        entry = per_instance.setdefault(int(r["instance"]), {"inside": [], "true_prob": []})
-        entry["inside"].extend(in_region.tolist())
-        entry["true_prob"].extend(r["true_prob"])
+    per_instance, late_values, errors = _tally(records, region, column, circle, q, first,
+                                               int(config.get("seed") or 0), _share_rate(result))
     rows = [{"instance": i, "share": float(np.mean(v["inside"])), "n": len(v["inside"]),
              "late_true_prob": float(np.mean(v["true_prob"]))} for i, v in sorted(per_instance.items())]
     inside = [x for v in per_instance.values() for x in v["inside"]]

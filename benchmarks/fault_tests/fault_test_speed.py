@@ -175,7 +175,7 @@ def step_caps(run_dirs: list[Path], caps: list[int]) -> list[dict[str, Any]]:
     Per cap: the share of seeds failing and the seed-steps walked, relative to the full run."""
     steps, success = [], []
     for run_dir in run_dirs:
-        for chunk in sorted((run_dir / "chunks" / "generator").glob("*.pt")):
+        for chunk in sorted((run_dir / "units" / "generator").glob("*.pt")):
             saved = torch.load(chunk, weights_only=True, map_location="cpu")
             steps.append(saved["steps"])
             success.append(saved["success"])

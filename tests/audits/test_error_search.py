@@ -3,6 +3,7 @@ CNN on Fashion-MNIST, every method, report files, resume, and bad input."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -166,5 +167,21 @@ def test_a_person_answers_in_the_terminal_and_a_rerun_resumes(biased_svm: Path, 
     assert result["search/replications"] == 1 and result["search/eligible_errors"] is None
     assert result["search/sdr@3"] > 0   # every answer was "wrong prediction"
     monkeypatch.setattr("builtins.input", lambda prompt: pytest.fail("answered items must not be asked again"))
-    (Path(cfg.paths.output_dir) / "methods.jsonl").unlink()
+    shutil.rmtree(Path(cfg.paths.output_dir) / "units")  # the finished method is gone: only the answers are kept
     examine(cfg)
+
+
+@pytest.mark.slow
+def test_every_method_is_measured_with_the_audits_coverage_width_not_bansal_welds(biased_svm: Path,
+                                                                                   tmp_path: Path) -> None:
+    from advaudit.tasks import examine
+
+    base = search_overrides(biased_svm, "search=random", "audit.compare=[low_confidence]", "audit.replications=5",
+                            "audit.budget=5", "audit.report_at=[5]")
+    runs = {name: examine(compose_config("examine", [*base, *extra], tmp_path / name)) for name, extra in (
+        ("paper", []), ("bw_wide", ["search.bansal_weld.variance=1.0"]), ("wide", ["audit.coverage_variance=1.0"]))}
+    for method in ("random", "low_confidence"):
+        key = f"search/{method}/coverage@5"
+        assert runs["bw_wide"][key] == runs["paper"][key]   # another method's setting changes no score here
+        assert runs["wide"][key] != runs["paper"][key]      # the audit-level width does
+        assert runs["wide"][f"search/{method}/errors@5"] == runs["paper"][f"search/{method}/errors@5"]

@@ -236,17 +236,16 @@ def test_fault_test_audit_end_to_end_and_bad_input(tiny_fmnist_target: Path, tmp
     assert again["faults/generator/success"] == result["faults/generator/success"]
     assert again["faults/generator/seconds_per_test"] == result["faults/generator/seconds_per_test"]  # loaded
     assert "faults/seeds/transfer_acc/checkpoints" not in again and any("faults/seeds/transfer_acc/" in k for k in again)
-    # changing only the pixel baseline keeps the generator tests and searches the pixel ones again (the audit
-    # itself: the task wrapper refuses a changed config in the same run dir)
+    # the run dir is claimed for this audit's fingerprint: changing a setting that changes the tests (here
+    # only the pixel baseline) is refused by the audit itself, in one line, instead of mixing tests
     from advaudit.audits.fault_tests import run as run_fault_tests
     from advaudit.validation import plain_config
 
-    other_engine = run_fault_tests(plain_config(compose_config("examine", [
-        *base, f"audit.source_class={source}", f"audit.target_class={other}", "audit.eps=50",
-        "audit.pixel_engine=advaudit"], tmp_path)))
-    assert other_engine["faults/generator/seconds_per_test"] == result["faults/generator/seconds_per_test"]
-    assert other_engine["faults/pixel_l2/seconds_per_test"] != result["faults/pixel_l2/seconds_per_test"]
-    assert sorted(p.parent.name for p in (out / "chunks").glob("*/*.pt")) == ["generator", "pixel_l2", "pixel_linf"]
+    with pytest.raises(AdvauditError, match="holds a different examination"):
+        run_fault_tests(plain_config(compose_config("examine", [
+            *base, f"audit.source_class={source}", f"audit.target_class={other}", "audit.eps=50",
+            "audit.pixel_engine=advaudit"], tmp_path)))
+    assert sorted(p.parent.name for p in (out / "units").glob("*/*.pt")) == ["generator", "pixel_l2", "pixel_linf"]
     # both directions in one walk: the reverse tests start from target-class seeds, and each injected
     # feature's direction flips for them
     both_target = brightness_target(target.meta, generator, source, other, tmp_path / "brightness_target.pt")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from advaudit.audits.worst_case_report import GALLERY_PX, gallery_world
+from advaudit.audits.worst_case_fresh import GALLERY_PX, gallery_world
 from advaudit.worlds.shapes import ShapeWorld
 
 

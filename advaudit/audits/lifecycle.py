@@ -1,0 +1,80 @@
+"""One lifecycle for every audit's run dir: claim it by one fingerprint, keep finished units, resume.
+
+An audit opens its run dir with :class:`RunDir`: the dir is claimed for the examination's
+fingerprint (a hash of the resolved config keys that change results, see :func:`fingerprint`), a
+dir that holds another examination is refused in one line, and the audit saves each finished
+unit of work (a method of an error search, a chunk of fault tests) with :meth:`RunDir.save`; a
+rerun into the same dir loads the finished units (:meth:`RunDir.load`) instead of computing them
+again, so an interrupted run resumes to the numbers of an uninterrupted one. The worst-case audit
+appends its steps to ``steps.jsonl`` and checkpoints its examiner in the same claimed dir.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from advaudit.core.run_records import AUDIT_BOOKKEEPING, VALIDITY_BOOKKEEPING
+from advaudit.errors import AdvauditError
+
+FINGERPRINT_FILE = "audit_fingerprint.json"
+UNITS = "units"
+# a claimed dir holds one shard: a shard must not resume another's records (the merge keys the whole examination)
+_CLAIM_KEEPS = frozenset({"shard", "shards"})
+
+
+def fingerprint(cfg: DictConfig, sections: Iterable[str], ignore: Iterable[str] = (),
+                keep: Iterable[str] = _CLAIM_KEEPS) -> str:
+    """16 hex digits identifying what ``cfg`` examines: ``target``, ``seed`` and the ``sections`` the audit
+    reads (``audit`` always), resolved, without the audit's bookkeeping keys (:data:`AUDIT_BOOKKEEPING`
+    less ``keep``, ``audit.validity``'s :data:`VALIDITY_BOOKKEEPING`) and the audit keys in ``ignore``."""
+    config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    design = {key: config.get(key) for key in ("target", "seed", "audit", *sections)}
+    dropped = (AUDIT_BOOKKEEPING - frozenset(keep)) | frozenset(ignore)
+    audit = {k: v for k, v in (design["audit"] or {}).items() if k not in dropped}
+    if isinstance(audit.get("validity"), dict):
+        audit["validity"] = {k: v for k, v in audit["validity"].items() if k not in VALIDITY_BOOKKEEPING}
+    design["audit"] = audit
+    return hashlib.sha256(json.dumps(design, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class RunDir:
+    """An audit's claimed run dir ``out``: its fingerprint and its finished units (``units/<kind>/<name>.pt``)."""
+
+    def __init__(self, out: Path, cfg: DictConfig, sections: Iterable[str], ignore: Iterable[str] = ()) -> None:
+        self.out = Path(out)
+        self.key = fingerprint(cfg, sections, ignore)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._claim()
+
+    def _claim(self) -> None:
+        """Record the fingerprint in ``<out>/audit_fingerprint.json``; refuse a dir that holds another one."""
+        path = self.out / FINGERPRINT_FILE
+        if path.exists():
+            held = json.loads(path.read_text()).get("fingerprint")
+            if held != self.key:
+                raise AdvauditError(f"{self.out} holds a different examination (its config changed a key that changes "
+                                    "results); use a new run dir or delete that dir")
+            return
+        path.write_text(json.dumps({"fingerprint": self.key}) + "\n")
+
+    def unit_path(self, kind: str, name: str) -> Path:
+        return self.out / UNITS / kind / f"{name}.pt"
+
+    def load(self, kind: str, name: str) -> dict[str, Any] | None:
+        """The finished unit ``kind/name`` as saved (tensors on the CPU), or None when it is not on disk."""
+        path = self.unit_path(kind, name)
+        return torch.load(path, weights_only=True, map_location="cpu") if path.exists() else None
+
+    def save(self, kind: str, name: str, payload: dict[str, Any]) -> None:
+        """Save a finished unit atomically (a run killed while writing leaves no half unit)."""
+        path = self.unit_path(kind, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save(payload, tmp)
+        tmp.replace(path)

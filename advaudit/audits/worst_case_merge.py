@@ -25,7 +25,7 @@ from advaudit.errors import require
 log = logging.getLogger(__name__)
 
 #: keys of a shard's ``result.json`` that say what was examined, kept in the merged one
-_IDENTITY = ("status", "task", "audit", "target", "target_loading")
+_IDENTITY = ("status", "task", "audit", "target", "primary", "target_loading")
 
 
 def merge_shards(shard_dirs: list[Path], out: Path) -> dict[str, Any]:

@@ -14,7 +14,7 @@ conditions per instance of the same box (its baseline). ``--test-views`` adds th
 random default-box view of each Fashion-MNIST test image.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python benchmarks/worst_case/transform_label_kept.py \\
-        --judge outputs/s13judge/cnn_s1.pt outputs/s13judge/cnn_s2.pt --threshold 0.5 --test-views \\
+        --judge outputs/s13judge/cnn_s1.pt --judge outputs/s13judge/cnn_s3.pt --threshold 0.5 --test-views \\
         outputs/s13judge/ex/rl_s0 outputs/s13judge/ex/rl_s1 outputs/s13judge/ex/rl_s2 outputs/s13judge/ex/bo_s0
 """
 
@@ -95,8 +95,7 @@ def row(r: dict[str, Any], threshold: float) -> str:
     """One Markdown table row of :func:`judge_run`'s result."""
     def fmt(x: dict[str, Any]) -> str:
         return f"{x['share']:.3f} [{x['lo']:.2f}, {x['hi']:.2f}] ({x['k']} of {x['n']})"
-    check = "none" if not r["reference"] else f"reference judge at {r['reference'].get('min_prob', '?')}" \
-        if isinstance(r["reference"], dict) else str(r["reference"])
+    check = Path(str(r["reference"])).name if r["reference"] else "none"
     return (f"| {r['examiner']} | {r['seed']} | {check} | {fmt(r['kept_top1'])} | {fmt(r['kept_threshold'])} | "
             f"{fmt(r['failure_rate'])} | {r['model_random']:.3f} / {r['model_random_valid']:.3f} | "
             f"{r['random_invalid']:.1%} | {r['without_valid']} | {r['judge_random']:.3f} |")
@@ -105,7 +104,8 @@ def row(r: dict[str, Any], threshold: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path)
-    parser.add_argument("--judge", nargs="+", required=True, help="target.pt file(s); several = an averaging ensemble")
+    parser.add_argument("--judge", action="append", required=True,
+                        help="a judge's target.pt; repeat it for an ensemble averaging their probabilities")
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--random", type=int, default=16, help="random conditions per instance for the judge's baseline")
     parser.add_argument("--seed", type=int, default=0)

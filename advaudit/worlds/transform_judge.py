@@ -54,10 +54,12 @@ def augmented_logits(target: TorchTarget, world: TransformWorld, images: Tensor,
 
 def train_transform_judge(world: TransformWorld, out: str | Path, seed: int = 0, epochs: float = 2.0,
                           arch: str = JUDGE_ARCH, arch_params: dict[str, Any] | None = None,
-                          batch_size: int = 128, lr: float = 0.002) -> dict[str, Any]:
+                          batch_size: int = 128, lr: float = 0.002, budget_s: float | None = None) -> dict[str, Any]:
     """Train ``arch`` (a dotted path, default :data:`JUDGE_ARCH` with :data:`JUDGE_PARAMS`) on ``world``'s
     training images under fresh random conditions, ``epochs`` passes (fractions allowed), Adam with a
-    one-cycle (cosine) schedule; save ``out`` (a target.pt).
+    one-cycle (cosine) schedule; save ``out`` (a target.pt). With ``budget_s`` the schedule runs on the
+    wall clock instead (:func:`budget_lr`): training stops after ``budget_s`` seconds or ``epochs``,
+    whichever comes first, and ``steps`` records how many it took.
 
     Returns its metrics: ``test/acc`` (clean), ``test/acc_box`` (random conditions of the box),
     ``temperature``, ``steps``, ``seconds``.
@@ -76,16 +78,24 @@ def train_transform_judge(world: TransformWorld, out: str | Path, seed: int = 0,
     optimizer = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=1e-4)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.1)
     generator = torch.Generator().manual_seed(seed)
-    started = time.time()
+    started, taken = time.time(), 0
     target.train()
     for step in range(steps):
+        if budget_s is not None:
+            fraction = (time.time() - started) / budget_s
+            if fraction >= 1:
+                break
+            for group in optimizer.param_groups:
+                group["lr"] = budget_lr(lr, fraction)
         index = torch.randint(len(train.y), (batch_size,), generator=generator)
         x = render_random(world, train.x[index], train.y[index], generator)
         loss = F.cross_entropy(target.logits(x), train.y[index])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        schedule.step()
+        if budget_s is None:
+            schedule.step()
+        taken += 1
         if step % 100 == 0:
             log.info("step %d/%d loss %.3f (%.0f s)", step, steps, float(loss.detach()), time.time() - started)
     target.eval()
@@ -95,9 +105,18 @@ def train_transform_judge(world: TransformWorld, out: str | Path, seed: int = 0,
         clean = target.logits(test.x).argmax(1)
     box = augmented_logits(target, world, test.x, test.y, seed + 2).argmax(1)
     metrics = {"test/acc": float((clean == test.y).float().mean()), "test/acc_box": float((box == test.y).float().mean()),
-               "temperature": float(temperature), "steps": steps, "seconds": round(time.time() - started, 1)}
+               "temperature": float(temperature), "steps": taken,
+               "seconds": round(time.time() - started, 1)}
     save_target(target, out, extra={"metrics": metrics})
     return metrics
+
+
+def budget_lr(lr: float, fraction: float, warmup: float = 0.1) -> float:
+    """One-cycle on the wall clock: linear warm-up to ``lr`` over the first ``warmup`` of the budget, then
+    cosine down to ``lr / 1e4`` at ``fraction`` = 1 (``fraction``: the share of the budget spent)."""
+    if fraction < warmup:
+        return lr * (0.04 + 0.96 * fraction / warmup)
+    return lr / 1e4 + (lr - lr / 1e4) * 0.5 * (1 + math.cos(math.pi * min(1.0, (fraction - warmup) / (1 - warmup))))
 
 
 def factor_bounds(world: TransformWorld) -> dict[str, list[float]]:

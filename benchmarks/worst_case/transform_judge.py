@@ -35,6 +35,9 @@ def main() -> None:
     parser.add_argument("--arch", default=None, help="a dotted path (default: the packaged judge's ResNet-18)")
     parser.add_argument("--arch-params", default=None, help="its keyword arguments as YAML, default '{width: 16}'")
     parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--lr", type=float, default=0.002)
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="a wall-clock budget: the schedule runs on the clock, stops at --minutes or --epochs")
     parser.add_argument("--dataset", default=None, help="a dataset config as YAML with _target_ (default: Fashion-MNIST)")
     parser.add_argument("--factors", default=None, help="world.factors overrides as YAML, e.g. '{blur:[0,0.5]}'")
     args = parser.parse_args()
@@ -45,7 +48,8 @@ def main() -> None:
     arch = {"arch": args.arch} if args.arch else {}
     params = yaml.safe_load(args.arch_params) if args.arch_params else None
     metrics = train_transform_judge(world, args.out, seed=args.seed, epochs=args.epochs, arch_params=params,
-                                    batch_size=args.batch_size, **arch)
+                                    batch_size=args.batch_size, lr=args.lr,
+                                    budget_s=None if args.minutes is None else 60 * args.minutes, **arch)
     print(json.dumps(metrics))
 
 

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from advaudit.core.run_records import AUDIT_BOOKKEEPING, VALIDITY_BOOKKEEPING
+from advaudit.core.run_records import AUDIT_BOOKKEEPING, audit_design
 from advaudit.errors import AdvauditError
 
 FINGERPRINT_FILE = "audit_fingerprint.json"
@@ -36,10 +36,7 @@ def fingerprint(cfg: DictConfig, sections: Iterable[str], ignore: Iterable[str] 
     config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     design = {key: config.get(key) for key in ("target", "seed", "audit", *sections)}
     dropped = (AUDIT_BOOKKEEPING - frozenset(keep)) | frozenset(ignore)
-    audit = {k: v for k, v in (design["audit"] or {}).items() if k not in dropped}
-    if isinstance(audit.get("validity"), dict):
-        audit["validity"] = {k: v for k, v in audit["validity"].items() if k not in VALIDITY_BOOKKEEPING}
-    design["audit"] = audit
+    design["audit"] = audit_design(design["audit"] or {}, dropped)
     return hashlib.sha256(json.dumps(design, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from advaudit.compare.records import RunRecord
-from advaudit.core.run_records import AUDIT_BOOKKEEPING, VALIDITY_BOOKKEEPING
+from advaudit.core.run_records import audit_design
 from advaudit.core.naming import short_name
 
 # top-level config keys that never define an examination
@@ -38,10 +38,7 @@ def design_of(config: dict[str, Any], audit: str | None = None) -> dict[str, Any
     sections = SECTIONS.get(str(audit))
     design = {k: v for k, v in config.items() if (k in sections if sections else k not in BOOKKEEPING)}
     if isinstance(design.get("audit"), dict):
-        design["audit"] = {k: v for k, v in design["audit"].items() if k not in AUDIT_BOOKKEEPING}
-        if isinstance(design["audit"].get("validity"), dict):
-            design["audit"]["validity"] = {k: v for k, v in design["audit"]["validity"].items()
-                                           if k not in VALIDITY_BOOKKEEPING}
+        design["audit"] = audit_design(design["audit"])
     return design
 
 

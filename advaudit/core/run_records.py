@@ -81,6 +81,15 @@ AUDIT_BOOKKEEPING = frozenset({"stop_after_steps", "checkpoint_every", "pool_chu
 VALIDITY_BOOKKEEPING = frozenset({"lazy", "share_sample"})
 
 
+def audit_design(audit: dict[str, Any], dropped: frozenset[str] = AUDIT_BOOKKEEPING) -> dict[str, Any]:
+    """``audit`` (a resolved ``audit`` block) without the keys in ``dropped`` and without
+    ``audit.validity``'s :data:`VALIDITY_BOOKKEEPING`: the part that defines what is examined."""
+    design = {k: v for k, v in audit.items() if k not in dropped}
+    if isinstance(design.get("validity"), dict):
+        design["validity"] = {k: v for k, v in design["validity"].items() if k not in VALIDITY_BOOKKEEPING}
+    return design
+
+
 class RunDirConflict(AdvauditError):
     """The run dir holds results of a different config; mixing them would corrupt both."""
 

@@ -70,8 +70,9 @@ def seed_sentences(per_seed: dict[int, dict[str, Any]]) -> list[str]:
         where = region_words(row["factor"], (row["low"], row["high"]), row.get("unit", ""))
         span = f"{min(points):.0f}" if f"{min(points):.0f}" == f"{max(points):.0f}" else \
             f"{min(points):.0f}-{max(points):.0f}"
-        lines.append(f"In every training seed ({k} of {k}), {loser} loses {span} points "
-                     f"more than {winner} at {where} (per seed: "
+        lines.append(f"In every training seed ({k} of {k}), at {where} {loser} is the less accurate; measured "
+                     f"from each one's accuracy over all random conditions, {loser} does {span} points worse "
+                     f"there than {winner} (checkpoint x fifth difference per seed: "
                      + ", ".join(f"{abs(100 * r['diff']):.0f} [{100 * min(abs(r['lo']), abs(r['hi'])):.0f}, "
                                  f"{100 * max(abs(r['lo']), abs(r['hi'])):.0f}]" for r in rows) + " points).")
     if not lines:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advaudit.demo.findings import Findings, Trained, overlaps, read_answers, read_where, unseen_region
+from advaudit.demo.findings import Findings, Located, Trained, overlaps, read_answers, read_where, unseen_region
 from advaudit.demo.summary import summary_lines
 from tests.conftest import REPO
 
@@ -101,6 +101,18 @@ def test_without_a_primary_verdict_or_in_another_factor_the_planted_weakness_is_
     lines = summary_lines(disagree, Path("/x"), "demo-x")
     assert "the examiners disagree" in lines[1] and "Conflicting: worst case: control weaker" in lines[1]
     assert lines[2] == "Where: Their worst cases lie differently."   # the where section's own words when nothing located
+
+
+def test_the_where_line_never_cuts_the_planted_factor_behind_others() -> None:
+    """Four per-fifth places in other factors come first in the comparison; the line keeps three, and
+    the planted factor's place is among them."""
+    findings = _findings(_group("rl", "weaker", "roll_narrowed"))
+    others = [Located("per fifth", "rl", "roll_narrowed", f, (0.0, 1.0), f"{f} fifth.")
+              for f in ("sun_energy", "camera_elevation", "object_hue", "scale")]
+    planted = Located("per fifth", "bo", "roll_narrowed", "camera_roll", (288.0, 360.0), "camera_roll fifth.")
+    findings.located = others + [planted]
+    line = summary_lines(findings, Path("/x"), "demo-x")[2]
+    assert line.startswith("Where: camera_roll fifth. sun_energy fifth.") and line.endswith("(2 more in the report)")
 
 
 @pytest.mark.slow

@@ -45,8 +45,10 @@ def answer_line(findings: Findings) -> str:
 
 
 def where_line(findings: Findings) -> str:
-    """Line 3: where the comparison's where section locates a weakness (confirmed regions first)."""
-    located = sorted(findings.located, key=lambda p: p.how != "confirmed")
+    """Line 3: where the comparison's where section locates a weakness: confirmed regions first, and
+    within each kind the planted factor's places first, so the line never hides them behind the cut."""
+    planted_factor = (findings.planted or {}).get("factor")
+    located = sorted(findings.located, key=lambda p: (p.how != "confirmed", p.factor != planted_factor))
     said: list[str] = []
     for place in located:
         if place.words not in said:

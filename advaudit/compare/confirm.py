@@ -59,10 +59,11 @@ def held_out_split(examined: str) -> str:
     return "val" if str(examined) == "test" else "test"
 
 
-def choose_instances(world: Any, split: str, n: int, seed: int) -> Any:
-    """Up to ``n`` instances of ``split`` drawn with ``seed`` (sorted by position in the split)."""
+def choose_instances(world: Any, split: str, n: int, seed: int, skip: int = 0) -> Any:
+    """Up to ``n`` instances of ``split`` drawn with ``seed`` (sorted by position in the split); ``skip``
+    passes over the first ``skip`` of the same draw, so ``skip=n`` gives instances disjoint from ``skip=0``'s."""
     pool = world.instances(split)
-    order = torch.randperm(len(pool), generator=torch.Generator().manual_seed(int(seed)))[:n]
+    order = torch.randperm(len(pool), generator=torch.Generator().manual_seed(int(seed)))[skip:skip + n]
     return pool.subset(order.sort().values)
 
 

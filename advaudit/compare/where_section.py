@@ -57,17 +57,26 @@ def load_targets(group: Group, names: dict[str, str], world: Any) -> dict[str, A
             for t in group.targets}
 
 
+def check_setup(group: Group, names: dict[str, str]) -> tuple[Any, dict[str, Any], str, bool]:
+    """What the checks of ``group`` render with: its world, ``{name: target}``, the held-out split and
+    whether the examination scored calibrated probabilities."""
+    config = group.runs[0].config
+    world = build_world(config["world"])
+    targets = load_targets(group, names, world)          # a checkpoint that cannot be loaded stops here
+    audit = config.get("audit") or {}
+    return world, targets, held_out_split(str(audit.get("selection_split", "val"))), bool(audit.get("calibrated", False))
+
+
 def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
                   settings: Settings = Settings()) -> dict[str, Any] | None:
     """The section (module docstring) for a worst-case group of two or more checkpoints, else None."""
     if group.audit != "worst_case" or len(group.targets) < 2:
         return None
     config = group.runs[0].config
-    world = build_world(config["world"])
+    world, targets, split, calibrated = check_setup(group, names)
     seeds = group.common_seeds()
     seed = int(seeds[0]) if seeds else 0
     axes = [Axis.of(f) for f in world.factors if f.name in searched_factors(list(world.factors), group.design)]
-    targets = load_targets(group, names, world)          # first: a checkpoint that cannot be loaded stops here
     values = worst_values(group, names, seeds)
     section: dict[str, Any] = {"alpha": settings.alpha, "seed": seed, "settings": asdict(settings), "pairs": []}
     for a, b in itertools.combinations([names[t] for t in group.targets], 2):
@@ -77,9 +86,6 @@ def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
                                  "proposed": best.as_dict() if best and best.proposed(settings.alpha) else None,
                                  "tested_words": test_words(best, settings.alpha) if best else
                                  "No worst-case conditions to compare between them.", "confirmation": None})
-    audit = config.get("audit") or {}
-    split = held_out_split(str(audit.get("selection_split", "val")))
-    calibrated = bool(audit.get("calibrated", False))
     z = choose_instances(world, split, settings.instances, seed)
     checks = []
     for pair in section["pairs"]:

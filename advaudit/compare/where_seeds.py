@@ -9,6 +9,15 @@ the seeds are independent replications), keeps each seed's
 section in ``per_seed``, and says first the fifths said in **every** seed, in the same direction,
 for the same pair: a finding about the recipes rather than about two files. The figure and the
 tables are the first seed's.
+
+A fifth said in every seed is then **confirmed** per seed (:func:`confirm_agreed`): for each pair,
+the agreed fifth with the largest difference becomes a region, checked as
+:mod:`advaudit.compare.confirm` checks a region proposed from worst cases, on held-out instances
+disjoint from those whose sensitivity proposed it (the next ``instances`` of the same draw) under
+new random conditions in the fifth. It is confirmed when every seed names the same checkpoint weaker
+there (each seed's p Holm-corrected over that seed's checks): requiring all seeds needs no further
+correction. One file per label gets no such check: a fifth said by one pair of files describes those
+files, and a control pair of one recipe's seeds would confirm it as readily.
 """
 
 from __future__ import annotations
@@ -16,11 +25,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from advaudit.compare.confirm import Settings
+from advaudit.compare.confirm import Settings, choose_instances, confirm, decide
 from advaudit.compare.design import Group
 from advaudit.compare.labels import checkpoint_source
 from advaudit.compare.where import region_words
-from advaudit.compare.where_section import SEED_CAVEAT, where_section
+from advaudit.compare.where_section import SEED_CAVEAT, check_setup, where_section
 
 
 def files_per_seed(group: Group) -> bool:
@@ -44,8 +53,67 @@ def where_over_seeds(group: Group, names: dict[str, str], out: Path, slug: str,
         return None
     section = dict(first)
     section["per_seed"] = {str(seed): s for seed, s in per_seed.items()}
-    section["sentences"] = seed_sentences(per_seed)
+    section["recipe_checks"] = confirm_agreed(group, names, per_seed, settings)
+    section["sentences"] = seed_sentences(per_seed, section["recipe_checks"])
     return section
+
+
+def strongest_agreed(per_seed: dict[int, dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per pair, the fifth said in every seed with the largest smallest-over-seeds difference."""
+    best: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+    for rows in agreed_rows(per_seed):
+        pair, strength = (rows[0]["a"], rows[0]["b"]), min(abs(r["diff"]) for r in rows)
+        if pair not in best or strength > best[pair][0]:
+            best[pair] = (strength, rows[0])
+    return {pair: row for pair, (_, row) in best.items()}
+
+
+def confirm_agreed(group: Group, names: dict[str, str], per_seed: dict[int, dict[str, Any]],
+                   settings: Settings) -> list[dict[str, Any]]:
+    """Each pair's strongest agreed fifth checked in every seed (module docstring): one record per pair,
+    ``{a, b, factor, unit, region, checks: {seed: check}, weaker}`` (``weaker``: the checkpoint every
+    seed's check names, else None)."""
+    proposals = strongest_agreed(per_seed)
+    if not proposals:
+        return []
+    checks: dict[tuple[str, str], dict[str, dict[str, Any]]] = {pair: {} for pair in proposals}
+    for seed in per_seed:
+        runs = Group(group.audit, group.design, [r for r in group.runs if r.seed == seed])
+        world, targets, split, calibrated = check_setup(runs, names)
+        z = choose_instances(world, split, settings.instances, seed, skip=settings.instances)
+        if len(z) < 2:
+            continue
+        seed_checks = []
+        for pair, row in proposals.items():
+            check = confirm(world, z, targets, pair, row["factor"], (row["low"], row["high"]), seed + 2,
+                            settings, calibrated) | {"split": split}
+            checks[pair][str(seed)] = check
+            seed_checks.append(check)
+        decide(seed_checks, settings.alpha)
+    records = []
+    for pair, row in proposals.items():
+        named = {c["weaker"] for c in checks[pair].values()}
+        weaker = named.pop() if len(named) == 1 and len(checks[pair]) == len(per_seed) else None
+        records.append({"a": pair[0], "b": pair[1], "factor": row["factor"], "unit": row.get("unit", ""),
+                        "region": [float(row["low"]), float(row["high"])], "checks": checks[pair],
+                        "weaker": weaker})
+    return records
+
+
+def recipe_check_words(record: dict[str, Any], k: int) -> str:
+    """The sentence for one record of :func:`confirm_agreed`."""
+    where = region_words(record["factor"], (record["region"][0], record["region"][1]), record.get("unit", ""))
+    per_seed = "; ".join(f"seed {seed}: " + check["words"].split(": ", 1)[1].rstrip(".")
+                         for seed, check in record["checks"].items())
+    head = (f"Checked in each training seed on held-out instances other than those that proposed it, under new "
+            f"random conditions with {where}: ")
+    if not record["checks"]:
+        return head.split(":")[0] + ": not checked, the held-out split has no instances left beyond those that " \
+            "proposed it (use fewer --where-instances)."
+    if record["weaker"] is None:
+        said = sum(c["weaker"] is not None for c in record["checks"].values())
+        return head + f"not confirmed in every seed ({said} of {k} name a weaker checkpoint; {per_seed})."
+    return head + f"{record['weaker']} is the weaker checkpoint there in every training seed ({k} of {k}; {per_seed})."
 
 
 def agreed_rows(per_seed: dict[int, dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -59,10 +127,10 @@ def agreed_rows(per_seed: dict[int, dict[str, Any]]) -> list[list[dict[str, Any]
     return [rows for rows in cells.values() if len(rows) == len(per_seed)]
 
 
-def seed_sentences(per_seed: dict[int, dict[str, Any]]) -> list[str]:
-    """What every seed agrees on, then each seed's own sentences (prefixed with its seed)."""
+def seed_sentences(per_seed: dict[int, dict[str, Any]], recipe_checks: list[dict[str, Any]] = ()) -> list[str]:
+    """What every seed agrees on and its confirmation, then each seed's own sentences (prefixed with its seed)."""
     k = len(per_seed)
-    lines = []
+    lines = [recipe_check_words(record, k) for record in recipe_checks]
     for rows in agreed_rows(per_seed):
         row = rows[0]
         loser, winner = (row["a"], row["b"]) if row["diff"] < 0 else (row["b"], row["a"])

@@ -10,6 +10,7 @@ import numpy as np
 from torch import Tensor
 
 from advaudit.compare import compare_runs
+from advaudit.compare.confirm import Settings
 from advaudit.compare.design import group_runs
 from advaudit.compare.records import discover_runs
 from advaudit.compare.replay import target_value
@@ -56,12 +57,21 @@ def _recipes(root: Path, weak_in_seed1: bool) -> None:
 
 def test_a_weakness_in_every_seed_is_said_about_the_recipe(tmp_path: Path) -> None:
     _recipes(tmp_path / "runs", weak_in_seed1=True)
-    [group] = compare_runs([tmp_path / "runs"], tmp_path / "out")["groups"]
+    [group] = compare_runs([tmp_path / "runs"], tmp_path / "out", where=Settings(instances=20))["groups"]
     assert group["targets"] == ["base", "cand"] or sorted(group["targets"]) == ["base", "cand"]
     assert any("'cand' is 2 checkpoint files, one per seed" in note for note in group["notes"])
     where = group["where"]
     assert sorted(where["per_seed"]) == ["0", "1"]
-    first = where["sentences"][0]
+    [check] = where["recipe_checks"]
+    assert (check["factor"], check["region"], check["weaker"]) == ("t", [0.8, 1.0], "cand")
+    assert sorted(check["checks"]) == ["0", "1"]
+    for seed, seed_check in check["checks"].items():   # confirmed on instances its sensitivity did not see
+        assert seed_check["weaker"] == "cand" and seed_check["p_holm"] < 0.05
+        assert not set(seed_check["instances"]) & set(where["per_seed"][seed]["sensitivity"]["instances"])
+    assert where["sentences"][0].startswith("Checked in each training seed on held-out instances other than those "
+                                            "that proposed it, under new random conditions with t 0.8-1: cand is "
+                                            "the weaker checkpoint there in every training seed (2 of 2; seed 0: ")
+    first = where["sentences"][1]
     assert first.startswith("In every training seed (2 of 2), at t 0.8-1 cand is the less accurate; ")
     assert "points worse there than base" in first
     assert any(s.startswith("Training seed 1: At t 0.8-1 cand is the less accurate") for s in where["sentences"])
@@ -71,6 +81,7 @@ def test_a_weakness_in_one_seed_only_is_not_said_about_the_recipe(tmp_path: Path
     _recipes(tmp_path / "runs", weak_in_seed1=False)
     [group] = compare_runs([tmp_path / "runs"], tmp_path / "out")["groups"]
     where = group["where"]
+    assert where["recipe_checks"] == []   # nothing agreed, nothing to confirm
     assert where["sentences"][0].startswith("No fifth of any factor is said in all 2 training seeds")
     assert any(s.startswith("Training seed 0: At t 0.8-1 cand is the less accurate") for s in where["sentences"])
     assert not any(s.startswith("Training seed 1: At t 0.8-1 cand is the less accurate") for s in where["sentences"])

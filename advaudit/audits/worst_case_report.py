@@ -175,6 +175,7 @@ def summarise(ex: Any, history: dict[str, Any], fresh: dict[str, Any], seconds: 
         "examine/random_accuracy": float(random_ok.mean()),
         "examine/random_valid_accuracy": float(random_ok[random_valid].mean()) if random_valid.any() else None,
         "examine/random_invalid_share": float(1 - random_valid.mean()),
+        "world_box": {f.name: [float(f.low), float(f.high)] for f in ex.world.factors},
         "validity_checks": judge.checks,
         "validity_reference": str(judge.reference_path) if judge.reference_path is not None else None,
         "validity_reference_min_prob": judge.min_prob if judge.reference_path is not None else None,

@@ -114,10 +114,21 @@ def read_run(run_dir: str | Path) -> RunRecord:
     if (result.get("task") or config.get("task_name")) == "train":
         audit = "train"
     seed = config.get("seed")
+    with_recorded_box(config, result.get("world_box"))
     return RunRecord(run_dir=run_dir, status=status, audit=audit,
                      target=result.get("target") or target_label(config.get("target")) or result.get("checkpoint"),
                      seed=int(seed) if isinstance(seed, (int, float)) else None, config=config, result=result,
                      error=result.get("error"), error_kind=result.get("error_kind"))
+
+
+def with_recorded_box(config: dict[str, Any], box: dict[str, list[float]] | None) -> None:
+    """Fill ``config["world"]["factors"]`` (in place) with the bounds the run searched, ``box`` as its
+    ``result.json`` recorded them, under the factors its config set itself: a comparison then rebuilds
+    the world the run saw, not today's default box. Worlds without a ``factors`` setting are left alone."""
+    world = config.get("world")
+    if not box or not isinstance(world, dict) or "factors" not in world:
+        return
+    world["factors"] = {**box, **(world.get("factors") or {})}
 
 
 def _is_job(job: Path) -> bool:

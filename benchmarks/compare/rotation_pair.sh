@@ -23,3 +23,8 @@ for seed in $SEEDS; do for ex in $EXAMINERS; do
   fi
   $PY -m advaudit.compare "$sweep" --out "$OUT/compare_${ex}_s$seed" --where-instances "${WHERE:-300}"
 done; done
+# the recipes over their training seeds in one comparison: the fifth every seed agrees on, confirmed per seed
+for ex in $EXAMINERS; do
+  sweeps=(); for seed in $SEEDS; do sweeps+=("$OUT/examine_${ex}_s$seed"); done
+  [ ${#sweeps[@]} -ge 2 ] && $PY -m advaudit.compare "${sweeps[@]}" --out "$OUT/compare_${ex}_recipe" --where-instances "${WHERE:-300}"
+done

@@ -339,8 +339,9 @@ def test_a_world_of_the_users_own_is_held_to_the_world_rules(tmp_path: Path) -> 
 
 
 # -- a part's constructor and its settings agree ------------------------------------------------
-#: (callable, argument): a difference kept on purpose. Built from a config a world runs where ``device``
-#: says (``auto``: a GPU when torch sees one); built directly from Python it stays on the CPU.
+#: (callable, argument): a difference kept on purpose. A world built from config renders on the run's
+#: ``device`` (the schemas' ``WORLD_DEVICE``, ``${device}``: ``ExamineConf.device``, ``auto``); built directly
+#: from Python it stays on the CPU, as ``advaudit.load_target`` and the examiners do.
 SIGNATURE_DIFFERS = {("advaudit.worlds.shapes.ShapeWorld", "device"), ("advaudit.worlds.meshes.MeshWorld", "device"),
                      ("advaudit.worlds.transforms.TransformWorld", "device")}
 
@@ -358,3 +359,13 @@ def test_each_constructor_defaults_to_its_settings() -> None:
                 differ.append(f"{target}({name}={parameter.default!r}) but {schema.__name__}.{name}={fields[name]!r}")
     assert not differ, f"constructors default to other values than their settings: {differ}"
     assert len(_schemas_by_target()) >= 15
+
+
+def test_a_world_follows_the_runs_device(tmp_path: Path) -> None:
+    """``device`` is declared once (``ExamineConf.device``): every built-in world composes to it, whatever
+    the run's value; ``world.device`` still pins one world."""
+    for world in ("shapes", "transforms", "meshes"):
+        for device in ("auto", "cpu"):
+            cfg = compose_config("examine", [f"world={world}", f"device={device}"], tmp_path)
+            assert cfg.world.device == device, (world, device)
+        assert compose_config("examine", [f"world={world}", "world.device=cpu"], tmp_path).world.device == "cpu"

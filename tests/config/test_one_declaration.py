@@ -282,7 +282,7 @@ def rule_cases() -> list[tuple[str, list[str], list[str], dict[str, Rule]]]:
     """(case id, task, overrides, {dotted key: Rule}): one composed config per YAML option with rules.
 
     An option with a ``# @package`` header (a search method's block, ``search.<name>``) sits at that
-    package and is composed by its group's defaults (``conf/search/methods.yaml``), so it is not selected."""
+    package and is composed by the registry's ``search/methods`` (:func:`advaudit.registry.register_configs`), so it is not selected."""
     cases, seen = [], set()
     for path, schema in options(CONF_DIR):
         group = path.parent.relative_to(CONF_DIR).as_posix()

@@ -5,7 +5,11 @@ package of the code it configures (``advaudit/<package>/settings.py``, or the pa
 :func:`settings_modules` finds every module of the part packages that declares one (by reading the
 sources: nothing else is imported), :data:`SCHEMAS` lists them with the root configs, and
 :func:`register_configs` stores each under its group (``examiner/bo_schema``, ...), which the YAML
-options name in their ``defaults:``. It runs when this module is imported, which the entry points
+options name in their ``defaults:``. The error-search methods are composed all together (the audit runs
+``search.name`` and every method in ``audit.compare`` on the same pools): :func:`register_configs` also
+stores ``search/methods``, whose defaults list every ``search/method`` option found (a method's option is
+named as its schema less ``_schema``), and one ``search/<name>`` per method (``search=gad``: the methods,
+with ``search.name=gad``). So a built-in world, examiner or scorer is one module plus one YAML. It runs when this module is imported, which the entry points
 (``train.py``, ``examine.py``, the CLI, the API) and the tests do before composing.
 """
 
@@ -27,9 +31,11 @@ from advaudit.config.roots import ExamineConf, PathsConf, TrainConf
 from advaudit.examiners.settings import LABELS as EXAMINER_LABELS, SUPPLIED as EXAMINER_SUPPLIED
 from advaudit.models.nets import SUPPLIED as ARCHITECTURE_SUPPLIED
 
-__all__ = ["SCHEMAS", "PART_KEYS", "register_configs", "schema_of", "settings_modules", "unknown_key_problems",
+__all__ = ["SCHEMAS", "PART_KEYS", "METHOD_GROUP", "method_options", "register_configs", "schema_of", "settings_modules", "unknown_key_problems",
            "unknown_argument_problems"]
 
+#: the config group of the error-search methods, each YAML putting its block at ``search.<name>``
+METHOD_GROUP = "search/method"
 #: the packages whose parts have settings, below ``advaudit/``
 PART_PACKAGES = ("audits", "examiners", "worlds", "search", "data", "models")
 #: a module that declares a part's settings stores it under a name (:attr:`Part.schema_name`)
@@ -98,13 +104,25 @@ def schema_of(group: str, node: Any) -> type | None:
     return None
 
 
+def method_options(schemas: Sequence[tuple[str | None, str, type]] = SCHEMAS) -> list[str]:
+    """The built-in error-search methods: the ``search/method`` options named by their schemas, sorted."""
+    names = [name for group, name, _ in schemas if group == METHOD_GROUP]
+    assert all(name.endswith("_schema") for name in names), f"a method's schema is <option>_schema: {names}"
+    return sorted(name.removesuffix("_schema") for name in names)
+
+
 def register_configs() -> None:
-    """Store every schema under its group and register the resolvers schema defaults use; idempotent."""
+    """Store every schema under its group, the methods' ``search/methods`` and ``search/<name>`` options, and
+    register the resolvers schema defaults use; idempotent."""
     if not OmegaConf.has_resolver("report_budgets_within"):
         OmegaConf.register_new_resolver("report_budgets_within", report_budgets_within)
     store = ConfigStore.instance()
     for group, name, node in SCHEMAS:
         store.store(group=group, name=name, node=node)
+    methods = method_options()
+    store.store(group="search", name="methods", node={"defaults": [{"method": methods}, "_self_"]})
+    for name in methods:  # search=<name>: every method's block, this one reported first
+        store.store(group="search", name=name, node={"defaults": ["methods", "_self_"], "name": name})
 
 
 def unknown_key_problems(cfg: DictConfig, task: str) -> list[str]:

@@ -31,8 +31,9 @@ def task_wrapper(claims_dir: bool = False) -> Callable[[Task], Task]:
 
     Before any work: threads and seeds are set and :func:`advaudit.config.validate` checks the
     config (every problem at once); with ``claims_dir`` the run dir is claimed for this config
-    (:func:`advaudit.core.run_records.claim_run_dir`: a rerun with another config is refused; the audits
-    key their own resumable records instead, so a rerun reuses exactly what still matches).
+    (:func:`advaudit.core.run_records.claim_run_dir`: a rerun with another config is refused). The audits
+    claim theirs the same way (:func:`advaudit.core.run_records.claim_dir`, through
+    :class:`advaudit.audits.lifecycle.RunDir`), each by the keys that change what it examines.
     ``result.json`` ends with ``"status": "ok"`` and the task's results, or the failure record of
     :func:`advaudit.core.run_records.write_failure`; the exception is re-raised for the command-line
     boundary (:mod:`advaudit.cli`) to turn into a message and an exit code. W&B is always closed,
@@ -53,8 +54,10 @@ def task_wrapper(claims_dir: bool = False) -> Callable[[Task], Task]:
                 if claims_dir:
                     claim_run_dir(out, cfg)
                 result = task(cfg)
-            except RunDirConflict:
-                raise  # the run dir belongs to another config: its result.json is not ours to overwrite
+            except RunDirConflict as error:  # training's or an audit's (core.run_records.claim_dir)
+                # the run dir belongs to another config: its result.json is not ours to overwrite
+                write_failure(out, name, cfg, error, _summary, beside=True)
+                raise
             except BaseException as error:
                 write_failure(out, name, cfg, error, _summary)
                 raise

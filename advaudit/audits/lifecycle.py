@@ -11,7 +11,6 @@ appends its steps to ``steps.jsonl`` and checkpoints its examiner in the same cl
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Iterable
@@ -19,8 +18,7 @@ from typing import Any, Iterable
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from advaudit.core.run_records import AUDIT_BOOKKEEPING, audit_design
-from advaudit.errors import AdvauditError
+from advaudit.core.run_records import AUDIT_BOOKKEEPING, audit_design, claim_dir, fingerprint_of
 
 FINGERPRINT_FILE = "audit_fingerprint.json"
 UNITS = "units"
@@ -33,11 +31,18 @@ def fingerprint(cfg: DictConfig, sections: Iterable[str], ignore: Iterable[str] 
     """16 hex digits identifying what ``cfg`` examines: ``target``, ``seed`` and the ``sections`` the audit
     reads (``audit`` always), resolved, without the audit's bookkeeping keys (:data:`AUDIT_BOOKKEEPING`
     less ``keep``, ``audit.validity``'s :data:`VALIDITY_BOOKKEEPING`) and the audit keys in ``ignore``."""
+    return fingerprint_of(examination(cfg, sections, ignore, keep))
+
+
+def examination(cfg: DictConfig, sections: Iterable[str], ignore: Iterable[str] = (),
+                keep: Iterable[str] = _CLAIM_KEEPS) -> dict[str, Any]:
+    """What :func:`fingerprint` hashes: ``target``, ``seed``, ``audit`` and ``sections`` of ``cfg``, resolved,
+    without the bookkeeping keys."""
     config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     design = {key: config.get(key) for key in ("target", "seed", "audit", *sections)}
     dropped = (AUDIT_BOOKKEEPING - frozenset(keep)) | frozenset(ignore)
     design["audit"] = audit_design(design["audit"] or {}, dropped)
-    return hashlib.sha256(json.dumps(design, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return json.loads(json.dumps(design, default=str))
 
 
 class RunDir:
@@ -45,20 +50,8 @@ class RunDir:
 
     def __init__(self, out: Path, cfg: DictConfig, sections: Iterable[str], ignore: Iterable[str] = ()) -> None:
         self.out = Path(out)
-        self.key = fingerprint(cfg, sections, ignore)
-        self.out.mkdir(parents=True, exist_ok=True)
-        self._claim()
-
-    def _claim(self) -> None:
-        """Record the fingerprint in ``<out>/audit_fingerprint.json``; refuse a dir that holds another one."""
-        path = self.out / FINGERPRINT_FILE
-        if path.exists():
-            held = json.loads(path.read_text()).get("fingerprint")
-            if held != self.key:
-                raise AdvauditError(f"{self.out} holds a different examination (its config changed a key that changes "
-                                    "results); use a new run dir or delete that dir")
-            return
-        path.write_text(json.dumps({"fingerprint": self.key}) + "\n")
+        # the one claim scheme (training's too): the fingerprint and the design in <out>/audit_fingerprint.json
+        self.key = claim_dir(self.out, examination(cfg, sections, ignore), FINGERPRINT_FILE, "a different examination")
 
     def unit_path(self, kind: str, name: str) -> Path:
         return self.out / UNITS / kind / f"{name}.pt"

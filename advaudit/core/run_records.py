@@ -1,12 +1,14 @@
 """What a run dir records about the run: the config that owns it, and how a failed run ended.
 
-Two records, both read by people and by the multirun callback: ``run_config.json`` (the config a
-run dir belongs to, so a rerun resumes only the same run) and the failure record in
+Two records, both read by people and by the multirun callback: the claim of a run dir
+(:func:`claim_dir`, training's ``run_config.json`` and the audits' ``audit_fingerprint.json``: the
+fingerprint of what the run computes, so a rerun resumes only the same run) and the failure record in
 ``result.json`` (``status: failed``, a one-line ``error``, ``error_kind``, ``task``, ``config``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from pathlib import Path
@@ -21,9 +23,10 @@ log = logging.getLogger(__name__)
 
 
 def write_failure(out: Path, task: str, cfg: DictConfig, error: BaseException,
-                  summary: Callable[[DictConfig], dict[str, Any]]) -> dict[str, Any]:
+                  summary: Callable[[DictConfig], dict[str, Any]], beside: bool = False) -> dict[str, Any]:
     """Write the failure record ``<out>/result.json`` (``result.failed.json`` when ``result.json``
-    holds a finished run's results, which a refused rerun must not erase); returns it.
+    holds a finished run's results, which a refused rerun must not erase, or with ``beside``: a run refused
+    a dir that another config owns leaves that config's record alone); returns it.
 
     ``{"status": "failed", "error": <one line>, "error_kind": "user" | "bug" | "interrupted",
     "task": "train" | "examine", "config": summary(cfg)}`` (the resolved config; unresolved when
@@ -41,7 +44,7 @@ def write_failure(out: Path, task: str, cfg: DictConfig, error: BaseException,
     except Exception:  # an interpolation that does not resolve may be the very error
         record["config"] = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
     path = out / "result.json"
-    if _status(path) == "ok":  # a refused rerun must not erase the finished run's results
+    if beside or _status(path) == "ok":  # a refused rerun must not erase the finished run's results
         path = out / "result.failed.json"
     try:
         write_json(path, record)
@@ -94,27 +97,46 @@ class RunDirConflict(AdvauditError):
     """The run dir holds results of a different config; mixing them would corrupt both."""
 
 
-def claim_run_dir(out: Path, cfg: DictConfig) -> None:
-    """Record the config that owns ``out``; refuse a rerun with a different one.
+def fingerprint_of(design: Any) -> str:
+    """16 hex digits of ``design`` (plain data): the sha256 of its sorted JSON."""
+    return hashlib.sha256(json.dumps(design, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
-    ``<out>/run_config.json`` holds the resolved config without the keys that do not change what
-    is computed (paths, loggers, threads, ``audit.stop_after_steps``, ...). A rerun with the same
-    config resumes from the records in ``out``; one with another config is refused, naming the
-    first keys that differ.
+
+def claim_dir(out: Path, design: dict[str, Any], record: str, held: str, reuse_after_user_error: bool = False) -> str:
+    """Claim the run dir ``out`` for ``design`` (what the run computes, as plain data): the one claim scheme of
+    training and of every audit.
+
+    ``<out>/<record>`` holds ``{"fingerprint": fingerprint_of(design), "design": design}``. A rerun with the
+    same fingerprint resumes what ``out`` holds; one with another is refused in one line naming the first
+    keys that changed (``held`` says what the dir holds). With ``reuse_after_user_error`` a dir whose run
+    stopped on a user error (before any result: training's config checks) may be claimed again.
+    Returns the fingerprint.
+
+    Raises:
+        RunDirConflict: ``out`` holds another fingerprint.
     """
-    fingerprint = _fingerprint(cfg)
-    path = out / RUN_CONFIG
-    if path.exists() and not _failed_on_user_error(out):
+    key, path = fingerprint_of(design), out / record
+    if path.exists() and not (reuse_after_user_error and _failed_on_user_error(out)):
         try:
             previous = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             previous = None
-        if previous is not None and previous != fingerprint:
-            changed = _differences(previous, fingerprint)
-            raise RunDirConflict(f"run dir {out} holds results of a different config (changed: {', '.join(changed[:4])}"
-                                 f"{', ...' if len(changed) > 4 else ''}); refusing to mix them: run without "
+        if isinstance(previous, dict) and "fingerprint" not in previous:  # a record of the design alone
+            previous = {"fingerprint": fingerprint_of(previous), "design": previous}
+        if previous is not None and previous.get("fingerprint") != key:
+            changed = _differences(previous["design"], design) if "design" in previous else []
+            named = f" (changed: {', '.join(changed[:4])}{', ...' if len(changed) > 4 else ''})" if changed else ""
+            raise RunDirConflict(f"run dir {out} holds {held}{named}; refusing to mix them: run without "
                                  "hydra.run.dir (a new dir) or delete that dir")
-    write_json(path, fingerprint)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(path, {"fingerprint": key, "design": design})
+    return key
+
+
+def claim_run_dir(out: Path, cfg: DictConfig) -> None:
+    """Claim ``out`` for a training run (:func:`claim_dir`): its design is the config without the keys that do
+    not change what is computed (paths, loggers, threads, ...), recorded in ``<out>/run_config.json``."""
+    claim_dir(out, _fingerprint(cfg), RUN_CONFIG, "results of a different config", reuse_after_user_error=True)
 
 
 def _fingerprint(cfg: DictConfig) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Every method, advaudit's and a user's alike, is a block ``search.<name>`` of the
 ``_target_`` (its class), ``_partial_: true`` and its settings, which are the class's keyword
 arguments. Each block comes from one YAML of the ``search/method`` config group
 (``conf/search/method/<name>.yaml``, whose ``# @package search.<name>`` header puts it there);
-``conf/search/methods.yaml`` composes every built-in one, so ``audit.compare`` can name any of
+:mod:`advaudit.registry` composes every built-in one (``search/methods``), so ``audit.compare`` can name any of
 them, and ``+search/method=<name>`` adds one from the user's ``--config-dir``. ``search.name`` is the
 method the audit reports first (``search=<name>`` sets it for the built-in ones); every name in
 ``audit.compare`` runs beside it on the same pools. Nothing in advaudit lists the methods: the

@@ -1,4 +1,8 @@
-"""The error-search methods' settings (``conf/search/method/<name>.yaml`` names its dataclass here)."""
+"""The error-search methods' settings (``conf/search/method/<name>.yaml`` names its dataclass here).
+
+A method's YAML option is named as its schema less ``_schema`` (``gad_schema``: ``conf/search/method/gad.yaml``,
+the block ``search.gad``): :mod:`advaudit.registry` composes every method it finds that way
+(``search/methods``) and makes ``search=<name>`` select it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -101,6 +105,28 @@ class GADConf(Part):
     pseudo_model: PseudoModelConf = field(default_factory=PseudoModelConf)
     attack: GADAttackConf = field(default_factory=GADAttackConf)
     lowess: LowessConf = field(default_factory=LowessConf)
+
+
+@dataclass
+class RandomOrderConf(Part):
+    """``conf/search/method/random.yaml``: each pool in a seeded random order (no settings)."""
+
+    config_group: ClassVar[str] = "search/method"
+    schema_name: ClassVar[Optional[str]] = "random_schema"
+
+    _target_: str = "advaudit.search.baselines.RandomOrder"
+    _partial_: bool = True  # as LakkarajuConf
+
+
+@dataclass
+class LowConfidenceConf(Part):
+    """``conf/search/method/low_confidence.yaml``: each pool in ascending calibrated confidence (no settings)."""
+
+    config_group: ClassVar[str] = "search/method"
+    schema_name: ClassVar[Optional[str]] = "low_confidence_schema"
+
+    _target_: str = "advaudit.search.baselines.LowConfidence"
+    _partial_: bool = True  # as LakkarajuConf
 
 
 @dataclass

@@ -65,6 +65,13 @@ class ValidityConf(Ranged):
 
 
 
+#: a world built from config renders on the run's ``device`` (``ExamineConf.device``, its one declaration:
+#: ``auto``, a GPU when torch sees one, else the CPU), where the target runs; ``world.device=cpu`` pins it.
+#: Built from Python, a world (like ``advaudit.load_target`` and the examiners) stays on the CPU unless
+#: given ``device``; every constructor reads the value with :func:`advaudit.runtime.resolve_device`.
+WORLD_DEVICE = "${device}"
+
+
 class WorldPart(Part):
     """A world's settings: ``world.factors`` checked against the world's factors (single-field rules: its fields)."""
 
@@ -97,7 +104,7 @@ class ShapesWorldConf(WorldPart):
     factors: Any = None
     classes: Optional[List[str]] = None
     shadows: bool = True
-    device: str = "auto"
+    device: str = WORLD_DEVICE
 
 
 @dataclass
@@ -109,7 +116,7 @@ class TransformsWorldConf(WorldPart):
     dataset: Any = None
     factors: Any = None  # null or a mapping (checked by WorldPart.check)
     padding_mode: PaddingMode = PaddingMode.zeros
-    device: str = "auto"
+    device: str = WORLD_DEVICE
 
 
 @dataclass
@@ -144,5 +151,5 @@ class MeshWorldConf(WorldPart):
     # narrow, widen or fix factors: {camera_elevation: [-30, 30], sun_energy: 2.5} (checked by WorldPart.check)
     factors: Any = None
     cache_dir: Optional[str] = None
-    device: str = "auto"
+    device: str = WORLD_DEVICE
     threads: Optional[int] = None

@@ -20,6 +20,7 @@ from torch import Tensor
 
 from advaudit.errors import require
 from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors, unit_to_factor
+from advaudit.runtime import resolve_device
 
 # The default box keeps the label where it matters, on the examiner's worst cases (examiner paper
 # Sec. 2.1): geometry as it was (rotation +-30 deg, translation +-10%, scale 0.85-1.15, shear +-15 deg),
@@ -133,7 +134,7 @@ class TransformWorld:
         defaults = GEOMETRIC + (COLOUR if self.image_shape[0] == 3 else [])
         self.factors = configure_factors(defaults, factors)
         self.padding_mode = padding_mode
-        self.device = torch.device(device if device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = resolve_device(device)
 
     def reference_judge(self) -> Path | None:
         """The packaged reference judge (:data:`REFERENCE_JUDGE`) where it was trained: the built-in

@@ -24,6 +24,7 @@ from advaudit.worlds.meshes.renderer import MitsubaRenderer
 from advaudit.worlds.protocol import Instances, check_in_bounds, configure_factors, unit_to_factor
 from advaudit.worlds.settings import MeshWorldConf
 from advaudit.worlds.shapes.world import DEFAULT_FACTORS, hsv_to_rgb
+from advaudit.runtime import resolve_device
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test")
@@ -91,7 +92,7 @@ class MeshWorld:
         self.image_shape = (3, self.image_size, self.image_size)
         self.seed = int(seed)
         self.factors = configure_factors(DEFAULT_FACTORS, factors)
-        self.device = torch.device(device if device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = resolve_device(device)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         if str(root) == BUILTIN:
             root = builtin_root(cache_dir, {**_SETTINGS.builtin_instances, **dict(builtin_instances or {})}, seed)

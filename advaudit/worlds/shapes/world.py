@@ -18,6 +18,7 @@ from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS, build_primi
 from advaudit.worlds.shapes.renderer import render_scenes
 from advaudit.worlds.settings import ShapesWorldConf
 from advaudit.worlds.validity import mask_checks
+from advaudit.runtime import resolve_device
 
 # Table 1 of the paper (angles in degrees; camera azimuth spans half a turn as in the paper). Rotations
 # and azimuths carry a period of 360 deg: the three sun rotations, the light's azimuth and the camera
@@ -106,7 +107,7 @@ class ShapeWorld:
         require(not unknown, f"unknown ShapeWorld classes {unknown}; use {list(CLASSES)}")
         self.counts = {**_SETTINGS.instances_per_class, **dict(instances_per_class or {})}
         self.seed, self.shadows = int(seed), bool(shadows)
-        self.device = torch.device(device if device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = resolve_device(device)
         self.factors = configure_factors(DEFAULT_FACTORS, factors)
 
     def reference_judge(self) -> Path | None:

@@ -198,14 +198,18 @@ class ShapeWorld:
             inst = rows[members]
             data = {k: v.to(self.device)[inst] for k, v in z.data.items()}
             prims = build_primitives(self.class_names[cls], data["proportions"])
+            first = int(members[0])
+            if int(members[-1]) - first + 1 == len(members):  # consecutive scenes: drawn in place, no copy
+                block = slice(first, first + len(members))
+                render_scenes(prims, data["albedo"], data["specular"], data["shininess"], flat_s[block], size,
+                              self.shadows, return_mask=output == "mask", with_mask=output == "both",
+                              out=(None if images is None else images[block], None if masks is None else masks[block]))
+                continue
             rendered = render_scenes(prims, data["albedo"], data["specular"], data["shininess"], flat_s[members],
                                      size, self.shadows, return_mask=output == "mask", with_mask=output == "both")
-            if output == "both":
-                images[members], masks[members] = rendered
-            elif output == "mask":
-                masks[members] = rendered
-            else:
-                images[members] = rendered
+            rendered = rendered if output == "both" else (rendered,)
+            for whole, part in zip([x for x in (images, masks) if x is not None], rendered):
+                whole.index_copy_(0, members, part)
         return {"image": images, "mask": masks, "both": (images, masks)}[output]
 
     def random_conditions(self, n: int, q: int, generator: torch.Generator | None = None) -> Tensor:

@@ -160,7 +160,7 @@ def _candidates(grid: Tensor, columns: Tensor, origin: Tensor) -> tuple[Tensor, 
     od = _ray_channel(grid, columns, 3)                                      # [HW, B]
     closest = (origin * origin).sum(-1)[None] - od * od
     pix, obj = ((closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)).nonzero(as_tuple=True)
-    g, c = grid.index_select(0, pix), columns[:, :, :3].index_select(0, obj)  # [M, 3], [M, 3, 3]
+    g, c = grid.index_select(0, pix), columns[:, :, :3].contiguous().index_select(0, obj)  # [M, 3], [M, 3, 3]
     d = (g[:, 0:1] * c[:, 0]).addcmul_(g[:, 1:2], c[:, 1]).addcmul_(g[:, 2:3], c[:, 2])
     return pix, obj, d
 

@@ -182,6 +182,17 @@ class ShapeWorld:
         other.image_size, other.image_shape = int(image_size), (3, int(image_size), int(image_size))
         return other
 
+    def subsample(self, images: Tensor, image_size: int) -> Tensor | None:
+        """``images`` ``[B, 3, H, H]`` rendered by this world as :meth:`with_image_size` ``(image_size)`` renders
+        the same scenes, without rendering: where ``H = k * image_size`` with ``k`` odd, the ray through pixel
+        ``i`` at ``image_size`` is the ray through pixel ``k * i + k // 2`` at ``H`` (the same float grid), and
+        a pixel's colour depends on its ray only, so every ``k``-th pixel is the smaller image (224 px -> 32 px:
+        ``k = 7``). None where the sizes are not so related."""
+        k, rest = divmod(self.image_size, int(image_size))
+        if rest or k % 2 == 0 or images.shape[-1] != self.image_size:
+            return None
+        return images[..., k // 2::k, k // 2::k]
+
     def _render(self, z: Instances, s: Tensor, output: str) -> Any:
         require(s.dim() == 3 and len(s) == len(z), f"s must be [N={len(z)}, q, {len(self.factors)}], "
                 f"got {list(s.shape)}")

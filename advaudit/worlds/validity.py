@@ -14,8 +14,9 @@ model. advaudit checks every proposal and counts failures only on valid ones:
   ShapeWorld's packaged judge where it was trained; none for a world without one),
   ``reference=<target.pt>`` another, ``reference=null`` none. When the reference takes another
   image size than the target, the world renders the same scenes again at its size
-  (``world.with_image_size``). The worst-case audit asks it only about the proposals that can
-  change a reported number (:mod:`advaudit.audits.lazy_validity`).
+  (``world.with_image_size``), or takes every k-th pixel of its own renders where that gives the same
+  image (``world.subsample``: ShapeWorld at 224 px for a 32-px judge). The worst-case audit asks it
+  only about the proposals that can change a reported number (:mod:`advaudit.audits.lazy_validity`).
 """
 
 from __future__ import annotations
@@ -107,7 +108,9 @@ class ValidityJudge:
         if not bool(which.any()):
             return verdicts
         rows, cols = which.nonzero(as_tuple=True)
-        if self.reference_world is self.world:
+        small = None if images is None or self.reference_world is self.world else self._subsampled(images)
+        if self.reference_world is self.world or small is not None:
+            images = images if small is None else small
             shown = images if everything else images[(rows * q + cols).to(images.device)]
         else:  # the reference's own size: render the judged conditions again, one per pseudo-instance
             shown = self.reference_world.render(z.subset(rows.to(z.labels.device)), s[rows, cols][:, None])
@@ -116,6 +119,12 @@ class ValidityJudge:
         confident = probs.gather(1, labels[:, None]).squeeze(1) >= self.min_prob
         verdicts[rows, cols] = (confident & (probs.argmax(1) == labels)).cpu()
         return verdicts
+
+    def _subsampled(self, images: Tensor) -> Tensor | None:
+        """``images`` at the reference's own size taken from the world's own renders where the world can
+        (``world.subsample``: the same pixels as rendering again), else None."""
+        subsample = getattr(self.world, "subsample", None)
+        return None if subsample is None else subsample(images, int(self.reference.input_shape[-1]))
 
 
 def min_prob(world: World, rules: ValidityConf) -> float:

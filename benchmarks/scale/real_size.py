@@ -14,7 +14,8 @@ counts for the outer one): the network's own forward (``ResNet.forward`` / ``Vis
 not the resize, normalisation or class map), rendering (the world's ``render*``, with ShapeWorld's
 geometric checks), the examiner (``ask``/``tell``), validity (the reference judge and the lazy
 bookkeeping), records (``steps.jsonl`` and the examiner checkpoints); ``other`` is the rest of the
-examination loop. Setup (loading, instance selection) and the final report are timed apart. Next to
+examination loop. Setup (checking the config, loading, instance selection) and the report (with the renders
+and queries it needs beyond the examiner's: the gallery and the random baseline) are timed apart. Next to
 each run, the bare forward pass of the same network on the same batch size in the same process.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/scale/real_size.py --device cpu --out /tmp/real_size [--quick] \
@@ -153,6 +154,7 @@ def install_timers(timers: Timers) -> None:
     import torchvision.models.resnet as resnet
 
     import advaudit.audits.error_search as error_search
+    import advaudit.tasks as tasks
     import advaudit.audits.worst_case as worst_case
     from advaudit.audits.lazy_validity import LazyJudging
     from advaudit.examiners.bo import BOExaminer
@@ -177,7 +179,11 @@ def install_timers(timers: Timers) -> None:
     timers.wrap(LazyJudging, "update", "validity")
     timers.wrap(worst_case, "append_jsonl", "records")
     timers.wrap(worst_case, "_checkpoint", "records")
+    timers.wrap(tasks, "validate", "setup")
+    timers.wrap(tasks, "plain_config", "setup")
     timers.wrap(worst_case, "prepare", "setup")
+    # the report's own renders and queries (the gallery, the random baseline), made in the run since resumable
+    timers.wrap(worst_case, "record_fresh_conditions", "report")
     timers.wrap(worst_case, "summarise_and_report", "report")
     timers.wrap(error_search, "load_audit_target", "setup")
     timers.wrap(error_search, "write_report", "report")
@@ -334,7 +340,9 @@ def _spawn(model: str, world: str, examiner: str, blocks: dict[str, Any], work: 
     block = blocks[model]
     name = f"{model}_{world}_{examiner}"
     spec = {"model": model, "world": world, "examiner": examiner, "block": block, "device": args.device,
-            "overrides": overrides(world, examiner, work, args.device, size, blocks[f"{model}/critical"]),
+            # the examination's own thread count (unset, ``examine`` would take every core, whatever this process has)
+            "overrides": [*overrides(world, examiner, work, args.device, size, blocks[f"{model}/critical"]),
+                          f"threads={args.threads}"],
             "out": str(work / name),
             "threads": args.threads, "size": size, "record": str(work / f"{name}.json")}
     if examiner == "error_search":

@@ -1,8 +1,9 @@
 """Render throughput of the worlds (renders/s), median of repeats.
 
-``--baseline REV`` also times ShapeWorld with ``advaudit/worlds/shapes/renderer.py`` as it was at git
-revision ``REV``, interleaved repeat by repeat with the current renderer in the same process (so
-both see the same machine load), and prints the ratio.
+``--baseline REV`` also times ShapeWorld as it was at git revision ``REV`` (``advaudit/worlds/shapes/``:
+the world and its renderer), interleaved repeat by repeat with the current one on the same scenes in the
+same process (so both see the same machine load), and prints the ratio. ``--masks`` times images and
+object masks from one pass (``render_with_masks``, what an examination's geometric checks use).
 
     .venv/bin/python benchmarks/worlds/render_speed.py [--threads 2] [--batch 2000] [--device cpu] [--baseline main]
 """
@@ -12,11 +13,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
-import advaudit.worlds.shapes.world as shapes_world
 from advaudit.data.fashion_mnist import FashionMNISTDataModule
 from advaudit.runtime import configure_threads
 from advaudit.worlds.shapes import ShapeWorld
@@ -27,37 +27,26 @@ sys.path[:0] = [str(p) for p in Path(__file__).resolve().parents[1].iterdir() if
 from revision import package_module_at_revision  # benchmarks/ is on sys.path
 
 
-def timed_render(world, batch: int, device: str) -> Callable[[], float]:
-    """A function that renders ``batch`` random scenes once and returns the seconds it took."""
-    z = world.instances("test")
+def timed_render(world, batch: int, device: str, masks: bool = False, scenes_of: Any = None) -> Callable[[], float]:
+    """A function that renders ``batch`` random scenes once and returns the seconds it took (the scenes
+    of the world ``scenes_of`` where given, so that two worlds draw the same ones)."""
+    source = scenes_of or world
+    z = source.instances("test")
     z = z.subset(torch.arange(batch, device=z.labels.device) % len(z))
-    s = world.random_conditions(batch, 1, torch.Generator().manual_seed(0)).to(device)
-    world.render(z, s)  # warm-up
+    s = source.random_conditions(batch, 1, torch.Generator().manual_seed(0)).to(device)
+    draw = world.render_with_masks if masks else world.render
+    draw(z, s)  # warm-up
 
     def once() -> float:
         if device == "cuda":
             torch.cuda.synchronize()
         start = time.perf_counter()
-        world.render(z, s)
+        draw(z, s)
         if device == "cuda":
             torch.cuda.synchronize()
         return time.perf_counter() - start
 
     return once
-
-
-def with_renderer(render_scenes: Callable, once: Callable[[], float]) -> Callable[[], float]:
-    """``once`` run with ShapeWorld drawing through ``render_scenes`` instead of the current renderer."""
-
-    def run() -> float:
-        current = shapes_world.render_scenes
-        shapes_world.render_scenes = render_scenes
-        try:
-            return once()
-        finally:
-            shapes_world.render_scenes = current
-
-    return run
 
 
 def interleaved_rates(runs: dict[str, Callable[[], float]], batch: int, repeats: int) -> dict[str, float]:
@@ -75,11 +64,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--baseline", default=None, help="git revision of renderer.py to time as well (same run)")
+    parser.add_argument("--baseline", default=None, help="git revision of ShapeWorld to time as well (same run)")
+    parser.add_argument("--masks", action="store_true", help="time images and masks from one pass")
     parser.add_argument("--sizes", default="32,64")
     args = parser.parse_args()
     threads = configure_threads(args.threads)
-    baseline = (package_module_at_revision("advaudit.worlds.shapes.renderer", args.baseline).render_scenes
+    baseline = (package_module_at_revision("advaudit.worlds.shapes.world", args.baseline).ShapeWorld
                 if args.baseline else None)
     head = f"renders/s (batch {args.batch}, {threads} threads, {args.device})"
     print(f"| world | size | shadows | {head} |" + (f" {args.baseline} | speed-up |" if baseline else ""))
@@ -87,9 +77,10 @@ def main() -> None:
     for size in (int(x) for x in args.sizes.split(",")):
         for shadows in (True, False):
             world = ShapeWorld(image_size=size, shadows=shadows, device=args.device)
-            runs = {"current": timed_render(world, args.batch, args.device)}
+            runs = {"current": timed_render(world, args.batch, args.device, args.masks)}
             if baseline:
-                runs["baseline"] = with_renderer(baseline, timed_render(world, args.batch, args.device))
+                old = baseline(image_size=size, shadows=shadows, device=args.device)
+                runs["baseline"] = timed_render(old, args.batch, args.device, args.masks, scenes_of=world)
             rates = interleaved_rates(runs, args.batch, args.repeats)
             line = f"| ShapeWorld | {size} | {shadows} | {rates['current']:,.0f} |"
             if baseline:

@@ -11,6 +11,7 @@ the image is written channel-first, so there is no final transpose.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -49,9 +50,11 @@ def camera_basis(distance: Tensor, azimuth: Tensor, elevation: Tensor, roll: Ten
     return origin, torch.stack([right, up, forward], 1)
 
 
+@functools.lru_cache(maxsize=8)
 def pixel_grid(size: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """Per pixel ``[size*size, 3]``: ``(u, v, 1) / |(u, v, 1)|`` in camera coordinates (row-major,
-    top row first). The basis is orthonormal, so ``grid @ basis`` is already a unit direction."""
+    top row first). The basis is orthonormal, so ``grid @ basis`` is already a unit direction.
+    Cached per size (read-only: callers never write into it)."""
     scale = math.tan(math.radians(FOV_DEGREES) / 2)
     axis = (torch.arange(size, dtype=dtype, device=device) + 0.5) / size * 2 - 1
     v, u = torch.meshgrid(-axis * scale, axis * scale, indexing="ij")
@@ -78,7 +81,7 @@ _KINDS = (("boxes", intersect_boxes), ("frustums", intersect_frustums),
 
 def gather_primitives(prims: Primitives, obj: Tensor) -> dict[str, Tensor]:
     """Each ray's object primitives ``{kind: [M, n, ...]}`` (kinds the class does not use dropped)."""
-    return {key: prims[key][obj] for key, _ in _KINDS if prims[key].shape[1] > 0}
+    return {key: prims[key].index_select(0, obj) for key, _ in _KINDS if prims[key].shape[1] > 0}
 
 
 def _nearest(o: Tensor, d: Tensor, gathered: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
@@ -120,9 +123,9 @@ def _visibility(p: Tensor, n: Tensor, lights: list[tuple[Tensor, Tensor]],
     start = p + n * 1e-3
     facing = [((n * direction).sum(-1) > 0).nonzero().squeeze(1) for direction, _ in lights]
     rows = torch.cat(facing)
-    dirs = torch.cat([direction[f] for f, (direction, _) in zip(facing, lights)])
-    limits = torch.cat([distance[f] for f, (_, distance) in zip(facing, lights)])
-    t, _, _ = _nearest(start[rows], dirs, {k: v[rows] for k, v in gathered.items()})
+    dirs = torch.cat([direction.index_select(0, f) for f, (direction, _) in zip(facing, lights)])
+    limits = torch.cat([distance.index_select(0, f) for f, (_, distance) in zip(facing, lights)])
+    t, _, _ = _nearest(start.index_select(0, rows), dirs, {k: v.index_select(0, rows) for k, v in gathered.items()})
     blocked = t < limits
     out, offset = [], 0
     for f in facing:
@@ -157,17 +160,17 @@ def _candidates(grid: Tensor, columns: Tensor, origin: Tensor) -> tuple[Tensor, 
     od = _ray_channel(grid, columns, 3)                                      # [HW, B]
     closest = (origin * origin).sum(-1)[None] - od * od
     pix, obj = ((closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)).nonzero(as_tuple=True)
-    g, c = grid[pix], columns[obj, :, :3]                                    # [M, 3], [M, 3, 3]
+    g, c = grid.index_select(0, pix), columns[:, :, :3].contiguous().index_select(0, obj)  # [M, 3], [M, 3, 3]
     d = (g[:, 0:1] * c[:, 0]).addcmul_(g[:, 1:2], c[:, 1]).addcmul_(g[:, 2:3], c[:, 2])
     return pix, obj, d
 
 
-def _background(grid: Tensor, columns: Tensor) -> Tensor:
-    """The sky gradient ``[B, 3, HW]`` (by each ray's height)."""
+def _background(grid: Tensor, columns: Tensor, out: Tensor | None = None) -> Tensor:
+    """The sky gradient ``[B, 3, HW]`` (by each ray's height), written into ``out`` where given."""
     sky = torch.tensor(SKY, dtype=grid.dtype, device=grid.device)
     ground = torch.tensor(GROUND, dtype=grid.dtype, device=grid.device)
     weight = (0.5 + 0.5 * _ray_channel(grid, columns, 1)).t()               # [B, HW]
-    return torch.addcmul(ground[None, :, None], weight[:, None], (sky - ground)[None, :, None])
+    return torch.addcmul(ground[None, :, None], weight[:, None], (sky - ground)[None, :, None], out=out)
 
 
 def _shade(p: Tensor, n: Tensor, d: Tensor, s: Tensor, obj: Tensor, albedo: Tensor, specular: Tensor,
@@ -175,28 +178,30 @@ def _shade(p: Tensor, n: Tensor, d: Tensor, s: Tensor, obj: Tensor, albedo: Tens
     """Colours ``[M, 3]`` of hit points ``p`` with normals ``n`` seen along ``d`` (all ``[M, 3]``),
     lit by scene ``obj``'s sun and point light; ``visibility(to_sun, to_light, light_dist)``
     gives the two lit factors ``[M]`` (or ``None`` for no shadows)."""
-    to_sun = euler_direction(s[obj, 0], s[obj, 1], s[obj, 2])
-    to_light = spherical(s[obj, 5], s[obj, 6], s[obj, 7]) - p
+    s = s.index_select(0, obj).unbind(1)                                   # [M] each
+    to_sun = euler_direction(s[0], s[1], s[2])
+    to_light = spherical(s[5], s[6], s[7]) - p
     light_dist = to_light.norm(dim=-1)
     to_light = to_light / light_dist[:, None]
-    sun_power = s[obj, 3] * 0.2
-    light_power = s[obj, 4] * 0.8 * (10.0 / s[obj, 5]) ** 2
+    sun_power = s[3] * 0.2
+    light_power = s[4] * 0.8 * (10.0 / s[5]) ** 2
     lit = visibility(to_sun, to_light, light_dist)
     lit_sun, lit_light = lit if lit is not None else (torch.ones_like(light_dist),) * 2
     diffuse = (AMBIENT + sun_power * (n * to_sun).sum(-1).clamp_min(0) * lit_sun
                + light_power * (n * to_light).sum(-1).clamp_min(0) * lit_light)
     view = -d
-    shine = shininess[obj]
+    shine = shininess.index_select(0, obj)
     half_sun = torch.nn.functional.normalize(to_sun + view, dim=-1)
     half_light = torch.nn.functional.normalize(to_light + view, dim=-1)
-    spec = specular[obj] * (sun_power * lit_sun * (n * half_sun).sum(-1).clamp_min(0) ** shine
+    spec = specular.index_select(0, obj) * (sun_power * lit_sun * (n * half_sun).sum(-1).clamp_min(0) ** shine
                             + light_power * lit_light * (n * half_light).sum(-1).clamp_min(0) ** shine)
-    return (albedo[obj] * diffuse[:, None] + spec[:, None]).clamp(0, 1)
+    return (albedo.index_select(0, obj) * diffuse[:, None] + spec[:, None]).clamp(0, 1)
 
 
 def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess: Tensor,
                   s: Tensor, size: int, shadows: bool = True, return_mask: bool = False,
-                  with_mask: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+                  with_mask: bool = False, out: tuple[Tensor | None, Tensor | None] = (None, None),
+                  ) -> Tensor | tuple[Tensor, Tensor]:
     """Render ``B`` scenes, one object each.
 
     Args:
@@ -205,38 +210,54 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
         s: ``[B, 12]`` factors in units: sun rotation x/y/z (deg), sun energy, point-light energy,
             distance, azimuth (deg), elevation (deg), camera distance, azimuth, elevation, roll (deg).
         size: output side in pixels.
+        out: contiguous tensors to draw the images ``[B, 3, size, size]`` and masks ``[B, size, size]`` into
+            (either may be None: new ones).
     Returns:
         ``[B, 3, size, size]`` images in [0, 1] (or ``[B, size, size]`` object masks when
         ``return_mask``; both, as ``(images, masks)``, from the same pass when ``with_mask``).
     """
-    b = len(s)
+    b, hw = len(s), size * size
     origin, basis = camera_basis(s[:, 8], s[:, 9], s[:, 10], s[:, 11])
     # each camera's columns: direction (3) and projection on the origin (1, bounding-sphere test)
     columns = torch.cat([basis, basis @ origin[:, :, None]], -1)             # [B, 3, 4]
     grid = pixel_grid(size, s.dtype, s.device)                               # [HW, 3]
+    out_image, out_mask = out
+    mask = (torch.zeros(b, hw, dtype=torch.bool, device=s.device) if out_mask is None
+            else out_mask.view(b, hw).zero_())
+    image = None if return_mask else (torch.empty(b, 3, hw, dtype=s.dtype, device=s.device) if out_image is None
+                                      else out_image.view(b, 3, hw))        # [B, 3, HW]
+    scene = {"prims": prims, "origin": origin, "s": s, "albedo": albedo, "specular": specular,
+             "shininess": shininess, "cast": shadows and _can_shadow_itself(prims)}
+    if image is not None:
+        _background(grid, columns, out=image)
     pix, obj, d = _candidates(grid, columns, origin)
-    mask = torch.zeros(b, size * size, dtype=torch.bool, device=s.device)
-    image = None if return_mask else _background(grid, columns)              # [B, 3, HW]
     if len(obj):
-        o = origin[obj]
-        gathered = gather_primitives(prims, obj)
-        t, kind, index = _nearest(o, d, gathered)
-        hit = torch.isfinite(t).nonzero().squeeze(1)  # indices: index_select is cheaper than masking
-        obj, pix, o, d, t, kind, index = (x.index_select(0, hit) for x in (obj, pix, o, d, t, kind, index))
-        gathered = {key: value.index_select(0, hit) for key, value in gathered.items()}
-        mask[obj, pix] = True
-        if not return_mask:
-            p = o + t[:, None] * d
-            n = normals(p, kind, _hit_params(gathered, kind, index))
-            n = torch.where((n * d).sum(-1, keepdim=True) > 0, -n, n)  # face the camera
-            cast = shadows and _can_shadow_itself(prims)
-
-            def visibility(to_sun: Tensor, to_light: Tensor, light_dist: Tensor) -> list[Tensor] | None:
-                return (_visibility(p, n, [(to_sun, torch.full_like(t, INF)), (to_light, light_dist)], gathered)
-                        if cast else None)
-
-            image[obj, :, pix] = _shade(p, n, d, s, obj, albedo, specular, shininess, visibility)
+        _draw(scene, obj, pix, d, mask, image)
     if return_mask:
         return mask.view(b, size, size)
     images = image.view(b, 3, size, size)
     return (images, mask.view(b, size, size)) if with_mask else images
+
+
+def _draw(scene: dict, obj: Tensor, pix: Tensor, d: Tensor, mask: Tensor, image: Tensor | None) -> None:
+    """Cast the rays of pixels ``pix`` of scenes ``obj`` (``[M]`` each) along ``d`` ``[M, 3]``: set ``mask``
+    ``[B, HW]`` where they hit the object and write the hit pixels' colours into ``image`` ``[B, 3, HW]``."""
+    o = scene["origin"].index_select(0, obj)
+    gathered = gather_primitives(scene["prims"], obj)
+    t, kind, index = _nearest(o, d, gathered)
+    hit = torch.isfinite(t).nonzero().squeeze(1)  # indices: index_select is cheaper than masking
+    obj, pix, o, d, t, kind, index = (x.index_select(0, hit) for x in (obj, pix, o, d, t, kind, index))
+    gathered = {key: value.index_select(0, hit) for key, value in gathered.items()}
+    mask[obj, pix] = True
+    if image is None:
+        return
+    p = o + t[:, None] * d
+    n = normals(p, kind, _hit_params(gathered, kind, index))
+    n = torch.where((n * d).sum(-1, keepdim=True) > 0, -n, n)  # face the camera
+
+    def visibility(to_sun: Tensor, to_light: Tensor, light_dist: Tensor) -> list[Tensor] | None:
+        return (_visibility(p, n, [(to_sun, torch.full_like(t, INF)), (to_light, light_dist)], gathered)
+                if scene["cast"] else None)
+
+    image[obj, :, pix] = _shade(p, n, d, scene["s"], obj, scene["albedo"], scene["specular"], scene["shininess"],
+                                visibility)

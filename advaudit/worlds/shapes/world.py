@@ -183,6 +183,17 @@ class ShapeWorld:
         other.image_size, other.image_shape = int(image_size), (3, int(image_size), int(image_size))
         return other
 
+    def subsample(self, images: Tensor, image_size: int) -> Tensor | None:
+        """``images`` ``[B, 3, H, H]`` rendered by this world as :meth:`with_image_size` ``(image_size)`` renders
+        the same scenes, without rendering: where ``H = k * image_size`` with ``k`` odd, the ray through pixel
+        ``i`` at ``image_size`` is the ray through pixel ``k * i + k // 2`` at ``H`` (the same float grid), and
+        a pixel's colour depends on its ray only, so every ``k``-th pixel is the smaller image (224 px -> 32 px:
+        ``k = 7``). None where the sizes are not so related."""
+        k, rest = divmod(self.image_size, int(image_size))
+        if rest or k % 2 == 0 or images.shape[-1] != self.image_size:
+            return None
+        return images[..., k // 2::k, k // 2::k]
+
     def _render(self, z: Instances, s: Tensor, output: str) -> Any:
         require(s.dim() == 3 and len(s) == len(z), f"s must be [N={len(z)}, q, {len(self.factors)}], "
                 f"got {list(s.shape)}")
@@ -199,14 +210,18 @@ class ShapeWorld:
             inst = rows[members]
             data = {k: v.to(self.device)[inst] for k, v in z.data.items()}
             prims = build_primitives(self.class_names[cls], data["proportions"])
+            first = int(members[0])
+            if int(members[-1]) - first + 1 == len(members):  # consecutive scenes: drawn in place, no copy
+                block = slice(first, first + len(members))
+                render_scenes(prims, data["albedo"], data["specular"], data["shininess"], flat_s[block], size,
+                              self.shadows, return_mask=output == "mask", with_mask=output == "both",
+                              out=(None if images is None else images[block], None if masks is None else masks[block]))
+                continue
             rendered = render_scenes(prims, data["albedo"], data["specular"], data["shininess"], flat_s[members],
                                      size, self.shadows, return_mask=output == "mask", with_mask=output == "both")
-            if output == "both":
-                images[members], masks[members] = rendered
-            elif output == "mask":
-                masks[members] = rendered
-            else:
-                images[members] = rendered
+            rendered = rendered if output == "both" else (rendered,)
+            for whole, part in zip([x for x in (images, masks) if x is not None], rendered):
+                whole.index_copy_(0, members, part)
         return {"image": images, "mask": masks, "both": (images, masks)}[output]
 
     def random_conditions(self, n: int, q: int, generator: torch.Generator | None = None) -> Tensor:

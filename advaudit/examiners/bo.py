@@ -42,9 +42,15 @@ Without periodic dims the GP is BoTorch's default ``SingleTaskGP`` exactly.
 
 Everything after the fit runs on ``device`` (history, factor, candidates). The factor is grown in
 float64 (near-duplicate points make ``K`` ill-conditioned); the acquisition reads a copy of
-``L^-1``, ``X`` and ``alpha`` in ``acquisition_dtype`` (default float32), grown alongside.
-``seconds`` splits the examiner's time into ``fit``, ``factor`` (growing ``L^-1``), ``screen`` and
-``refine``.
+``L^-1``, ``X`` and ``alpha`` in ``acquisition_dtype`` (default float32), grown alongside. The
+acquisition runs with subnormal floats flushed to zero (:func:`~advaudit.examiners.gp_factor.denormals_flushed`:
+far-apart points' kernel values made it ~3x slower on a CPU). ``seconds`` splits the examiner's time into
+``fit``, ``factor`` (growing ``L^-1``), ``screen``, ``refine`` and ``batch``.
+
+``q > 1`` proposes ``q`` points per step from one screen and refinement of ``max(restarts, q)``
+starts: the UCB's maximiser, then GP-BUCB's picks (:mod:`advaudit.examiners.bo_batch`: the points
+already chosen hallucinated as observed at their posterior mean). A step's GP work is then shared by
+``q`` queries, and so are its render and forward pass over all instances.
 """
 
 from __future__ import annotations
@@ -83,7 +89,8 @@ class BOExaminer(HistoryMixin):
     by it and taking its defaults (the one place they are declared, with their range rules).
 
     Args:
-        n_instances, n_dims: problem sizes; ``q`` must be 1 (sequential GP-UCB as in the paper).
+        n_instances, n_dims: problem sizes.
+        q: proposals per step (1: sequential GP-UCB as in the paper; more: GP-BUCB batches, ``q <= raw_samples``).
         beta: UCB exploration weight.
         n_init: random points before the first GP fit (the paper: 2).
         refit_every, refit_growth: refit hyperparameters (warm-started) once the data has grown by

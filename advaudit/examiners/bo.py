@@ -42,9 +42,15 @@ Without periodic dims the GP is BoTorch's default ``SingleTaskGP`` exactly.
 
 Everything after the fit runs on ``device`` (history, factor, candidates). The factor is grown in
 float64 (near-duplicate points make ``K`` ill-conditioned); the acquisition reads a copy of
-``L^-1``, ``X`` and ``alpha`` in ``acquisition_dtype`` (default float32), grown alongside.
-``seconds`` splits the examiner's time into ``fit``, ``factor`` (growing ``L^-1``), ``screen`` and
-``refine``.
+``L^-1``, ``X`` and ``alpha`` in ``acquisition_dtype`` (default float32), grown alongside. The
+acquisition runs with subnormal floats flushed to zero (:func:`~advaudit.examiners.gp_factor.denormals_flushed`:
+far-apart points' kernel values made it ~3x slower on a CPU). ``seconds`` splits the examiner's time into
+``fit``, ``factor`` (growing ``L^-1``), ``screen``, ``refine`` and ``batch``.
+
+``q > 1`` proposes ``q`` points per step from one screen and refinement of ``max(restarts, q)``
+starts: the UCB's maximiser, then GP-BUCB's picks (:mod:`advaudit.examiners.bo_batch`: the points
+already chosen hallucinated as observed at their posterior mean). A step's GP work is then shared by
+``q`` queries, and so are its render and forward pass over all instances.
 """
 
 from __future__ import annotations
@@ -60,8 +66,9 @@ from torch.quasirandom import SobolEngine
 
 from advaudit.config import typed
 from advaudit.errors import require
-from advaudit.examiners.gp_factor import (GrowingFactor, circular_rbf_module, rbf_kernel, require_reproducible_gp,
-                                          scaled_features)
+from advaudit.examiners.bo_batch import hallucinated_picks
+from advaudit.examiners.gp_factor import (GrowingFactor, circular_rbf_module, denormals_flushed, rbf_kernel,
+                                          require_reproducible_gp, scaled_features)
 from advaudit.examiners.protocol import HistoryMixin, keep_in_space, periodic_dims
 from advaudit.examiners.settings import BOExaminerConf
 
@@ -82,7 +89,8 @@ class BOExaminer(HistoryMixin):
     by it and taking its defaults (the one place they are declared, with their range rules).
 
     Args:
-        n_instances, n_dims: problem sizes; ``q`` must be 1 (sequential GP-UCB as in the paper).
+        n_instances, n_dims: problem sizes.
+        q: proposals per step (1: sequential GP-UCB as in the paper; more: GP-BUCB batches, ``q <= raw_samples``).
         beta: UCB exploration weight.
         n_init: random points before the first GP fit (the paper: 2).
         refit_every, refit_growth: refit hyperparameters (warm-started) once the data has grown by
@@ -112,17 +120,18 @@ class BOExaminer(HistoryMixin):
         fit_maxiter, fit_max_points, raw_samples, restarts = s.fit_maxiter, s.fit_max_points, s.raw_samples, s.restarts
         refine, local_scales, local_samples, adam_steps = s.refine, s.local_scales, s.local_samples, s.adam_steps
         adam_lr, acquisition_dtype = s.adam_lr, s.acquisition_dtype
-        require(q == 1, f"BO proposes one point per step (q=1); got q={q}")
+        require(q <= raw_samples, f"q={q} proposals per step need raw_samples >= q; got raw_samples={raw_samples}")
         require(acquisition_dtype in _DTYPES, f"acquisition_dtype={acquisition_dtype!r}; use one of {sorted(_DTYPES)}")
         require(refine in _REFINE, f"refine={refine!r}; use one of {list(_REFINE)}")
         require(all(float(x) > 0 for x in local_scales), f"local_scales={list(local_scales)} must be positive")
-        self._init_history(n_instances, n_dims, 1)
+        self._init_history(n_instances, n_dims, q)
         self.device = torch.device(device)
         self.periodic = periodic_dims(periodic, n_dims)
         self.beta = torch.as_tensor(beta, dtype=torch.float64).expand(n_instances).reshape(n_instances, 1)
         self.n_init, self.refit_every, self.fit_maxiter = int(n_init), int(refit_every), int(fit_maxiter)
         self.refit_growth, self.fit_max_points = float(refit_growth), int(fit_max_points)
         self.raw_samples, self.restarts = int(raw_samples), int(restarts)
+        self.starts = max(self.restarts, int(q))  # refined starts: q > 1 picks from at least q
         self.refine = refine
         self.local_scales, self.local_samples = tuple(float(x) for x in local_scales), int(local_samples)
         self.adam_steps, self.adam_lr = int(adam_steps), float(adam_lr)
@@ -132,8 +141,8 @@ class BOExaminer(HistoryMixin):
         self.hyperparameters: dict[str, Tensor] | None = None
         self.last_fit_size = 0
         self.n_fits = self.failed_fits = 0
-        self.seconds = {"fit": 0.0, "factor": 0.0, "screen": 0.0, "refine": 0.0}
-        self.restart_wins = torch.zeros(self.restarts, dtype=torch.long)  # which restart was chosen
+        self.seconds = {"fit": 0.0, "factor": 0.0, "screen": 0.0, "refine": 0.0, "batch": 0.0}
+        self.restart_wins = torch.zeros(self.starts, dtype=torch.long)  # which refined start was chosen
         self._factor = GrowingFactor(n_instances, self.device, self.acquisition_dtype, self.periodic)
         self._gp_checked = False  # the installed BoTorch's GP is checked once, at the first GP built
 
@@ -219,20 +228,25 @@ class BOExaminer(HistoryMixin):
         self.seconds["factor"] += time.perf_counter() - start
 
     # -- acquisition --------------------------------------------------------------------------------
-    def _ucb(self, cand: Tensor, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
-        """UCB ``[N, ...]`` at candidates ``[N, ..., d]`` (standardised outcome space), in the context's
-        dtype; ``context`` from :meth:`GrowingFactor.context`. One product with ``L^-1``, O(n^2 R)."""
+    def _posterior(self, cand: Tensor, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """Mean and variance ``[N, R]`` (standardised outcome space) and ``v = L^-1 k(X, cand)`` ``[N, n, R]``
+        at candidates ``[N, R, d]``, in the context's dtype; ``context`` from :meth:`GrowingFactor.context`.
+        One product with ``L^-1``, O(n^2 R)."""
         X, inverse, alpha, mean = context
-        shape = cand.shape[:-1]
-        k = self._factor.kernel(X, cand.reshape(self.n_instances, -1, self.n_dims).to(X.dtype))  # [N, n, R]
+        k = self._factor.kernel(X, cand.to(X.dtype))                                               # [N, n, R]
         v = inverse @ k                                                                           # L^-1 k
         mu = mean[:, None] + (alpha.unsqueeze(1) @ v).squeeze(1)
-        var = (1 - (v * v).sum(1)).clamp_min(1e-12)
-        return (mu + self.beta.to(X).sqrt() * var.sqrt()).reshape(shape)
+        return mu, (1 - (v * v).sum(1)).clamp_min(1e-12), v
 
-    def _screen(self, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-        """``restarts`` starts ``[N, R, d]`` and their UCB ``[N, R]`` from Sobol points plus
-        perturbations of each instance's best point."""
+    def _ucb(self, cand: Tensor, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
+        """UCB ``[N, ...]`` at candidates ``[N, ..., d]`` (see :meth:`_posterior`)."""
+        mu, var, _ = self._posterior(cand.reshape(self.n_instances, -1, self.n_dims), context)
+        return (mu + self.beta.to(mu).sqrt() * var.sqrt()).reshape(cand.shape[:-1])
+
+    def _screen(self, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
+        """``starts`` starts ``[N, R, d]`` and their UCB ``[N, R]`` from Sobol points plus perturbations of
+        each instance's best point, and that pool: its points ``[N, P, d]``, mean, variance ``[N, P]`` and
+        ``L^-1 k`` ``[N, n, P]`` (what a batch's later proposals are picked from, :mod:`.bo_batch`)."""
         f, dtype = self._factor, context[0].dtype
         rows = torch.arange(self.n_instances, device=self.device)
         sobol = SobolEngine(self.n_dims, scramble=True, seed=int(torch.randint(0, 2**31, (1,), generator=self.generator)))
@@ -241,16 +255,17 @@ class BOExaminer(HistoryMixin):
         noise = torch.randn(self.n_instances, 16, self.n_dims, generator=self.generator, dtype=torch.float64)
         local = keep_in_space(best[:, None] + 0.05 * noise.to(self.device, dtype), self.periodic)
         raw = torch.cat([raw, local], 1)
-        values = self._ucb(raw, context)
-        top = values.topk(self.restarts, dim=1)
-        return raw.gather(1, top.indices.unsqueeze(-1).expand(-1, -1, self.n_dims)), top.values
+        mu, var, v = self._posterior(raw, context)
+        values = mu + self.beta.to(mu).sqrt() * var.sqrt()
+        top = values.topk(self.starts, dim=1)
+        return raw.gather(1, top.indices.unsqueeze(-1).expand(-1, -1, self.n_dims)), top.values, (raw, mu, var, v)
 
     def _refine_local(self, x: Tensor, value: Tensor, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         """Per start ``x`` ``[N, R, d]`` (UCB ``value`` ``[N, R]``): one round per ``local_scales`` entry,
         moving to the best of ``local_samples`` perturbations when it is better. Returns both updated."""
         lengthscale = self._factor.lengthscale.to(x.dtype)[:, None]                      # [N, 1, 1, d]
         for scale in self.local_scales:
-            noise = torch.randn(self.n_instances, self.restarts, self.local_samples, self.n_dims,
+            noise = torch.randn(self.n_instances, x.shape[1], self.local_samples, self.n_dims,
                                 generator=self.generator, dtype=torch.float64).to(self.device, x.dtype)
             step = (scale * lengthscale).clamp_max(_MAX_LOCAL_STD)
             cand = keep_in_space(x[:, :, None] + step * noise, self.periodic)            # [N, R, S, d]
@@ -278,23 +293,39 @@ class BOExaminer(HistoryMixin):
 
     def ask(self) -> Tensor:
         if self.X.shape[1] < self.n_init:
-            return torch.rand(self.n_instances, 1, self.n_dims, generator=self.generator)
-        self._sync_posterior()
+            return torch.rand(self.n_instances, self.q, self.n_dims, generator=self.generator)
+        with denormals_flushed():
+            self._sync_posterior()
+            with torch.no_grad():
+                return self._propose().float().cpu()
+
+    def _propose(self) -> Tensor:
+        """``q`` proposals ``[N, q, d]``: the refined UCB maximiser, then (``q > 1``) GP-BUCB's picks."""
         rows = torch.arange(self.n_instances, device=self.device)
-        with torch.no_grad():
-            start = time.perf_counter()
-            context = self._factor.context()
-            x, value = self._screen(context)
-            self.seconds["screen"] += time.perf_counter() - start
-            start = time.perf_counter()
-            if self.refine == "local":
-                x, value = self._refine_local(x, value, context)
-            else:
-                x, value = self._refine_adam(x, context)
+        start = time.perf_counter()
+        context = self._factor.context()
+        x, value, pool = self._screen(context)
+        self.seconds["screen"] += time.perf_counter() - start
+        start = time.perf_counter()
+        if self.refine == "local":
+            x, value = self._refine_local(x, value, context)
+        else:
+            x, value = self._refine_adam(x, context)
+        self.seconds["refine"] += time.perf_counter() - start
+        if self.q == 1:
             choice = value.argmax(1)  # best restart per instance
-            self.seconds["refine"] += time.perf_counter() - start
-        self.restart_wins += torch.bincount(choice.cpu(), minlength=self.restarts)
-        return x[rows, choice].unsqueeze(1).float().cpu()
+            self.restart_wins += torch.bincount(choice.cpu(), minlength=self.starts)
+            return x[rows, choice].unsqueeze(1)
+        start = time.perf_counter()
+        raw, mu, var, v = pool
+        mu_x, var_x, v_x = self._posterior(x, context)
+        points = torch.cat([x, raw], 1)
+        picks = hallucinated_picks(torch.cat([mu_x, mu], 1), torch.cat([var_x, var], 1), torch.cat([v_x, v], 2),
+                                   points, self._factor.noise, self.beta, self.q, self._factor.kernel)
+        refined = picks[picks < self.starts]
+        self.restart_wins += torch.bincount(refined.cpu(), minlength=self.starts)
+        self.seconds["batch"] += time.perf_counter() - start
+        return points.gather(1, picks.unsqueeze(-1).expand(-1, -1, self.n_dims))
 
     def tell(self, s: Tensor, loss: Tensor) -> None:
         self._record(s, loss)
@@ -311,7 +342,7 @@ class BOExaminer(HistoryMixin):
         self.hyperparameters = state["hyperparameters"]
         self.last_fit_size = int(state["last_fit_size"])
         self.n_fits, self.failed_fits = int(state.get("n_fits", 0)), int(state.get("failed_fits", 0))
-        self.restart_wins = state.get("restart_wins", torch.zeros(self.restarts, dtype=torch.long)).clone()
+        self.restart_wins = state.get("restart_wins", torch.zeros(self.starts, dtype=torch.long)).clone()
         self.seconds.update(state.get("seconds", {}))
         self._factor = GrowingFactor(self.n_instances, self.device, self.acquisition_dtype, self.periodic)
         if self.hyperparameters is not None:  # replay the factor exactly as it was grown

@@ -26,7 +26,8 @@ under the factor's one lengthscale, so
 from __future__ import annotations
 
 import math
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import torch
 from torch import Tensor
@@ -40,6 +41,23 @@ _PROBES = 3  # points per batch member on which a kernel's values are checked
 def _capacity(n: int) -> int:
     """Buffer size for ``n`` points: 25% headroom (memory is N x capacity^2 float64)."""
     return n + max(64, n // 4)
+
+
+@contextmanager
+def denormals_flushed() -> Iterator[None]:
+    """Float results below the smallest normal number (``1.2e-38`` in float32) count as zero inside the block.
+
+    The acquisition's float32 kernel values of far-apart points (``exp(-88)`` and less) and the squares of
+    tiny ``L^-1 k`` entries are such subnormal numbers, and a CPU computes with them many times slower:
+    with them left in, one ask took 0.15 s instead of 0.05 s (10 instances, 500 observations, one thread).
+    Zero instead of ``1e-39`` changes no UCB value that rounding would not. The CPU flag is per thread
+    (the calling thread: with ``threads=1``, all of the acquisition), off again after the block."""
+    flushing = torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        if flushing:
+            torch.set_flush_denormal(False)
 
 
 def scaled_features(x: Tensor, lengthscale: Tensor, periodic: Tensor | None = None) -> Tensor:

@@ -95,7 +95,7 @@ def main() -> None:
         for name, spec in (arms if round_ % 2 == 0 else arms[::-1]):
             rows.append(run_arm(f"{name}-{round_}", spec, args, out, scratch))
             print(json.dumps(rows[-1]), flush=True)
-    random_wall = [r["seconds"] for r in rows if r["spec"].split(";")[0] == "random"]
+    random_wall = [r["seconds"] for r in rows if r["spec"].split(";")[0].split("@")[0] == "random"]
     base = sum(random_wall) / len(random_wall) if random_wall else float("nan")
     print(f"\n{args.instances} instances x {args.budget} queries, world={args.world}, seed={args.seed}, "
           f"load {os.getloadavg()[0]:.1f} at the end; out={out}")

@@ -80,12 +80,12 @@ def test_local_refinement_climbs_the_acquisition_and_stays_in_the_cube() -> None
     examiner = _fed(40, fit_maxiter=5)
     with torch.no_grad():
         context = examiner._factor.context()
-        starts, start_values = examiner._screen(context)
+        starts, start_values, _ = examiner._screen(context)
         x, values = examiner._refine_local(starts, start_values, context)
     assert bool((values >= start_values).all()) and float((values - start_values).sum()) > 0
     assert torch.allclose(values, examiner._ucb(x, context), atol=1e-3)  # the UCB of the points (float32)
     assert bool(((x >= 0) & (x <= 1)).all())
-    assert set(examiner.seconds) == {"fit", "factor", "screen", "refine"} and examiner.seconds["fit"] > 0
+    assert set(examiner.seconds) == {"fit", "factor", "screen", "refine", "batch"} and examiner.seconds["fit"] > 0
 
 
 @pytest.mark.cuda

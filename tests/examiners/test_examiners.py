@@ -95,8 +95,8 @@ def test_bad_input_is_named() -> None:
         build_examiner({"name": "random"}, N, 0)
     with pytest.raises(AdvauditError, match="unknown examiner 'sgd'"):
         build_examiner({"name": "sgd"}, N, D)
-    with pytest.raises(AdvauditError, match="q=1"):
-        build_examiner({"name": "bo", "q": 4}, N, D)
+    with pytest.raises(AdvauditError, match="raw_samples >= q"):
+        build_examiner({"name": "bo", "q": 8, "raw_samples": 4, "restarts": 2}, N, D)
     examiner = build_examiner({"name": "random", "q": 2}, N, D)
     u = examiner.ask()
     with pytest.raises(AdvauditError, match="NaN"):

@@ -165,8 +165,14 @@ def decide(checks: list[dict[str, Any]], alpha: float = ALPHA) -> None:
 
 def confirmation_words(check: dict[str, Any]) -> str:
     """The sentence the report says about one check."""
-    a, b, weaker = check["a"], check["b"], check.get("weaker")
     where = region_words(check["factor"], check["region"], check.get("unit", ""))
+    return f"Checked on held-out instances under new random conditions with {where}: {verdict_words(check)}."
+
+
+def verdict_words(check: dict[str, Any]) -> str:
+    """What one check found, with its numbers (no region, no final stop): ``A is the weaker checkpoint
+    there (...)`` or ``nothing separates A and B there (...)``."""
+    a, b, weaker = check["a"], check["b"], check.get("weaker")
     lower, other = (a, b) if check["diff"] <= 0 else (b, a)
     sign = 1.0 if lower == a else -1.0
     lo, hi = sorted((sign * check["lo"], sign * check["hi"]))
@@ -179,10 +185,9 @@ def confirmation_words(check: dict[str, Any]) -> str:
                f"(Holm {_p(check['p_holm'])}); "
                f"accuracy {check['accuracy'][lower]:.2f} vs {check['accuracy'][other]:.2f}, "
                f"{format_interval(100 * sign * acc['diff'], 100 * acc_lo, 100 * acc_hi, 0, sign=True)} points")
-    head = f"Checked on held-out instances under new random conditions with {where}: "
     if weaker is None:
-        return head + f"nothing separates {a} and {b} there ({numbers})."
-    return head + f"{weaker} is the weaker checkpoint there ({numbers})."
+        return f"nothing separates {a} and {b} there ({numbers})"
+    return f"{weaker} is the weaker checkpoint there ({numbers})"
 
 
 def _p(p: float) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from advaudit.compare.confirm import Settings, choose_instances, confirm, decide
+from advaudit.compare.confirm import Settings, choose_instances, confirm, decide, verdict_words
 from advaudit.compare.design import Group
 from advaudit.compare.labels import checkpoint_source
 from advaudit.compare.where import region_words
@@ -103,17 +103,17 @@ def confirm_agreed(group: Group, names: dict[str, str], per_seed: dict[int, dict
 def recipe_check_words(record: dict[str, Any], k: int) -> str:
     """The sentence for one record of :func:`confirm_agreed`."""
     where = region_words(record["factor"], (record["region"][0], record["region"][1]), record.get("unit", ""))
-    per_seed = "; ".join(f"seed {seed}: " + check["words"].split(": ", 1)[1].rstrip(".")
-                         for seed, check in record["checks"].items())
     head = (f"Checked in each training seed on held-out instances other than those that proposed it, under new "
-            f"random conditions with {where}: ")
+            f"random conditions with {where}")
     if not record["checks"]:
-        return head.split(":")[0] + ": not checked, the held-out split has no instances left beyond those that " \
-            "proposed it (use fewer --where-instances)."
+        return head + (": not checked, the held-out split has no instances left beyond those that proposed it "
+                       "(use fewer --where-instances).")
+    per_seed = "; ".join(f"seed {seed}: {verdict_words(check)}" for seed, check in record["checks"].items())
     if record["weaker"] is None:
         said = sum(c["weaker"] is not None for c in record["checks"].values())
-        return head + f"not confirmed in every seed ({said} of {k} name a weaker checkpoint; {per_seed})."
-    return head + f"{record['weaker']} is the weaker checkpoint there in every training seed ({k} of {k}; {per_seed})."
+        return head + f": not confirmed in every seed ({said} of {k} name a weaker checkpoint; {per_seed})."
+    return head + (f": {record['weaker']} is the weaker checkpoint there in every training seed "
+                   f"({k} of {k}; {per_seed}).")
 
 
 def agreed_rows(per_seed: dict[int, dict[str, Any]]) -> list[list[dict[str, Any]]]:

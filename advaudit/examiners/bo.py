@@ -241,7 +241,11 @@ class BOExaminer(HistoryMixin):
     def _ucb(self, cand: Tensor, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
         """UCB ``[N, ...]`` at candidates ``[N, ..., d]`` (see :meth:`_posterior`)."""
         mu, var, _ = self._posterior(cand.reshape(self.n_instances, -1, self.n_dims), context)
-        return (mu + self.beta.to(mu).sqrt() * var.sqrt()).reshape(cand.shape[:-1])
+        return self._ucb_of(mu, var).reshape(cand.shape[:-1])
+
+    def _ucb_of(self, mu: Tensor, var: Tensor) -> Tensor:
+        """``mu + sqrt(beta * var)`` ``[N, R]`` from a posterior's mean and variance ``[N, R]``."""
+        return mu + self.beta.to(mu).sqrt() * var.sqrt()
 
     def _screen(self, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
         """``starts`` starts ``[N, R, d]`` and their UCB ``[N, R]`` from Sobol points plus perturbations of
@@ -256,8 +260,7 @@ class BOExaminer(HistoryMixin):
         local = keep_in_space(best[:, None] + 0.05 * noise.to(self.device, dtype), self.periodic)
         raw = torch.cat([raw, local], 1)
         mu, var, v = self._posterior(raw, context)
-        values = mu + self.beta.to(mu).sqrt() * var.sqrt()
-        top = values.topk(self.starts, dim=1)
+        top = self._ucb_of(mu, var).topk(self.starts, dim=1)
         return raw.gather(1, top.indices.unsqueeze(-1).expand(-1, -1, self.n_dims)), top.values, (raw, mu, var, v)
 
     def _refine_local(self, x: Tensor, value: Tensor, context: tuple[Tensor, Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor]:

@@ -9,7 +9,8 @@ options name in their ``defaults:``. The error-search methods are composed all t
 ``search.name`` and every method in ``audit.compare`` on the same pools): :func:`register_configs` also
 stores ``search/methods``, whose defaults list every ``search/method`` option found (a method's option is
 named as its schema less ``_schema``), and one ``search/<name>`` per method (``search=gad``: the methods,
-with ``search.name=gad``). So a built-in world, examiner or scorer is one module plus one YAML. It runs when this module is imported, which the entry points
+with ``search.name=gad``). So a built-in world, examiner or scorer is one module plus one YAML. It runs
+when this module is imported, which the entry points
 (``train.py``, ``examine.py``, the CLI, the API) and the tests do before composing.
 """
 
@@ -31,8 +32,8 @@ from advaudit.config.roots import ExamineConf, PathsConf, TrainConf
 from advaudit.examiners.settings import LABELS as EXAMINER_LABELS, SUPPLIED as EXAMINER_SUPPLIED
 from advaudit.models.nets import SUPPLIED as ARCHITECTURE_SUPPLIED
 
-__all__ = ["SCHEMAS", "PART_KEYS", "METHOD_GROUP", "method_options", "register_configs", "schema_of", "settings_modules", "unknown_key_problems",
-           "unknown_argument_problems"]
+__all__ = ["SCHEMAS", "PART_KEYS", "METHOD_GROUP", "method_options", "register_configs", "schema_of", "settings_modules",
+           "unknown_key_problems", "unknown_argument_problems"]
 
 #: the config group of the error-search methods, each YAML putting its block at ``search.<name>``
 METHOD_GROUP = "search/method"

@@ -1,4 +1,5 @@
-"""``python -m advaudit.compare <run or multirun folders> [--out DIR] [--primary METRIC] [--gate BASELINE [--margin M]]``.
+"""``python -m advaudit.compare <run or multirun folders> [--out DIR] [--primary METRIC] [--gate BASELINE [--margin M]]
+[--recipe NAME=PATTERN ...]``.
 
 Reads every ``result.json`` under the folders, groups the runs that differ only in checkpoint
 and seed, and writes comparison.md / .html / .json, CSV tables and PNGs (see advaudit.compare.report).
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from advaudit.compare.confirm import Settings
 from advaudit.compare.gate import run_gate
+from advaudit.compare.labels import parse_recipes
 from advaudit.compare.report import compare_runs
 from advaudit.core.wandb_run import log_comparison
 from advaudit.errors import AdvauditError
@@ -38,6 +40,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--where-min-points", type=float, default=Settings.min_points, help="the smallest "
                         "difference, in accuracy points, the per-factor sensitivity reports (its 95%% interval must "
                         "lie beyond it; default %(default)s; 0: any difference that is significant)")
+    parser.add_argument("--recipe", action="append", default=[], metavar="NAME=PATTERN", help="label every run whose "
+                        "checkpoint path matches the shell PATTERN as NAME (repeat per recipe): runs of unnamed "
+                        "checkpoints, one per seed, are then compared as recipes over their seeds")
     parser.add_argument("--wandb", action="store_true", help="also log tables and figures to W&B (mode: $WANDB_MODE, "
                         "offline by default)")
     return parser.parse_args(argv)
@@ -55,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
                                 "smallest accuracy difference worth reporting, in points (e.g. 3)")
         where = Settings(instances=args.where_instances, random_conditions=args.where_conditions,
                          min_points=args.where_min_points)
-        summary = compare_runs(args.roots, out, replay=not args.no_replay, primary=args.primary, where=where)
+        summary = compare_runs(args.roots, out, replay=not args.no_replay, primary=args.primary, where=where,
+                               recipes=parse_recipes(args.recipe))
         if args.wandb:
             log_comparison(summary, out)
         for group in summary["groups"]:

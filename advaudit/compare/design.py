@@ -18,9 +18,11 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from advaudit.compare.labels import distinguishing_parts
 from advaudit.compare.records import RunRecord
 from advaudit.core.run_records import audit_design
 from advaudit.core.naming import short_name
+from advaudit.errors import AdvauditError
 
 # top-level config keys that never define an examination
 BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device", "tags", "task_name",
@@ -127,8 +129,26 @@ def group_runs(records: Iterable[RunRecord]) -> list[Group]:
         designs[key] = design
     groups = [Group(audit, designs[(audit, k)], runs) for (audit, k), runs in buckets.items()]
     for group in groups:
+        require_common_seed(group)
         group.notes.extend(pairing_notes(group))
     return sorted(groups, key=lambda g: (g.audit, g.method or "", _key(g.design)))
+
+
+def require_common_seed(group: Group) -> None:
+    """Refuse a group whose checkpoints share no seed: nothing in it could be paired (AdvauditError).
+
+    The usual cause: one recipe over seeds whose target blocks carry no name, so every file is its own
+    checkpoint, examined at one seed each.
+    """
+    seeds = {t: group.seeds(t) for t in group.targets}
+    if len(seeds) < 2 or group.common_seeds() or not all(seeds.values()):
+        return
+    parts = dict(zip(seeds, distinguishing_parts(list(seeds))))
+    shown = "; ".join(f"{parts[t]}: {s}" for t, s in list(seeds.items())[:4]) + ("; ..." if len(seeds) > 4 else "")
+    raise AdvauditError(f"the {len(seeds)} checkpoints of {group.label} have no seed in common ({shown}), so they "
+                        "cannot all be compared on the same seeds: to compare recipes over seeds give each recipe's runs one name "
+                        "(target.name, or --recipe NAME=PATTERN such as --recipe control='*/control/*'), or "
+                        "compare each seed's runs on their own")
 
 
 def pairing_notes(group: Group) -> list[str]:

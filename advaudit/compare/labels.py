@@ -7,13 +7,20 @@ twice and never compared, so runs whose checkpoints share a label and a seed but
 different files get the label plus the part of the path that tells them apart (``plain (plain_s0)``,
 ``plain (plain_s1)``), and the comparison says so in a note. One file per seed under one label is a
 recipe replicated over seeds and keeps its label.
+
+Runs whose target blocks carry no name are labelled by their files, one label per file. To compare
+such runs as recipes over seeds, ``--recipe NAME=PATTERN`` names every run whose checkpoint path
+matches the shell pattern (:func:`name_recipes`).
 """
 
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatchcase
 from pathlib import PurePath
 from typing import Any, Iterable, Protocol
+
+from advaudit.errors import AdvauditError, require
 
 
 class _Labelled(Protocol):
@@ -22,6 +29,7 @@ class _Labelled(Protocol):
     config: dict[str, Any]
     result: dict[str, Any]
     label_note: str | None
+    file_label: str | None
 
 
 def checkpoint_source(record: _Labelled) -> str:
@@ -82,3 +90,40 @@ def distinct_labels(records: Iterable[_Labelled]) -> None:
         for record in members:
             record.target = f"{label} ({suffix[checkpoint_source(record)]})"
             record.label_note = note
+
+
+def parse_recipes(specs: Iterable[str]) -> dict[str, str]:
+    """``["control=*/control/*", ...]`` -> ``{"control": "*/control/*", ...}``; bad input raises AdvauditError."""
+    recipes: dict[str, str] = {}
+    for spec in specs:
+        name, sep, pattern = spec.partition("=")
+        require(bool(sep and name.strip() and pattern.strip()),
+                f"--recipe {spec!r} is not NAME=PATTERN; e.g. --recipe control='*/control/*' (a shell pattern "
+                "matched against each run's checkpoint path)")
+        require(name.strip() not in recipes, f"--recipe {name.strip()!r} is given twice; give each recipe one pattern")
+        recipes[name.strip()] = pattern.strip()
+    return recipes
+
+
+def name_recipes(records: Iterable[_Labelled], recipes: dict[str, str]) -> None:
+    """Label every run whose checkpoint path matches a recipe's pattern with that recipe's name, in place.
+
+    ``{"control": "*/control/*"}`` labels ``s0/control/target.pt`` and ``s1/control/target.pt``
+    ``control``; with one file per seed they are then one recipe over its seeds. A pattern that
+    matches no run, or a run that two patterns match, raises AdvauditError (a typo must not leave a
+    recipe out of the comparison unnoticed).
+    """
+    records = list(records)
+    matched: dict[str, int] = {name: 0 for name in recipes}
+    for record in records:
+        source = checkpoint_source(record)
+        names = [name for name, pattern in recipes.items() if fnmatchcase(source, pattern)]
+        if len(names) > 1:
+            raise AdvauditError(f"{source} matches the patterns of --recipe {' and '.join(names)}; make the "
+                                "patterns tell the recipes apart")
+        if names:
+            record.file_label, record.target = record.target, names[0]
+            matched[names[0]] += 1
+    unmatched = [f"{name}={recipes[name]}" for name, count in matched.items() if count == 0]
+    require(not unmatched, f"--recipe {', '.join(unmatched)} matches no run's checkpoint path; patterns are matched "
+            f"against paths such as {next((checkpoint_source(r) for r in records), '?')!r} (use * for any part)")

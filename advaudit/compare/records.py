@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
-from advaudit.compare.labels import distinct_labels
+from advaudit.compare.labels import distinct_labels, name_recipes
 from advaudit.core.records import read_json, read_jsonl
 from advaudit.errors import require
 from advaudit.models.imported.spec import target_label
@@ -39,6 +39,7 @@ class RunRecord:
     error: str | None = None
     error_kind: str | None = None
     label_note: str | None = None     # set where the checkpoint's label was disambiguated (compare.labels)
+    file_label: str | None = None     # the label the run gave its checkpoint, kept where --recipe renamed it
     _per_instance: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -68,8 +69,9 @@ class RunRecord:
         return self._per_instance
 
 
-def discover_runs(roots: Iterable[str | Path]) -> list[RunRecord]:
-    """Every run under ``roots`` (run folders, multirun folders or ``result.json`` files).
+def discover_runs(roots: Iterable[str | Path], recipes: dict[str, str] | None = None) -> list[RunRecord]:
+    """Every run under ``roots`` (run folders, multirun folders or ``result.json`` files), labelled
+    (``recipes``: name -> shell pattern of checkpoint paths, :func:`advaudit.compare.labels.name_recipes`).
 
     Job folders of a multirun that hold no ``result.json`` (a job killed before it could write
     one) are returned as failed runs, so nothing is silently missing from a comparison.
@@ -95,6 +97,8 @@ def discover_runs(roots: Iterable[str | Path]) -> list[RunRecord]:
                     records.append(_missing_result(job))
     require(records, f"no result.json under {[str(r) for r in roots]}; pass the folders train.py / "
             "examine.py wrote (outputs/<task>/runs/... or outputs/<task>/multiruns/...)")
+    if recipes:
+        name_recipes(records, recipes)
     distinct_labels(records)
     return records
 

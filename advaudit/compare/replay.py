@@ -59,12 +59,14 @@ def render_worst(world: Any, run: Any, split: str) -> tuple[Any, torch.Tensor, p
 
 
 def target_value(group: Group, label: str, seed: int | None = None) -> Any:
-    """What a run of ``label`` named as its target (a block where the config held one); with ``seed``,
-    the run at that seed (a recipe replicated over seeds has one checkpoint file per seed)."""
+    """What a run of ``label`` named as its target (a block where the config held one, else its file);
+    with ``seed``, the run at that seed (a recipe replicated over seeds has one checkpoint file per seed)."""
     runs = [r for r in group.runs if r.target == label]
     run = next((r for r in runs if seed is None or r.seed == seed), runs[0] if runs else None)
     value = run.config.get("target") if run is not None else None
-    return value if isinstance(value, dict) else label
+    if isinstance(value, dict):
+        return value
+    return (run.file_label if run is not None else None) or label
 
 
 def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:

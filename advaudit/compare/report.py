@@ -41,10 +41,12 @@ log = logging.getLogger(__name__)
 
 
 def compare_runs(roots: Iterable[str | Path], out_dir: str | Path, replay: bool = True,
-                 primary: str | None = None, where: Settings = Settings()) -> dict[str, Any]:
+                 primary: str | None = None, where: Settings = Settings(),
+                 recipes: dict[str, str] | None = None) -> dict[str, Any]:
     """Compare every group of comparable runs under ``roots``; write the report into ``out_dir``
-    (``where``: how much the held-out checks of where one checkpoint is weaker render)."""
-    records = discover_runs(roots)
+    (``where``: how much the held-out checks of where one checkpoint is weaker render; ``recipes``:
+    name -> shell pattern of checkpoint paths, runs labelled by recipe)."""
+    records = discover_runs(roots, recipes)
     return compare_records(records, out_dir, replay, primary, where)
 
 

@@ -7,10 +7,13 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from advaudit.compare.design import group_runs
-from advaudit.compare.labels import distinguishing_parts
+from advaudit.compare.labels import distinguishing_parts, parse_recipes
 from advaudit.compare.records import discover_runs
+from advaudit.compare.replay import target_value
+from advaudit.errors import AdvauditError
 from tests.compare.fixtures import write_worst_case
 
 
@@ -71,3 +74,40 @@ def test_a_value_written_literally_and_one_computed_by_an_interpolation_do_not_s
     written = {"audit": {"report_budgets": "${report_budgets_within:${.budget}}", "seed": "${seed}"}}
     resolved = {"audit": {"report_budgets": [0, 100], "seed": 3}}
     assert comparable_config(written, resolved) == {"audit": {"report_budgets": [0, 100], "seed": "${seed}"}}
+
+
+def _unnamed_recipe_runs(root: Path) -> None:
+    """Two recipes over seeds 0 and 1 whose target blocks carry no name: each file is its own checkpoint."""
+    for seed in (0, 1):
+        for recipe, worst in (("control", 0.2), ("narrowed", 0.4)):
+            path = write_worst_case(root / f"s{seed}" / recipe, recipe, seed, np.full(12, worst), np.ones(12, bool))
+            result = json.loads(path.read_text())
+            result["config"]["target"] = f"/runs/s{seed}/{recipe}/checkpoints/target.pt"
+            result.pop("target", None)
+            path.write_text(json.dumps(result))
+
+
+def test_unnamed_runs_one_per_seed_are_refused_with_the_fix(tmp_path: Path) -> None:
+    _unnamed_recipe_runs(tmp_path)
+    with pytest.raises(AdvauditError, match=r"no seed in common .*--recipe NAME=PATTERN"):
+        group_runs(discover_runs([tmp_path]))
+
+
+def test_recipe_patterns_make_unnamed_runs_recipes_over_seeds(tmp_path: Path) -> None:
+    _unnamed_recipe_runs(tmp_path)
+    recipes = parse_recipes(["control=*/control/*", "narrowed=*/narrowed/*"])
+    [group] = group_runs(discover_runs([tmp_path], recipes))
+    assert group.targets == ["control", "narrowed"] and group.common_seeds() == [0, 1]
+    assert any("'control' is 2 checkpoint files, one per seed" in note for note in group.notes)
+    assert target_value(group, "control", 1) == "/runs/s1/control/checkpoints/target.pt"  # each seed's own file
+
+
+@pytest.mark.parametrize("specs, message", [
+    (["control"], "is not NAME=PATTERN"),
+    (["control=*/contrl/*"], "matches no run's checkpoint path"),
+    (["a=*/s0/*", "b=*/control/*"], "matches the patterns of --recipe a and b"),
+])
+def test_bad_recipe_patterns_say_what_is_wrong(tmp_path: Path, specs: list[str], message: str) -> None:
+    _unnamed_recipe_runs(tmp_path)
+    with pytest.raises(AdvauditError, match=message):
+        discover_runs([tmp_path], parse_recipes(specs))

@@ -7,7 +7,7 @@
 #
 # Usage: bash benchmarks/compare/planted_pairs.sh OUT [train|examine|compare|all]
 # Sizes (environment): SEEDS="0 1 2" PLANTS="roll_narrowed elevation_narrowed" JOBS=2 (trainings and
-#   examinations at once, one core each) TRAIN_EXTRA="" (training overrides, e.g. trainer.max_epochs=6) WHERE=60 (held-out instances of the where checks, the comparison's default)
+#   examinations at once, one core each) TRAIN_EXTRA="" (training overrides, e.g. trainer.max_epochs=6) WHERE=60 (held-out instances of the where checks, the comparison's default) WHERE_RECIPE=50 (the recipe comparison's)
 # Resumable: finished trainings, examinations and comparisons are skipped. The table:
 #   PYTHONPATH=$PWD .venv/bin/python benchmarks/compare/planted_table.py OUT
 set -euo pipefail
@@ -55,4 +55,13 @@ if [ "$WHAT" = compare ] || [ "$WHAT" = all ]; then
     [ -f "$out/comparison.json" ] || $PY -m advaudit.compare "$OUT/s$s/examine/control" "$OUT/s$s/examine/$p" \
       --out "$out" --where-instances "$WHERE" > "$OUT/logs/compare_${p}_s$s.log" 2>&1 || echo "comparison $p s$s failed"
   done; done
+  # each planted recipe against the control over the seeds (unnamed targets: named by --recipe); the world's
+  # 100 held-out test scenes split in two, the first half proposes the fifth, the second half confirms it
+  for p in $PLANTS; do
+    runs=(); for s in $SEEDS; do runs+=("$OUT/s$s/examine/control" "$OUT/s$s/examine/$p"); done
+    out="$OUT/compare_${p}_recipe"
+    [ ${#runs[@]} -ge 4 ] && { [ -f "$out/comparison.json" ] || $PY -m advaudit.compare "${runs[@]}" --out "$out" \
+      --recipe control='*/control/*' --recipe "$p=*/$p/*" --where-instances "${WHERE_RECIPE:-50}" \
+      > "$OUT/logs/compare_${p}_recipe.log" 2>&1 || echo "recipe comparison $p failed"; }
+  done
 fi

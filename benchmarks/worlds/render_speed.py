@@ -27,12 +27,16 @@ sys.path[:0] = [str(p) for p in Path(__file__).resolve().parents[1].iterdir() if
 from revision import package_module_at_revision  # benchmarks/ is on sys.path
 
 
-def timed_render(world, batch: int, device: str, masks: bool = False, scenes_of: Any = None) -> Callable[[], float]:
+def timed_render(world, batch: int, device: str, masks: bool = False, scenes_of: Any = None,
+                 spread: bool = False) -> Callable[[], float]:
     """A function that renders ``batch`` random scenes once and returns the seconds it took (the scenes
-    of the world ``scenes_of`` where given, so that two worlds draw the same ones)."""
+    of the world ``scenes_of`` where given, so that two worlds draw the same ones). The scenes' instances
+    are the test split's first ``batch`` (the first class's), or with ``spread`` spaced evenly over the
+    whole split (every class in turn)."""
     source = scenes_of or world
     z = source.instances("test")
-    z = z.subset(torch.arange(batch, device=z.labels.device) % len(z))
+    step = max(1, len(z) // batch) if spread else 1
+    z = z.subset(torch.arange(0, batch * step, step, device=z.labels.device) % len(z))
     s = source.random_conditions(batch, 1, torch.Generator().manual_seed(0)).to(device)
     draw = world.render_with_masks if masks else world.render
     draw(z, s)  # warm-up
@@ -67,6 +71,8 @@ def main() -> None:
     parser.add_argument("--baseline", default=None, help="git revision of ShapeWorld to time as well (same run)")
     parser.add_argument("--masks", action="store_true", help="time images and masks from one pass")
     parser.add_argument("--sizes", default="32,64")
+    parser.add_argument("--spread", action="store_true",
+                        help="instances spread over the test split (all classes), not its first (one class)")
     args = parser.parse_args()
     threads = configure_threads(args.threads)
     baseline = (package_module_at_revision("advaudit.worlds.shapes.world", args.baseline).ShapeWorld
@@ -77,10 +83,11 @@ def main() -> None:
     for size in (int(x) for x in args.sizes.split(",")):
         for shadows in (True, False):
             world = ShapeWorld(image_size=size, shadows=shadows, device=args.device)
-            runs = {"current": timed_render(world, args.batch, args.device, args.masks)}
+            runs = {"current": timed_render(world, args.batch, args.device, args.masks, spread=args.spread)}
             if baseline:
                 old = baseline(image_size=size, shadows=shadows, device=args.device)
-                runs["baseline"] = timed_render(old, args.batch, args.device, args.masks, scenes_of=world)
+                runs["baseline"] = timed_render(old, args.batch, args.device, args.masks, scenes_of=world,
+                                               spread=args.spread)
             rates = interleaved_rates(runs, args.batch, args.repeats)
             line = f"| ShapeWorld | {size} | {shadows} | {rates['current']:,.0f} |"
             if baseline:

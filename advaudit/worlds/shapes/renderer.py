@@ -130,8 +130,9 @@ def _candidates(grid: Tensor, columns: Tensor, origin: Tensor) -> tuple[Tensor, 
     multiply-adds, so the same values)."""
     grid_t = grid.t().contiguous()                                           # [3, HW]
     od = _ray_channel(grid_t, columns, 3)                                    # [B, HW]
-    closest = (origin * origin).sum(-1)[:, None] - od * od
-    pix, obj = ((closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)).t().nonzero(as_tuple=True)
+    # the ray's closest approach to the centre, |o|^2 - od^2, is within the sphere where od <= -sqrt(|o|^2 - r^2)
+    reach = -((origin * origin).sum(-1) - OBJECT_RADIUS ** 2 * 1.0001).clamp_min(0).sqrt()     # [B]
+    pix, obj = (od <= reach[:, None]).t().nonzero(as_tuple=True)
     g = [grid_t[j].index_select(0, pix) for j in range(3)]                   # [M] each
     c = columns[:, :, :3].permute(1, 2, 0).contiguous()                      # [3, 3, B]: c[j, k] per camera
     d = [(g[0] * c[0, k].index_select(0, obj)).addcmul_(g[1], c[1, k].index_select(0, obj))

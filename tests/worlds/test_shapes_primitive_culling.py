@@ -36,7 +36,8 @@ def _dense(prims: dict, o: torch.Tensor, d: torch.Tensor, obj: torch.Tensor) -> 
 
 
 def _camera_rays() -> list[tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """Per class of the reference scenes: primitives, origins, directions, scenes and projections of the candidate rays."""
+    """Per class of the reference scenes: primitives, origins, directions, scenes and projections of the
+    candidate rays."""
     world, z, s = reference_scenes()
     s = s[:, 0]
     out = []

@@ -50,7 +50,8 @@ class Rays:
     reads (computed when first read): their components ``oc``, ``dc`` ``[3, M]``, ``o . d`` and ``|o|^2``
     ``[M]``."""
 
-    def __init__(self, o: Tensor, d: Tensor, obj: Tensor, od: Tensor | None = None, origin: Tensor | None = None) -> None:
+    def __init__(self, o: Tensor, d: Tensor, obj: Tensor, od: Tensor | None = None,
+                 origin: Tensor | None = None) -> None:
         """``od``: ``o . d`` where known; ``origin`` ``[B, 3]``: each scene's one origin where all its rays
         start there (camera rays)."""
         self.o, self.d, self.obj, self.origin = o, d, obj, origin

@@ -90,7 +90,8 @@ def intersect_ellipsoids(o: Tensor, d: Tensor, ellipsoids: Tensor) -> Tensor:
 
 
 def _box_normals(p: Tensor, params: Tensor) -> Tensor:
-    """Outward unit normals ``[m, 3]`` of boxes ``params`` ``[m, 6]`` (low, high) at ``p`` ``[m, 3]``: the nearest face's."""
+    """Outward unit normals ``[m, 3]`` of boxes ``params`` ``[m, 6]`` (low, high) at ``p`` ``[m, 3]``: the
+    nearest face's."""
     dist = torch.cat([(p - params[:, :3]).abs(), (p - params[:, 3:6]).abs()], -1)  # [m, 6] distance to each face
     face = dist.argmin(-1)
     nb = torch.zeros_like(p)

@@ -143,6 +143,7 @@ def nearest(slots: Slots, r: Rays) -> tuple[Tensor, Tensor]:
     slot among equally near ones)."""
     best_t = torch.full((len(r.o),), INF, dtype=r.o.dtype, device=r.o.device)
     best_slot = torch.zeros(len(r.o), dtype=torch.long, device=r.o.device)
+    first = True
     for slot in range(len(slots)):
         if len(slots) == 1:  # one primitive: its sphere is the object's, which the rays already meet
             return _distance(slots, slot, r, None), best_slot
@@ -150,11 +151,13 @@ def nearest(slots: Slots, r: Rays) -> tuple[Tensor, Tensor]:
         if len(rays) == 0:
             continue
         t = _distance(slots, slot, r, rays)
-        now = best_t.index_select(0, rays)
-        closer = (t < now).nonzero().squeeze(1)
+        # before the first tested slot every distance so far is inf (no need to read it back)
+        closer = (t < (INF if first else best_t.index_select(0, rays))).nonzero().squeeze(1)
         rays = rays.index_select(0, closer)
         best_t.index_copy_(0, rays, t.index_select(0, closer))
-        best_slot.index_fill_(0, rays, slot)
+        if slot:  # slot 0 is the default
+            best_slot.index_fill_(0, rays, slot)
+        first = False
     return best_t, best_slot
 
 

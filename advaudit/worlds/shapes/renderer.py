@@ -231,7 +231,7 @@ def _draw(scene: dict, obj: Tensor, pix: Tensor, d: Tensor, od: Tensor, mask: Te
     t, slot = nearest(slots, Rays(o, d, obj, od=od, origin=scene["origin"]))
     hit = torch.isfinite(t).nonzero().squeeze(1)  # indices: index_select is cheaper than masking
     obj, pix, o, d, t, slot = (x.index_select(0, hit) for x in (obj, pix, o, d, t, slot))
-    mask[obj, pix] = True
+    mask.view(-1).index_fill_(0, obj * mask.shape[1] + pix, True)
     if image is None:
         return
     p = o + t[:, None] * d

@@ -14,7 +14,8 @@ counts for the outer one): the network's own forward (``ResNet.forward`` / ``Vis
 not the resize, normalisation or class map), rendering (the world's ``render*``, with ShapeWorld's
 geometric checks), the examiner (``ask``/``tell``), validity (the reference judge and the lazy
 bookkeeping), records (``steps.jsonl`` and the examiner checkpoints); ``other`` is the rest of the
-examination loop. Setup (checking the config, loading, instance selection) and the report (with the renders
+examination loop. Setup (checking the config, loading, instance selection, building the examiner, claiming the
+run dir) and the report (with the renders
 and queries it needs beyond the examiner's: the gallery and the random baseline) are timed apart. Next to
 each run, the bare forward pass of the same network on the same batch size in the same process.
 
@@ -182,6 +183,11 @@ def install_timers(timers: Timers) -> None:
     timers.wrap(tasks, "validate", "setup")
     timers.wrap(tasks, "plain_config", "setup")
     timers.wrap(worst_case, "prepare", "setup")
+    # once per run, before the first query: building the examiner (RL's policy), claiming the run dir,
+    # reading what a resumed run left, the lazy judge's replay of it
+    for name in ("build_examiner", "RunDir", "_resume"):
+        timers.wrap(worst_case, name, "setup")
+    timers.wrap(LazyJudging, "replay", "setup")
     # the report's own renders and queries (the gallery, the random baseline), made in the run since resumable
     timers.wrap(worst_case, "record_fresh_conditions", "report")
     timers.wrap(worst_case, "summarise_and_report", "report")

@@ -27,24 +27,38 @@ sys.path[:0] = [str(p) for p in Path(__file__).resolve().parents[1].iterdir() if
 from revision import package_module_at_revision  # benchmarks/ is on sys.path
 
 
-def timed_render(world, batch: int, device: str, masks: bool = False, scenes_of: Any = None) -> Callable[[], float]:
-    """A function that renders ``batch`` random scenes once and returns the seconds it took (the scenes
-    of the world ``scenes_of`` where given, so that two worlds draw the same ones)."""
+def timed_render(world, batch: int, device: str, masks: bool = False, scenes_of: Any = None,
+                 spread: bool = False, instances: int = 0) -> Callable[[], float]:
+    """A function that renders ``batch`` random scenes and returns the seconds it took (the scenes of the
+    world ``scenes_of`` where given, so that two worlds draw the same ones). The scenes' instances are the
+    test split's first ``batch`` (the first class's); with ``spread`` ``batch`` instances spaced evenly over
+    the whole split (every class in turn); with ``instances`` = K, as an examination's step: K instances
+    under ``batch / K`` conditions each, and each timing renders five such batches (different instances,
+    every class once when K = 2)."""
     source = scenes_of or world
     z = source.instances("test")
-    z = z.subset(torch.arange(batch, device=z.labels.device) % len(z))
-    s = source.random_conditions(batch, 1, torch.Generator().manual_seed(0)).to(device)
+    if instances:
+        per = batch // instances
+        step = len(z) // (5 * instances)
+        picks = [torch.arange(i * step, len(z), 5 * step)[:instances].repeat_interleave(per) for i in range(5)]
+    else:
+        step = max(1, len(z) // batch) if spread else 1
+        picks = [torch.arange(0, batch * step, step) % len(z)]
+    zs = [z.subset(p.to(z.labels.device)) for p in picks]
+    s = source.random_conditions(len(picks[0]) * len(picks), 1, torch.Generator().manual_seed(0)).to(device)
+    ss = s.split(len(picks[0]))
     draw = world.render_with_masks if masks else world.render
-    draw(z, s)  # warm-up
+    draw(zs[0], ss[0])  # warm-up
 
     def once() -> float:
         if device == "cuda":
             torch.cuda.synchronize()
         start = time.perf_counter()
-        draw(z, s)
+        for zz, part in zip(zs, ss):
+            draw(zz, part)
         if device == "cuda":
             torch.cuda.synchronize()
-        return time.perf_counter() - start
+        return (time.perf_counter() - start) / len(zs)
 
     return once
 
@@ -67,6 +81,10 @@ def main() -> None:
     parser.add_argument("--baseline", default=None, help="git revision of ShapeWorld to time as well (same run)")
     parser.add_argument("--masks", action="store_true", help="time images and masks from one pass")
     parser.add_argument("--sizes", default="32,64")
+    parser.add_argument("--instances", type=int, default=0,
+                        help="as an examination's step: this many instances x batch/instances conditions each")
+    parser.add_argument("--spread", action="store_true",
+                        help="instances spread over the test split (all classes), not its first (one class)")
     args = parser.parse_args()
     threads = configure_threads(args.threads)
     baseline = (package_module_at_revision("advaudit.worlds.shapes.world", args.baseline).ShapeWorld
@@ -77,10 +95,12 @@ def main() -> None:
     for size in (int(x) for x in args.sizes.split(",")):
         for shadows in (True, False):
             world = ShapeWorld(image_size=size, shadows=shadows, device=args.device)
-            runs = {"current": timed_render(world, args.batch, args.device, args.masks)}
+            runs = {"current": timed_render(world, args.batch, args.device, args.masks, spread=args.spread,
+                                            instances=args.instances)}
             if baseline:
                 old = baseline(image_size=size, shadows=shadows, device=args.device)
-                runs["baseline"] = timed_render(old, args.batch, args.device, args.masks, scenes_of=world)
+                runs["baseline"] = timed_render(old, args.batch, args.device, args.masks, scenes_of=world,
+                                               spread=args.spread, instances=args.instances)
             rates = interleaved_rates(runs, args.batch, args.repeats)
             line = f"| ShapeWorld | {size} | {shadows} | {rates['current']:,.0f} |"
             if baseline:

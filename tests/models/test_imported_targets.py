@@ -20,6 +20,7 @@ from advaudit.data.fashion_mnist import FashionMNISTDataModule
 from advaudit.errors import AdvauditError
 from advaudit.models import TorchTarget, load_target, save_target
 from advaudit.models.formats import identify
+from advaudit.models.imported.adapters import InputAdapter
 from advaudit.models.imported.spec import OTHER_CLASS, parse_target_spec
 from advaudit.models.imported.store import import_target
 from advaudit.models.io import load_block_target
@@ -245,3 +246,17 @@ def test_block_mistakes_are_one_line_with_the_fix(resnet) -> None:
         load_block_target(resnet_block(path, class_names=["a", "b", "c"]))
     with pytest.raises(AdvauditError, match="does not run on inputs of shape"):
         load_block_target({**resnet_block(path), "input_shape": [1, 32, 32], "normalization": "model"})
+
+
+def test_imported_logits_skip_only_an_identity_normalisation(resnet, fmnist_images: torch.Tensor) -> None:
+    """The imported target's own normalisation is the identity (the pipeline's adapter normalises), so
+    ``logits`` skips it: the same numbers, bit for bit, as applying it; the adapter's in-place division
+    gives its out-of-place numbers."""
+    _, path = resnet
+    target = load_block_target(resnet_block(path))
+    assert float(target.mean.abs().max()) == 0.0 and bool((target.std == 1).all())
+    with torch.no_grad():
+        assert torch.equal(target.logits(fmnist_images), target.net((fmnist_images - target.mean) / target.std))
+    adapter = InputAdapter([3, 32, 32], None, NORM3)
+    x = torch.rand(4, 3, 32, 32)
+    assert torch.equal(adapter(x), (x - adapter.mean) / adapter.std)

@@ -50,7 +50,7 @@ class InputAdapter(nn.Module):
                 x = x.expand(-1, channels, -1, -1)
             if tuple(x.shape[2:]) != (height, width):
                 x = F.interpolate(x, size=(height, width), mode="bilinear", align_corners=False, antialias=True)
-        return (x - self.mean) / self.std
+        return (x - self.mean).div_(self.std)  # in place on the fresh difference: one image-sized allocation
 
 
 def as_scores(output: Any) -> Tensor:

@@ -60,6 +60,12 @@ class ImportedTorchTarget(TorchTarget):
         super().__init__(pipeline, {**meta, "normalization": identity}, temperature)
         self.meta = dict(meta)
 
+    def logits(self, x: Tensor) -> Tensor:
+        """Raw input ``[B, *input_shape]`` -> audit-class scores ``[B, K]``: the pipeline normalises (this
+        target's own normalisation is the identity, so it is skipped: the same numbers, two image-sized
+        operations fewer)."""
+        return self.net(x)
+
     def use_channels_last(self) -> "ImportedTorchTarget":
         """Channels-last weights where the user's module accepts it (a scripted module keeps its layout)."""
         pipeline = self.net.net if isinstance(self.net, OrderedOutputs) else self.net

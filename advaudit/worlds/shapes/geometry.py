@@ -89,42 +89,57 @@ def intersect_ellipsoids(o: Tensor, d: Tensor, ellipsoids: Tensor) -> Tensor:
     return best
 
 
-def normals(p: Tensor, kind: Tensor, params: Tensor) -> Tensor:
+def _box_normals(p: Tensor, params: Tensor) -> Tensor:
+    """Outward unit normals ``[m, 3]`` of boxes ``params`` ``[m, 6]`` (low, high) at ``p`` ``[m, 3]``: the
+    nearest face's."""
+    dist = torch.cat([(p - params[:, :3]).abs(), (p - params[:, 3:6]).abs()], -1)  # [m, 6] distance to each face
+    face = dist.argmin(-1)
+    nb = torch.zeros_like(p)
+    nb[torch.arange(len(p), device=p.device), face % 3] = torch.where(face < 3, -1.0, 1.0)
+    return nb
+
+
+def _frustum_normals(p: Tensor, params: Tensor) -> Tensor:
+    """Outward (unnormalised) normals ``[m, 3]`` of frustums ``params`` ``[m, >=4]`` (r0, r1, y0, y1) at ``p``."""
+    x, y, z = p.unbind(-1)
+    r0, r1, y0, y1 = params[:, :4].unbind(-1)
+    slope = (r1 - r0) / (y1 - y0).clamp_min(1e-6)
+    radius = r0 + slope * (y - y0)
+    return _cap_or_side(y, y0, y1, torch.stack([x, -slope * radius, z], -1))
+
+
+def _ellipsoid_normals(p: Tensor, params: Tensor) -> Tensor:
+    """Outward (unnormalised) normals ``[m, 3]`` of clipped spheroids ``params`` ``[m, >=5]`` at ``p``."""
+    x, y, z = p.unbind(-1)
+    r, ry, yc, ylo, yhi = params[:, :5].unbind(-1)
+    side = torch.stack([x / r ** 2, (y - yc) / ry ** 2, z / r ** 2], -1)
+    return _cap_or_side(y, ylo, yhi, side)
+
+
+_NORMALS = (_box_normals, _frustum_normals, _ellipsoid_normals)
+
+
+def normals(p: Tensor, kind: Tensor, params: Tensor, kinds: list[int] | None = None) -> Tensor:
     """Outward unit normals ``[M, 3]`` at hit points ``p`` ``[M, 3]``.
 
     ``kind`` ``[M]``: 0 box, 1 frustum, 2 ellipsoid; ``params`` ``[M, 6]`` the hit primitive's
     parameters (box: low xyz, high xyz; frustum: r0, r1, y0, y1; ellipsoid: R, Ry, yc, ylo, yhi).
+    ``kinds``: the kinds that can occur (where the caller knows; one kind needs no sorting of the points).
     """
+    present = sorted(set(kinds)) if kinds is not None else [k for k in range(3) if bool((kind == k).any())]
+    if len(present) == 1:
+        return torch.nn.functional.normalize(_NORMALS[present[0]](p, params), dim=-1)
     n = torch.zeros_like(p)
-    x, y, z = p.unbind(-1)
-    box = kind == 0
-    if box.any():
-        low, high = params[box, :3], params[box, 3:6]
-        q = p[box]
-        dist = torch.cat([(q - low).abs(), (q - high).abs()], -1)  # [m, 6] distance to each face
-        face = dist.argmin(-1)
-        nb = torch.zeros_like(q)
-        nb[torch.arange(len(q)), face % 3] = torch.where(face < 3, -1.0, 1.0)
-        n[box] = nb
-    frustum = kind == 1
-    if frustum.any():
-        r0, r1, y0, y1 = params[frustum, :4].unbind(-1)
-        slope = (r1 - r0) / (y1 - y0).clamp_min(1e-6)
-        radius = r0 + slope * (y[frustum] - y0)
-        side = torch.stack([x[frustum], -slope * radius, z[frustum]], -1)
-        n[frustum] = _cap_or_side(y[frustum], y0, y1, side)
-    ell = kind == 2
-    if ell.any():
-        r, ry, yc, ylo, yhi = params[ell, :5].unbind(-1)
-        side = torch.stack([x[ell] / r ** 2, (y[ell] - yc) / ry ** 2, z[ell] / r ** 2], -1)
-        n[ell] = _cap_or_side(y[ell], ylo, yhi, side)
+    for k in present:
+        rows = (kind == k).nonzero().squeeze(1)
+        if len(rows):
+            n.index_copy_(0, rows, _NORMALS[k](p.index_select(0, rows), params.index_select(0, rows)))
     return torch.nn.functional.normalize(n, dim=-1)
 
 
 def _cap_or_side(y: Tensor, y0: Tensor, y1: Tensor, side: Tensor) -> Tensor:
+    """``side`` ``[m, 3]``, or the cap's normal (0, -1, 0) / (0, 1, 0) where ``y`` is at ``y0`` / ``y1``."""
     tol = 2e-4 * (y1 - y0).abs().clamp_min(1.0)
     down, up = (y - y0).abs() < tol, (y - y1).abs() < tol
-    out = side.clone()
-    out[down] = torch.tensor([0.0, -1.0, 0.0], dtype=side.dtype, device=side.device)
-    out[up] = torch.tensor([0.0, 1.0, 0.0], dtype=side.dtype, device=side.device)
-    return out
+    axis = torch.tensor([0.0, 1.0, 0.0], dtype=side.dtype, device=side.device)
+    return torch.where(up[:, None], axis, torch.where(down[:, None], -axis, side))

@@ -1,12 +1,14 @@
 """Batched ray casting of ShapeWorld scenes: pinhole camera, Lambert + Blinn-Phong shading, a
 sun and a point light with (optional) shadow rays, and a sky-gradient background.
 
-Speed comes from closed-form intersections (no marching); every ray's direction and its
-projection on the camera (bounding-sphere test) come from one matrix product of the pixel grid
-with all camera bases; rays that miss an object's bounding sphere are dropped before any
-primitive test (compaction with ``nonzero``); each call evaluates only the primitives of the
-object classes it renders; objects made of one convex primitive cast no shadow rays (they cannot shadow themselves);
-the image is written channel-first, so there is no final transpose.
+Speed comes from closed-form intersections (no marching); every ray's projection on the camera
+(the object's bounding-sphere test) and the sky's height come from three multiply-adds over the
+pixel grid, and the directions only for the rays that meet an object's bounding sphere (compaction
+with ``nonzero``); each primitive is then intersected only with the rays whose line passes within
+its own bounding sphere (``culling``), shadow rays included; each call evaluates only the primitives
+of the object classes it renders; objects made of one convex primitive cast no shadow rays (they
+cannot shadow themselves); lights are computed once per scene; the image is written channel-first,
+so there is no final transpose. Every change of these kept the images bit-identical.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import torch
 from torch import Tensor
 
 from advaudit.worlds.shapes.catalogue import OBJECT_RADIUS, Primitives
-from advaudit.worlds.shapes.geometry import (INF, intersect_boxes, intersect_ellipsoids,
-                                             intersect_frustums, normals)
+from advaudit.worlds.shapes.culling import KINDS, Rays, Slots, blocked, nearest, slot_table
+from advaudit.worlds.shapes.geometry import INF, normals
 
 FOV_DEGREES = 50.0
 AMBIENT = 0.15
@@ -75,127 +77,108 @@ def euler_direction(ax: Tensor, ay: Tensor, az: Tensor) -> Tensor:
     return -z
 
 
-_KINDS = (("boxes", intersect_boxes), ("frustums", intersect_frustums),
-          ("ellipsoids", intersect_ellipsoids))
-
-
-def gather_primitives(prims: Primitives, obj: Tensor) -> dict[str, Tensor]:
-    """Each ray's object primitives ``{kind: [M, n, ...]}`` (kinds the class does not use dropped)."""
-    return {key: prims[key].index_select(0, obj) for key, _ in _KINDS if prims[key].shape[1] > 0}
-
-
-def _nearest(o: Tensor, d: Tensor, gathered: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-    """Nearest hit over each ray's primitives: ``t`` ``[M]``, kind ``[M]`` (0 box, 1 frustum,
-    2 ellipsoid) and the index of the hit primitive within its kind ``[M]``."""
-    best_t = torch.full((len(o),), INF, dtype=o.dtype, device=o.device)
-    best_kind = torch.zeros(len(o), dtype=torch.long, device=o.device)
-    best_index = torch.zeros(len(o), dtype=torch.long, device=o.device)
-    for kind, (key, intersect) in enumerate(_KINDS):
-        if key not in gathered:
-            continue
-        t, index = intersect(o, d, gathered[key]).min(1)
-        closer = t < best_t
-        best_t = torch.where(closer, t, best_t)
-        best_kind = torch.where(closer, kind, best_kind)
-        best_index = torch.where(closer, index, best_index)
-    return best_t, best_kind, best_index
-
-
-def _hit_params(gathered: dict[str, Tensor], kind: Tensor, index: Tensor) -> Tensor:
-    """The hit primitive's parameters ``[M, 6]`` (zero-padded)."""
-    params = torch.zeros(len(kind), 6, dtype=torch.float32, device=kind.device)
-    rows = torch.arange(len(kind), device=kind.device)
-    for k, (key, _) in enumerate(_KINDS):
-        mine = kind == k
-        if key in gathered and mine.any():
-            values = gathered[key][rows[mine], index[mine]].reshape(int(mine.sum()), -1)
-            params[mine, : values.shape[1]] = values
-    return params
-
-
-def _visibility(p: Tensor, n: Tensor, lights: list[tuple[Tensor, Tensor]],
-                gathered: dict[str, Tensor]) -> list[Tensor]:
-    """Per light, 1 where the light reaches ``p`` ``[M, 3]`` (normal ``n``) unblocked, else 0.
+def _visibility(p: Tensor, n: Tensor, obj: Tensor, lights: list[tuple[Tensor, Tensor]], slots: Slots) -> list[Tensor]:
+    """Per light, 1 where the light reaches ``p`` ``[M, 3]`` (normal ``n``, scenes ``obj`` ``[M]``) unblocked,
+    else 0.
 
     ``lights``: ``(direction [M, 3], distance [M])`` pairs. Only points facing a light cast a
-    shadow ray towards it (the others are dark anyway), all in one intersection pass.
+    shadow ray towards it (the others are dark anyway), all in one pass over the primitives.
     """
     start = p + n * 1e-3
-    facing = [((n * direction).sum(-1) > 0).nonzero().squeeze(1) for direction, _ in lights]
+    facing = [(_dot(n, direction) > 0).nonzero().squeeze(1) for direction, _ in lights]
     rows = torch.cat(facing)
     dirs = torch.cat([direction.index_select(0, f) for f, (direction, _) in zip(facing, lights)])
     limits = torch.cat([distance.index_select(0, f) for f, (_, distance) in zip(facing, lights)])
-    t, _, _ = _nearest(start.index_select(0, rows), dirs, {k: v.index_select(0, rows) for k, v in gathered.items()})
-    blocked = t < limits
+    shadowed = blocked(slots, Rays(start.index_select(0, rows), dirs, obj.index_select(0, rows)), limits)
     out, offset = [], 0
     for f in facing:
         lit = torch.ones(len(p), dtype=p.dtype, device=p.device)
-        lit[f] = (~blocked[offset: offset + len(f)]).to(p.dtype)
+        lit[f] = (~shadowed[offset: offset + len(f)]).to(p.dtype)
         out.append(lit)
         offset += len(f)
     return out
+
+
+def _dot(a: Tensor, b: Tensor) -> Tensor:
+    """``(a * b).sum(-1)`` ``[M]`` of ``a``, ``b`` ``[M, 3]``, column by column and added in the same order
+    (so the same numbers), without a reduction over rows of 3."""
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
 
 
 def _can_shadow_itself(prims: Primitives) -> bool:
     """False for a single convex primitive (every ShapeWorld primitive is convex): a point on it that
     faces a light sees the light (the body lies behind its tangent plane), so shadow rays would
     find nothing."""
-    return sum(prims[key].shape[1] for key, _ in _KINDS) > 1
+    return sum(prims[key].shape[1] for key, _ in KINDS) > 1
 
 
-def _ray_channel(grid: Tensor, columns: Tensor, channel: int) -> Tensor:
-    """One channel ``[P, B']`` of the rays ``grid @ columns`` for pixel directions ``grid`` ``[P, 3]``
-    and cameras ``columns`` ``[B', 3, 4]`` (channels 0-2: direction, 3: projection on the origin).
+def _ray_channel(grid_t: Tensor, columns: Tensor, channel: int) -> Tensor:
+    """One channel ``[B', P]`` of the rays ``grid @ columns`` for pixel directions ``grid_t`` ``[3, P]``
+    (components first) and cameras ``columns`` ``[B', 3, 4]`` (channels 0-2: direction, 3: projection
+    on the origin).
 
     Three multiply-adds, not a matmul, in a fixed order: a pixel's value never depends on the
-    batch it is in nor on which pixels are computed with it."""
+    batch it is in nor on which pixels are computed with it (``addcmul`` rounds once, in every layout)."""
     c = columns[..., channel]
-    return (grid[:, 0:1] * c[:, 0]).addcmul_(grid[:, 1:2], c[:, 1]).addcmul_(grid[:, 2:3], c[:, 2])
+    return (c[:, 0:1] * grid_t[0]).addcmul_(c[:, 1:2], grid_t[1]).addcmul_(c[:, 2:3], grid_t[2])
 
 
-def _candidates(grid: Tensor, columns: Tensor, origin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Pixels whose ray meets an object's bounding sphere: ``pix`` and ``obj`` ``[M]`` and their
-    unit directions ``[M, 3]``. Only the projection channel is computed over the whole grid; the
-    directions only for the candidates (the same multiply-adds, so the same values)."""
-    od = _ray_channel(grid, columns, 3)                                      # [HW, B]
-    closest = (origin * origin).sum(-1)[None] - od * od
-    pix, obj = ((closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)).nonzero(as_tuple=True)
-    g, c = grid.index_select(0, pix), columns[:, :, :3].contiguous().index_select(0, obj)  # [M, 3], [M, 3, 3]
-    d = (g[:, 0:1] * c[:, 0]).addcmul_(g[:, 1:2], c[:, 1]).addcmul_(g[:, 2:3], c[:, 2])
-    return pix, obj, d
+def _candidates(grid: Tensor, columns: Tensor, origin: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Pixels whose ray meets an object's bounding sphere: ``pix`` and ``obj`` ``[M]`` (pixel-major), their
+    unit directions ``[M, 3]`` and their projections on the camera's position ``[M]``. Only the projection
+    channel is computed over the whole grid ``[HW, 3]``; the directions only for the candidates (the same
+    multiply-adds, so the same values)."""
+    grid_t = grid.t().contiguous()                                           # [3, HW]
+    od = _ray_channel(grid_t, columns, 3)                                    # [B, HW]
+    # the ray's closest approach to the centre, |o|^2 - od^2, is within the sphere where od <= -sqrt(|o|^2 - r^2)
+    reach = -((origin * origin).sum(-1) - OBJECT_RADIUS ** 2 * 1.0001).clamp_min(0).sqrt()     # [B]
+    pix, obj = (od <= reach[:, None]).t().nonzero(as_tuple=True)
+    g = [grid_t[j].index_select(0, pix) for j in range(3)]                   # [M] each
+    c = columns[:, :, :3].permute(1, 2, 0).contiguous()                      # [3, 3, B]: c[j, k] per camera
+    d = [(g[0] * c[0, k].index_select(0, obj)).addcmul_(g[1], c[1, k].index_select(0, obj))
+         .addcmul_(g[2], c[2, k].index_select(0, obj)) for k in range(3)]
+    return pix, obj, torch.stack(d, 1), od.view(-1).index_select(0, obj * od.shape[1] + pix)
 
 
 def _background(grid: Tensor, columns: Tensor, out: Tensor | None = None) -> Tensor:
-    """The sky gradient ``[B, 3, HW]`` (by each ray's height), written into ``out`` where given."""
+    """The sky gradient ``[B, 3, HW]`` (by each ray's height) for the pixel grid ``[HW, 3]``, written into
+    ``out`` where given."""
     sky = torch.tensor(SKY, dtype=grid.dtype, device=grid.device)
     ground = torch.tensor(GROUND, dtype=grid.dtype, device=grid.device)
-    weight = (0.5 + 0.5 * _ray_channel(grid, columns, 1)).t()               # [B, HW]
+    weight = 0.5 + 0.5 * _ray_channel(grid.t().contiguous(), columns, 1)    # [B, HW]
     return torch.addcmul(ground[None, :, None], weight[:, None], (sky - ground)[None, :, None], out=out)
 
 
-def _shade(p: Tensor, n: Tensor, d: Tensor, s: Tensor, obj: Tensor, albedo: Tensor, specular: Tensor,
-           shininess: Tensor, visibility) -> Tensor:
+def _lights(s: Tensor) -> dict[str, Tensor]:
+    """Each scene's lights from its factors ``s`` ``[B, 12]``: the direction towards the sun and the point
+    light's position ``[B, 3]``, and their powers ``[B]`` (computed once per scene, gathered per pixel)."""
+    s = s.unbind(1)
+    return {"to_sun": euler_direction(s[0], s[1], s[2]), "light": spherical(s[5], s[6], s[7]),
+            "sun_power": s[3] * 0.2, "light_power": s[4] * 0.8 * (10.0 / s[5]) ** 2}
+
+
+def _shade(p: Tensor, n: Tensor, d: Tensor, obj: Tensor, scene: dict, visibility) -> Tensor:
     """Colours ``[M, 3]`` of hit points ``p`` with normals ``n`` seen along ``d`` (all ``[M, 3]``),
-    lit by scene ``obj``'s sun and point light; ``visibility(to_sun, to_light, light_dist)``
-    gives the two lit factors ``[M]`` (or ``None`` for no shadows)."""
-    s = s.index_select(0, obj).unbind(1)                                   # [M] each
-    to_sun = euler_direction(s[0], s[1], s[2])
-    to_light = spherical(s[5], s[6], s[7]) - p
+    lit by scene ``obj``'s sun and point light (``scene``: its :func:`_lights`, albedo, specular and
+    shininess); ``visibility(to_sun, to_light, light_dist)`` gives the two lit factors ``[M]`` (or
+    ``None`` for no shadows)."""
+    lights = {key: value.index_select(0, obj) for key, value in scene["lights"].items()}
+    to_sun, sun_power, light_power = lights["to_sun"], lights["sun_power"], lights["light_power"]
+    to_light = lights["light"] - p
     light_dist = to_light.norm(dim=-1)
     to_light = to_light / light_dist[:, None]
-    sun_power = s[3] * 0.2
-    light_power = s[4] * 0.8 * (10.0 / s[5]) ** 2
     lit = visibility(to_sun, to_light, light_dist)
     lit_sun, lit_light = lit if lit is not None else (torch.ones_like(light_dist),) * 2
-    diffuse = (AMBIENT + sun_power * (n * to_sun).sum(-1).clamp_min(0) * lit_sun
-               + light_power * (n * to_light).sum(-1).clamp_min(0) * lit_light)
+    diffuse = (AMBIENT + sun_power * _dot(n, to_sun).clamp_min(0) * lit_sun
+               + light_power * _dot(n, to_light).clamp_min(0) * lit_light)
     view = -d
-    shine = shininess.index_select(0, obj)
+    shine = scene["shininess"].index_select(0, obj)
     half_sun = torch.nn.functional.normalize(to_sun + view, dim=-1)
     half_light = torch.nn.functional.normalize(to_light + view, dim=-1)
-    spec = specular.index_select(0, obj) * (sun_power * lit_sun * (n * half_sun).sum(-1).clamp_min(0) ** shine
-                            + light_power * lit_light * (n * half_light).sum(-1).clamp_min(0) ** shine)
-    return (albedo.index_select(0, obj) * diffuse[:, None] + spec[:, None]).clamp(0, 1)
+    spec = scene["specular"].index_select(0, obj) * (
+        sun_power * lit_sun * _dot(n, half_sun).clamp_min(0) ** shine
+        + light_power * lit_light * _dot(n, half_light).clamp_min(0) ** shine)
+    return (scene["albedo"].index_select(0, obj) * diffuse[:, None] + spec[:, None]).clamp(0, 1)
 
 
 def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess: Tensor,
@@ -226,38 +209,38 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
             else out_mask.view(b, hw).zero_())
     image = None if return_mask else (torch.empty(b, 3, hw, dtype=s.dtype, device=s.device) if out_image is None
                                       else out_image.view(b, 3, hw))        # [B, 3, HW]
-    scene = {"prims": prims, "origin": origin, "s": s, "albedo": albedo, "specular": specular,
+    scene = {"slots": slot_table(prims), "origin": origin, "lights": _lights(s), "albedo": albedo, "specular": specular,
              "shininess": shininess, "cast": shadows and _can_shadow_itself(prims)}
     if image is not None:
         _background(grid, columns, out=image)
-    pix, obj, d = _candidates(grid, columns, origin)
+    pix, obj, d, od = _candidates(grid, columns, origin)
     if len(obj):
-        _draw(scene, obj, pix, d, mask, image)
+        _draw(scene, obj, pix, d, od, mask, image)
     if return_mask:
         return mask.view(b, size, size)
     images = image.view(b, 3, size, size)
     return (images, mask.view(b, size, size)) if with_mask else images
 
 
-def _draw(scene: dict, obj: Tensor, pix: Tensor, d: Tensor, mask: Tensor, image: Tensor | None) -> None:
-    """Cast the rays of pixels ``pix`` of scenes ``obj`` (``[M]`` each) along ``d`` ``[M, 3]``: set ``mask``
+def _draw(scene: dict, obj: Tensor, pix: Tensor, d: Tensor, od: Tensor, mask: Tensor, image: Tensor | None) -> None:
+    """Cast the rays of pixels ``pix`` of scenes ``obj`` (``[M]`` each) along ``d`` ``[M, 3]`` (their
+    projections on the camera's position ``od`` ``[M]``): set ``mask``
     ``[B, HW]`` where they hit the object and write the hit pixels' colours into ``image`` ``[B, 3, HW]``."""
+    slots = scene["slots"]
     o = scene["origin"].index_select(0, obj)
-    gathered = gather_primitives(scene["prims"], obj)
-    t, kind, index = _nearest(o, d, gathered)
+    t, slot = nearest(slots, Rays(o, d, obj, od=od, origin=scene["origin"]))
     hit = torch.isfinite(t).nonzero().squeeze(1)  # indices: index_select is cheaper than masking
-    obj, pix, o, d, t, kind, index = (x.index_select(0, hit) for x in (obj, pix, o, d, t, kind, index))
-    gathered = {key: value.index_select(0, hit) for key, value in gathered.items()}
-    mask[obj, pix] = True
+    obj, pix, o, d, t, slot = (x.index_select(0, hit) for x in (obj, pix, o, d, t, slot))
+    mask.view(-1).index_fill_(0, obj * mask.shape[1] + pix, True)
     if image is None:
         return
     p = o + t[:, None] * d
-    n = normals(p, kind, _hit_params(gathered, kind, index))
-    n = torch.where((n * d).sum(-1, keepdim=True) > 0, -n, n)  # face the camera
+    kind = torch.tensor(slots.kind, device=slot.device).index_select(0, slot)
+    n = normals(p, kind, slots.params.index_select(0, obj * len(slots) + slot), slots.kind)
+    n = torch.where(_dot(n, d)[:, None] > 0, -n, n)  # face the camera
 
     def visibility(to_sun: Tensor, to_light: Tensor, light_dist: Tensor) -> list[Tensor] | None:
-        return (_visibility(p, n, [(to_sun, torch.full_like(t, INF)), (to_light, light_dist)], gathered)
+        return (_visibility(p, n, obj, [(to_sun, torch.full_like(t, INF)), (to_light, light_dist)], slots)
                 if scene["cast"] else None)
 
-    image[obj, :, pix] = _shade(p, n, d, scene["s"], obj, scene["albedo"], scene["specular"], scene["shininess"],
-                                visibility)
+    image[obj, :, pix] = _shade(p, n, d, obj, scene, visibility)

@@ -1,0 +1,174 @@
+"""Ray casting against each primitive only where the ray can meet it: per-primitive bounding spheres.
+
+An object is a few primitives (a table: a board and four legs); a ray through the object's bounding
+sphere meets most of them nowhere. Each primitive *slot* (kind and index within the class, the same
+for every scene of one call) gets a bounding sphere per scene; a ray is tested against a slot's
+primitive only where its line passes within that sphere, on the compacted rays that do. The test is
+conservative (the sphere is inflated well past float rounding), so the hit distances are those of
+testing every primitive: the same closed-form expressions on the same numbers.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from advaudit.worlds.shapes.catalogue import Primitives
+from advaudit.worlds.shapes.geometry import INF, intersect_boxes, intersect_ellipsoids, intersect_frustums
+
+KINDS = (("boxes", intersect_boxes), ("frustums", intersect_frustums), ("ellipsoids", intersect_ellipsoids))
+# a ray whose line passes farther than (1 + REL) r + ABS from a primitive's bounding-sphere centre cannot meet it
+_REL, _ABS = 1e-3, 1e-3
+
+
+@dataclass
+class Slots:
+    """The primitives of ``B`` scenes of one class, slot by slot (kinds in :data:`KINDS` order).
+
+    ``kind`` and ``index``: each slot's kind (0 box, 1 frustum, 2 ellipsoid) and index within its kind;
+    ``centre`` ``[3, S, B]`` (x, y, z), ``centre2`` ``[S, B]`` (squared length) and ``radius2`` ``[S, B]``:
+    each primitive's (inflated) bounding sphere; ``params`` ``[B * S, 6]``: its parameters, zero-padded
+    (row ``scene * S + slot``)."""
+
+    prims: Primitives
+    kind: list[int]
+    index: list[int]
+    centre: Tensor
+    centre2: Tensor
+    radius2: Tensor
+    params: Tensor
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+class Rays:
+    """Rays ``o``, ``d`` ``[M, 3]`` (unit directions) of scenes ``obj`` ``[M]``, with what the culling test
+    reads (computed when first read): their components ``oc``, ``dc`` ``[3, M]``, ``o . d`` and ``|o|^2``
+    ``[M]``."""
+
+    def __init__(self, o: Tensor, d: Tensor, obj: Tensor, od: Tensor | None = None,
+                 origin: Tensor | None = None) -> None:
+        """``od``: ``o . d`` where known; ``origin`` ``[B, 3]``: each scene's one origin where all its rays
+        start there (camera rays)."""
+        self.o, self.d, self.obj, self.origin = o, d, obj, origin
+        if od is not None:
+            self.od = od
+
+    @functools.cached_property
+    def oc(self) -> Tensor:
+        return self.o.t().contiguous()
+
+    @functools.cached_property
+    def dc(self) -> Tensor:
+        return self.d.t().contiguous()
+
+    @functools.cached_property
+    def od(self) -> Tensor:
+        return self.oc[0] * self.dc[0] + self.oc[1] * self.dc[1] + self.oc[2] * self.dc[2]
+
+    @functools.cached_property
+    def oo(self) -> Tensor:
+        return self.oc[0] * self.oc[0] + self.oc[1] * self.oc[1] + self.oc[2] * self.oc[2]
+
+
+def _spheres(key: str, p: Tensor) -> tuple[Tensor, Tensor]:
+    """Bounding spheres of primitives ``p`` ``[B, n, ...]`` of kind ``key``: centres ``[B, n, 3]``, radii ``[B, n]``."""
+    if key == "boxes":                                        # (low, high) corners
+        return (p[:, :, 0] + p[:, :, 1]) / 2, ((p[:, :, 1] - p[:, :, 0]) / 2).norm(dim=-1)
+    if key == "frustums":                                     # (r0, r1, y0, y1) on the y axis
+        across, low, high = p[..., :2].abs().amax(-1), p[..., 2], p[..., 3]
+    else:                                                     # (R, Ry, yc, ylo, yhi), clipped to [ylo, yhi]
+        across, low, high = p[..., 0].abs(), p[..., 3], p[..., 4]
+    zero = torch.zeros_like(low)
+    centre = torch.stack([zero, (low + high) / 2, zero], -1)
+    return centre, torch.sqrt(across ** 2 + ((high - low) / 2) ** 2)
+
+
+def slot_table(prims: Primitives) -> Slots:
+    """Every primitive slot of ``prims`` (``[B, n, ...]`` per kind) with its bounding spheres and parameters."""
+    kinds, indices, centres, radii, params = [], [], [], [], []
+    for kind, (key, _) in enumerate(KINDS):
+        p = prims[key]
+        if p.shape[1] == 0:
+            continue
+        centre, radius = _spheres(key, p)
+        kinds += [kind] * p.shape[1]
+        indices += list(range(p.shape[1]))
+        centres.append(centre)
+        radii.append(radius)
+        flat = p.reshape(p.shape[0], p.shape[1], -1)
+        params.append(torch.nn.functional.pad(flat, (0, 6 - flat.shape[-1])))
+    b = len(prims["boxes"])
+    centre = torch.cat(centres, 1).permute(2, 1, 0).contiguous()                 # [3, S, B]
+    radius = (torch.cat(radii, 1) * (1 + _REL) + _ABS).t().contiguous()          # [S, B]
+    return Slots(prims, kinds, indices, centre, (centre * centre).sum(0), radius * radius,
+                 torch.cat(params, 1).reshape(b * len(kinds), 6))
+
+
+def _near(slots: Slots, slot: int, r: Rays) -> Tensor:
+    """Indices ``[m]`` of the rays ``r`` whose line passes within ``slot``'s bounding sphere (a test that
+    only culls: its rounding is far inside the sphere's inflation)."""
+    axes = (1,) if slots.kind[slot] else (0, 1, 2)                # frustums and ellipsoids sit on the y axis
+    c = [slots.centre[a, slot].index_select(0, r.obj) for a in axes]
+    along = r.od
+    for a, ca in zip(axes, c):
+        along = along - ca * r.dc[a]
+    if r.origin is not None:                                       # |o - c|^2 per scene
+        oc = ((r.origin - slots.centre[:, slot].t()) ** 2).sum(-1).index_select(0, r.obj)
+    else:
+        oc = r.oo + slots.centre2[slot].index_select(0, r.obj)
+        for a, ca in zip(axes, c):
+            oc = oc - 2 * ca * r.oc[a]
+    return (oc - along * along <= slots.radius2[slot].index_select(0, r.obj)).nonzero().squeeze(1)
+
+
+def _distance(slots: Slots, slot: int, r: Rays, rays: Tensor | None) -> Tensor:
+    """Hit distances ``[m]`` of the rays ``rays`` ``[m]`` of ``r`` (None: all) with ``slot``'s primitive."""
+    key, intersect = KINDS[slots.kind[slot]]
+    obj = r.obj if rays is None else r.obj.index_select(0, rays)
+    if key == "frustums":  # its many reads of single components run faster on contiguous components
+        o, d = (r.oc, r.dc) if rays is None else (r.oc.index_select(1, rays), r.dc.index_select(1, rays))
+        o, d = o.t(), d.t()
+    else:
+        o, d = (r.o, r.d) if rays is None else (r.o.index_select(0, rays), r.d.index_select(0, rays))
+    return intersect(o, d, slots.prims[key][:, slots.index[slot]].index_select(0, obj)[:, None])[:, 0]
+
+
+def nearest(slots: Slots, r: Rays) -> tuple[Tensor, Tensor]:
+    """Nearest hit of rays ``r``: distance ``[M]`` (``inf`` for a miss) and the hit slot ``[M]`` (the first
+    slot among equally near ones)."""
+    best_t = torch.full((len(r.o),), INF, dtype=r.o.dtype, device=r.o.device)
+    best_slot = torch.zeros(len(r.o), dtype=torch.long, device=r.o.device)
+    first = True
+    for slot in range(len(slots)):
+        if len(slots) == 1:  # one primitive: its sphere is the object's, which the rays already meet
+            return _distance(slots, slot, r, None), best_slot
+        rays = _near(slots, slot, r)
+        if len(rays) == 0:
+            continue
+        t = _distance(slots, slot, r, rays)
+        # before the first tested slot every distance so far is inf (no need to read it back)
+        closer = (t < (INF if first else best_t.index_select(0, rays))).nonzero().squeeze(1)
+        rays = rays.index_select(0, closer)
+        best_t.index_copy_(0, rays, t.index_select(0, closer))
+        if slot:  # slot 0 is the default
+            best_slot.index_fill_(0, rays, slot)
+        first = False
+    return best_t, best_slot
+
+
+def blocked(slots: Slots, r: Rays, limit: Tensor) -> Tensor:
+    """Whether rays ``r`` meet a primitive nearer than ``limit`` ``[M]``: bool ``[M]`` (the nearest hit is
+    nearer than the limit iff one hit is)."""
+    out = torch.zeros(len(r.o), dtype=torch.bool, device=r.o.device)
+    for slot in range(len(slots)):
+        rays = _near(slots, slot, r)
+        if len(rays) == 0:
+            continue
+        t = _distance(slots, slot, r, rays)
+        out.index_fill_(0, rays.masked_select(t < limit.index_select(0, rays)), True)
+    return out

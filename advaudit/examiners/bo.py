@@ -47,11 +47,9 @@ acquisition runs with subnormal floats flushed to zero (:func:`~advaudit.examine
 far-apart points' kernel values made it ~3x slower on a CPU). ``seconds`` splits the examiner's time into
 ``fit``, ``factor`` (growing ``L^-1``), ``screen``, ``refine`` and ``batch``.
 
-``q > 1`` proposes ``q`` points per step from one screen and the refinement of its ``restarts`` starts:
-the UCB's maximiser, then GP-BUCB's picks among the refined starts and the screened points
-(:mod:`advaudit.examiners.bo_batch`: the points already chosen hallucinated as observed at their
-posterior mean). ``restarts=q`` refines as many starts as a step proposes, at ``q / restarts`` times the
-refinement's cost. A step's GP work is then shared by
+``q > 1`` proposes ``q`` points per step from one screen and refinement of ``max(restarts, q)``
+starts: the UCB's maximiser, then GP-BUCB's picks (:mod:`advaudit.examiners.bo_batch`: the points
+already chosen hallucinated as observed at their posterior mean). A step's GP work is then shared by
 ``q`` queries, and so are its render and forward pass over all instances.
 """
 
@@ -133,7 +131,7 @@ class BOExaminer(HistoryMixin):
         self.n_init, self.refit_every, self.fit_maxiter = int(n_init), int(refit_every), int(fit_maxiter)
         self.refit_growth, self.fit_max_points = float(refit_growth), int(fit_max_points)
         self.raw_samples, self.restarts = int(raw_samples), int(restarts)
-        self.starts = self.restarts  # refined starts; q > 1 picks from them and the screened points
+        self.starts = max(self.restarts, int(q))  # refined starts: q > 1 picks from at least q
         self.refine = refine
         self.local_scales, self.local_samples = tuple(float(x) for x in local_scales), int(local_samples)
         self.adam_steps, self.adam_lr = int(adam_steps), float(adam_lr)

@@ -108,7 +108,7 @@ class BOExaminerConf(Part):
                             f"set {path}.raw_samples>={restarts}")
         budget, n_init, q = query_budget(context), get(node, "n_init"), get(node, "q")
         if budget is not None and n_init is not None:
-            q = q if isinstance(q, int) else 1
+            q = q if isinstance(q, int) and q >= 1 else 1  # an invalid q is named by its range rule
             random_queries = -(-n_init // q) * q  # the first steps of q are random until n_init points are in
             context.warn(budget <= random_queries, f"audit.budget={budget} <= the {random_queries} random initial "
                          f"queries ({path}.n_init={n_init}, {path}.q={q}): BO only ever proposes random points")

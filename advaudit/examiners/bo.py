@@ -216,7 +216,8 @@ class BOExaminer(HistoryMixin):
                 model.mean_module.constant.detach().double().reshape(-1))
 
     def _sync_posterior(self) -> None:
-        """Refit if due (then refactorise from scratch), else grow the factor by the new points."""
+        """Refit if due (then refactorise from scratch), else grow the factor by the new points, one block of
+        ``q`` per step (:meth:`GrowingFactor.extend_to`; a resume replays the same blocks)."""
         if self._refit_due():
             self._fit()
             self.last_fit_size = self.X.shape[1]
@@ -224,7 +225,7 @@ class BOExaminer(HistoryMixin):
             self._factor.reset(*self._hyper_tensors(), self.X, self.Y)
             self.seconds["factor"] += time.perf_counter() - start
         start = time.perf_counter()
-        self._factor.extend_to(self.X, self.Y)
+        self._factor.extend_to(self.X, self.Y, block=self.q)
         self.seconds["factor"] += time.perf_counter() - start
 
     # -- acquisition --------------------------------------------------------------------------------

@@ -106,10 +106,12 @@ class BOExaminerConf(Part):
         if isinstance(raw, int) and isinstance(restarts, int):
             context.require(raw >= restarts, f"{path}.raw_samples={raw} < {path}.restarts={restarts}; "
                             f"set {path}.raw_samples>={restarts}")
-        budget, n_init = query_budget(context), get(node, "n_init")
+        budget, n_init, q = query_budget(context), get(node, "n_init"), get(node, "q")
         if budget is not None and n_init is not None:
-            context.warn(budget <= n_init, f"audit.budget={budget} <= {path}.n_init={n_init}: BO only ever "
-                         "proposes its random initial points")
+            q = q if isinstance(q, int) and q >= 1 else 1  # an invalid q is named by its range rule
+            random_queries = -(-n_init // q) * q  # the first steps of q are random until n_init points are in
+            context.warn(budget <= random_queries, f"audit.budget={budget} <= the {random_queries} random initial "
+                         f"queries ({path}.n_init={n_init}, {path}.q={q}): BO only ever proposes random points")
 
 
 @dataclass

@@ -14,7 +14,7 @@ N, D = 4, 3
 
 def _fed(n_points: int, **options) -> BOExaminer:
     """A BO examiner told ``n_points`` random observations of a smooth objective, hyperparameters fitted."""
-    examiner = BOExaminer(N, D, seed=1, **options)
+    examiner = BOExaminer(N, D, seed=1, **{"q": 1, **options})  # the paper's sequential GP-UCB unless told
     x = torch.rand(N, n_points, D, generator=torch.Generator().manual_seed(2))
     examiner.tell(x.float(), torch.sin(4 * x).sum(-1))
     examiner._sync_posterior()

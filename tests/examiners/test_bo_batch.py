@@ -77,3 +77,27 @@ def test_subnormal_results_are_zero_only_inside_the_block() -> None:
     with denormals_flushed():
         assert float(a * b * 1e21) == 0
     assert float(a * b * 1e21) > 0
+
+
+def test_the_budget_warning_counts_the_random_first_step_of_q_queries() -> None:
+    """With q = 8 the first step proposes 8 random points (n_init = 2 is reached within it): a budget of 8
+    buys nothing but random points, one of 9 buys a GP-UCB batch."""
+    from advaudit.examiners.settings import BOExaminerConf
+
+    class Checks:  # the part of the validation context BOExaminerConf.check uses
+        def __init__(self, budget: int) -> None:
+            self.cfg, self.warnings = {"audit": {"budget": budget}}, []
+
+        def warn(self, condition: bool, message: str) -> None:
+            self.warnings += [message] if condition else []
+
+        def require(self, condition: bool, message: str) -> None:
+            assert condition, message
+
+    def warned(q: int, budget: int) -> list[str]:
+        checks = Checks(budget)
+        BOExaminerConf.check({"n_init": 2, "q": q, "raw_samples": 256, "restarts": 4}, "examiner", checks)
+        return checks.warnings
+
+    assert warned(1, 2) and not warned(1, 3) and not warned(8, 9)
+    assert "the 8 random initial queries" in warned(8, 8)[0]

@@ -27,7 +27,7 @@ def run(name: str, budget: int, **options) -> torch.Tensor:
 
 
 def test_bo_beats_random_search_at_equal_budget() -> None:
-    bo, random = run("bo", 30, adam_steps=10), run("random", 30, q=1)
+    bo, random = run("bo", 30, q=1, adam_steps=10), run("random", 30, q=1)
     assert float(bo.mean()) > float(random.mean()) + 0.05 and float(bo.mean()) > 0.9
 
 

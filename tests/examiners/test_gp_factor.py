@@ -74,3 +74,41 @@ def test_an_rbf_of_other_values_is_refused(monkeypatch) -> None:
         require_reproducible_kernel(RBFKernel(ard_num_dims=D, batch_shape=torch.Size([N])), D)
     with pytest.raises(AdvauditError, match="differs from the ARD RBF"):
         _fed()
+
+
+def test_a_block_of_points_grows_the_factor_a_fresh_factorisation_would_have(monkeypatch) -> None:
+    """Blocks of 5 (the last one shorter) give the factor, L^-1 y and L^-1 1 of a fresh factorisation and of
+    one-point steps, also with a duplicated point; a block whose Schur complement has no Cholesky factor is
+    appended one point at a time."""
+    from advaudit.examiners.gp_factor import GrowingFactor
+
+    g = torch.Generator().manual_seed(5)
+    X = torch.rand(N, 23, D, dtype=torch.float64, generator=g)
+    X[:, 20] = X[:, 19]  # a duplicate inside a block
+    Y = torch.sin(4 * X).sum(-1)
+    hyper = (torch.full((N, 1, D), 0.3, dtype=torch.float64), torch.full((N,), 1e-4, dtype=torch.float64),
+             torch.zeros(N, dtype=torch.float64))
+
+    def grow(block: int) -> GrowingFactor:
+        factor = GrowingFactor(N, torch.device("cpu"), torch.float64)
+        factor.reset(*hyper, X[:, :4], Y[:, :4])
+        factor.extend_to(X[:, :17], Y[:, :17], block=block)
+        factor.extend_to(X, Y, block=block)
+        return factor
+
+    grown = {block: grow(block) for block in (1, 5)}
+    fresh = GrowingFactor(N, torch.device("cpu"), torch.float64)
+    fresh.reset(*hyper, X[:, :19], Y[:, :19])
+    for factor in grown.values():
+        assert factor.n == 23
+        assert torch.allclose(factor.inverse[:, :19, :19], fresh.inverse, atol=1e-6)
+        assert torch.allclose(factor._LinvY[:, :19], fresh._LinvY[:, :19], atol=1e-6)
+        assert torch.allclose(factor._Linv1[:, :19], fresh._Linv1[:, :19], atol=1e-6)
+    assert torch.allclose(grown[5].inverse, grown[1].inverse, rtol=1e-5, atol=1e-3)  # L^-1 ~ 1e2 after the duplicate
+    assert torch.allclose(grown[5]._LinvY[:, :23], grown[1]._LinvY[:, :23], rtol=1e-5, atol=1e-3)
+
+    failed = torch.linalg.cholesky_ex
+    monkeypatch.setattr(torch.linalg, "cholesky_ex", lambda a: (a, torch.ones(a.shape[:-2], dtype=torch.int32)))
+    pointwise = grow(5)
+    monkeypatch.setattr(torch.linalg, "cholesky_ex", failed)
+    assert torch.equal(pointwise.inverse, grown[1].inverse) and torch.equal(pointwise._LinvY, grown[1]._LinvY)

@@ -103,7 +103,7 @@ def seam_bump(u: torch.Tensor) -> torch.Tensor:
 def test_examiners_concentrate_across_the_seam(name: str) -> None:
     """On a bump straddling 0/360 deg, the late proposals land on both sides of the seam, at more than
     1.5x the volume share (0.2) of the arc within 36 deg of it."""
-    examiner = build_examiner({"name": name}, 4, 2, seed=0, periodic=[True, False])
+    examiner = build_examiner({"name": name, "q": 1}, 4, 2, seed=0, periodic=[True, False])
     for _ in range(60):
         u = examiner.ask()
         assert bool(((u >= 0) & (u <= 1)).all())

@@ -101,3 +101,14 @@ def test_the_budget_warning_counts_the_random_first_step_of_q_queries() -> None:
 
     assert warned(1, 2) and not warned(1, 3) and not warned(8, 9)
     assert "the 8 random initial queries" in warned(8, 8)[0]
+
+
+def test_bo_batch_is_bo_with_the_measured_batch_settings(tmp_path) -> None:
+    # catches: the one-word preset drifting from the settings docs/results/performance.md measured, or
+    # composing another examiner than BO
+    from tests.conftest import compose_config
+    batch = compose_config("examine", ["examiner=bo_batch"], tmp_path).examiner
+    plain = compose_config("examine", ["examiner=bo"], tmp_path).examiner
+    assert batch._target_ == plain._target_ and batch.name == plain.name
+    changed = {k: batch[k] for k in batch if batch[k] != plain[k]}
+    assert changed == {"q": 8, "fit_max_points": 64, "fit_maxiter": 20, "refit_growth": 1.6}

@@ -97,7 +97,21 @@ def paired_difference(group: Group, a: str, b: str, metric: Metric, seeds: list[
     row.update(paired_test(pairs, seed_diffs, metric))
     diffs = (pairs["a"] - pairs["b"]).to_numpy(float) if len(pairs) else seed_diffs
     row["max_abs_diff"] = float(np.max(np.abs(diffs))) if len(diffs) and np.isfinite(diffs).all() else float("nan")
+    if metric.column == "failed":
+        runs = [group.run(t, s) for s in seeds for t in (a, b) if group.run(t, s) is not None]
+        row["fails_where_judged"] = bool(runs) and all(fails_exactly_where_judged(run) for run in runs)
     return row
+
+
+def fails_exactly_where_judged(run: Any) -> bool:
+    """True when every instance of ``run`` with a valid view (a finite ``worst``: the lowest true-class
+    probability among the proposals the check kept) failed, and some instance had none: the failure rate
+    is then the share of instances the validity check could judge."""
+    frame = run.per_instance() if run is not None else None
+    if frame is None or "worst" not in frame or "failed" not in frame:
+        return False
+    judged = np.isfinite(pd.to_numeric(frame["worst"], errors="coerce").to_numpy(float))
+    return bool(0 < judged.sum() < len(judged) and (frame["failed"].to_numpy(bool) == judged).all())
 
 
 def paired_test(pairs: pd.DataFrame, seed_diffs: np.ndarray, metric: Metric) -> dict[str, Any]:

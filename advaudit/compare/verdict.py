@@ -16,7 +16,10 @@ Two cases give no verdict, whatever the p-value:
   (scores exactly equal at a bound, such as every instance failed by both, read as that bound);
 - **floor / ceiling**: both checkpoints' means lie within :data:`BOUND_TOLERANCE` of the range of one
   bound of the metric (every worst case at 0.00, every instance failed): the metric has nothing
-  left to separate them with, and the report says so in words.
+  left to separate them with, and the report says so in words;
+- **judged**: a failure rate where, for both checkpoints in every run, exactly the instances with a
+  valid view failed (some had none): it is the share of instances the validity check could judge, the
+  same for both whatever their weakness.
 """
 
 from __future__ import annotations
@@ -90,10 +93,13 @@ def identical(row: dict[str, Any]) -> bool:
 def judge(row: dict[str, Any], metric: Metric, means: tuple[float, float]) -> dict[str, Any]:
     """``{"status", "weaker", "bound"}`` of one pair on one metric (module docstring).
 
-    ``status``: ``identical``, ``floor``/``ceiling``, ``weaker`` (``weaker`` names the target),
+    ``status``: ``identical``, ``floor``/``ceiling``, ``judged`` (a failure rate that is the share of
+    instances with a valid view, for both), ``weaker`` (``weaker`` names the target),
     ``differ`` (significant, but the metric has no direction), ``none`` (nothing detectable).
     """
     bound = bound_of(metric, means)
+    if row.get("fails_where_judged") and not bound:
+        return {"status": "judged", "weaker": None}
     if identical(row) and not (bound and row["max_abs_diff"] == 0):  # equal 0/1 outcomes at a bound: saturated
         return {"status": "identical", "weaker": None}
     if bound:
@@ -142,6 +148,10 @@ def primary_sentence(row: dict[str, Any], metric: Metric, names: dict[str, str],
         edge = metric.low if status == "floor" else metric.high
         return (f"Both checkpoints' {metric.words} are at the {status}, {edge:.2f} ({n1} {means[first]:.3f}, "
                 f"{n2} {means[second]:.3f}): this metric cannot separate them; no verdict.")
+    if status == "judged":
+        return (f"Every instance with a valid view failed for both checkpoints ({n1} {means[first]:.3f}, "
+                f"{n2} {means[second]:.3f}): {metric.words} counts the instances the validity check could judge "
+                "and cannot separate them; no verdict.")
     detail = f"{n1} − {n2} = {diff} over {row.get('interval_over', 'n/a')}; {_p(row, tests)}"
     if status == "weaker":
         return f"{n1} is weaker than {n2} on {metric.words} ({detail})."
@@ -162,6 +172,9 @@ def secondary_sentence(row: dict[str, Any], metric: Metric, names: dict[str, str
     if status in ("floor", "ceiling"):
         edge = metric.low if status == "floor" else metric.high
         return status, (f"{metric.words}: both at the {status}, {edge:.2f} ({values}); it cannot separate them.")
+    if status == "judged":
+        return status, (f"{metric.words}: every instance with a valid view failed, for both ({values}); it counts "
+                        "the instances the validity check could judge and cannot separate them.")
     detail = f"{n1} − {n2} = {diff}; {_p(row, tests)}"
     if status != "weaker":
         return "none", f"{metric.words}: does not separate them at 5% after correction ({detail})."

@@ -51,6 +51,35 @@ def test_floor_gives_no_verdict_and_identical_scores_get_no_power_advice(tmp_pat
     assert "plain and onnx score identically" in text or "onnx and plain score identically" in text
 
 
+def _blind(path: Path, blind: set[int]) -> None:
+    """Mark instances ``blind`` of a written run as having no valid view (no worst valid case, as the audit writes)."""
+    import json
+    result = json.loads(path.read_text())
+    for row in result["per_instance"]:
+        if row["instance"] in blind:
+            row["worst"] = None
+    path.write_text(json.dumps(result))
+
+
+def test_a_failure_rate_that_only_counts_judged_instances_is_said_as_such(tmp_path: Path) -> None:
+    # catches: "identical" (or a verdict) for a failure rate that is the share of instances with a valid view:
+    # both checkpoints fail exactly where the check could judge, whatever their weakness
+    rng = np.random.default_rng(2)
+    blind = {3, 7, 11, 19}
+    judged = np.array([i not in blind for i in range(N)])
+    for name, shift in (("plain.pt", 0.0), ("rot.pt", 0.15)):
+        path = write_worst_case(tmp_path / name, name, 0, rng.uniform(0.05, 0.3, N) + shift, judged)
+        _blind(path, blind)
+    answer = _answer(compare_runs([tmp_path], tmp_path / "out", replay=False), "plain.pt", "rot.pt")
+    failed = next(s for s in answer["secondary"] if s["metric"] == "examine/failure_rate")
+    assert failed["relation"] == "judged" and "every instance with a valid view failed" in failed["text"]
+    # one instance with a valid view that did not fail: the failure rate measures something again
+    path = write_worst_case(tmp_path / "plain.pt", "plain.pt", 0, rng.uniform(0.05, 0.3, N), judged & (np.arange(N) != 0))
+    _blind(path, blind)
+    answer = _answer(compare_runs([tmp_path], tmp_path / "out2", replay=False), "plain.pt", "rot.pt")
+    assert next(s for s in answer["secondary"] if s["metric"] == "examine/failure_rate")["relation"] != "judged"
+
+
 def test_bounds_in_words_of_the_metric() -> None:
     probability = Metric("examine/E_T", True, "E_T")
     assert bound_of(probability, (0.004, 0.015)) == "floor"

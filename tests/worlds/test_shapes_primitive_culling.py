@@ -16,7 +16,7 @@ import torch
 from advaudit.worlds.shapes.catalogue import build_primitives
 from advaudit.worlds.shapes.culling import KINDS, Rays, blocked, nearest, slot_table
 from advaudit.worlds.shapes.geometry import INF, normals
-from advaudit.worlds.shapes.renderer import _candidates, camera_basis, pixel_grid
+from advaudit.worlds.shapes.renderer import _candidates, camera_basis, pixel_grid_components
 from tests.worlds.shapes_reference import reference_scenes
 
 SIZE = 224
@@ -46,7 +46,7 @@ def _camera_rays() -> list[tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor,
         prims = build_primitives(world.class_names[cls], z.data["proportions"][rows])
         origin, basis = camera_basis(*s[rows, 8:12].unbind(1))
         columns = torch.cat([basis, basis @ origin[:, :, None]], -1)
-        pix, obj, d, od = _candidates(pixel_grid(SIZE, s.dtype, s.device), columns, origin)
+        pix, obj, d, od = _candidates(pixel_grid_components(SIZE, s.dtype, s.device), columns, origin)
         out.append((prims, origin, d, obj, od))
     return out
 

@@ -40,7 +40,7 @@ def test_candidate_rays_and_directions_are_those_of_the_whole_grid() -> None:
     od = rays[..., 3]
     closest = (origin * origin).sum(-1)[None] - od * od
     pix, obj = ((closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)).nonzero(as_tuple=True)
-    new_pix, new_obj, d, _ = _candidates(grid, columns, origin)
+    new_pix, new_obj, d, _ = _candidates(grid.t().contiguous(), columns, origin)
     assert len(pix) > 1000                                      # the objects cover real areas
     assert torch.equal(new_pix, pix) and torch.equal(new_obj, obj)
     assert float((d - rays[pix, obj, :3]).abs().max()) < 1e-6
@@ -52,6 +52,6 @@ def test_sky_is_that_of_the_whole_grid() -> None:
     sky, ground = torch.tensor(SKY), torch.tensor(GROUND)
     weight = (0.5 + 0.5 * rays[..., 1]).t()
     before = torch.addcmul(ground[None, :, None], weight[:, None], (sky - ground)[None, :, None])
-    after = _background(grid, columns)
+    after = _background(grid.t().contiguous(), columns)
     assert after.shape == (len(columns), 3, SIZE * SIZE)
     assert float((after - before).abs().max()) < 1e-6

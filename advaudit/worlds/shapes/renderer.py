@@ -64,6 +64,13 @@ def pixel_grid(size: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     return grid / grid.norm(dim=-1, keepdim=True)
 
 
+@functools.lru_cache(maxsize=8)
+def pixel_grid_components(size: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """:func:`pixel_grid` components first, ``[3, size*size]`` (contiguous: what the per-channel
+    multiply-adds read). Cached per size (read-only)."""
+    return pixel_grid(size, dtype, device).t().contiguous()
+
+
 def euler_direction(ax: Tensor, ay: Tensor, az: Tensor) -> Tensor:
     """Direction ``[B, 3]`` *towards* a sun whose rotation (XYZ Euler, degrees) turns a light
     shining straight down."""
@@ -123,12 +130,11 @@ def _ray_channel(grid_t: Tensor, columns: Tensor, channel: int) -> Tensor:
     return (c[:, 0:1] * grid_t[0]).addcmul_(c[:, 1:2], grid_t[1]).addcmul_(c[:, 2:3], grid_t[2])
 
 
-def _candidates(grid: Tensor, columns: Tensor, origin: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def _candidates(grid_t: Tensor, columns: Tensor, origin: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Pixels whose ray meets an object's bounding sphere: ``pix`` and ``obj`` ``[M]`` (pixel-major), their
     unit directions ``[M, 3]`` and their projections on the camera's position ``[M]``. Only the projection
-    channel is computed over the whole grid ``[HW, 3]``; the directions only for the candidates (the same
-    multiply-adds, so the same values)."""
-    grid_t = grid.t().contiguous()                                           # [3, HW]
+    channel is computed over the whole grid ``grid_t`` ``[3, HW]`` (:func:`pixel_grid_components`); the
+    directions only for the candidates (the same multiply-adds, so the same values)."""
     od = _ray_channel(grid_t, columns, 3)                                    # [B, HW]
     # the ray's closest approach to the centre, |o|^2 - od^2, is within the sphere where od <= -sqrt(|o|^2 - r^2)
     reach = -((origin * origin).sum(-1) - OBJECT_RADIUS ** 2 * 1.0001).clamp_min(0).sqrt()     # [B]
@@ -140,12 +146,12 @@ def _candidates(grid: Tensor, columns: Tensor, origin: Tensor) -> tuple[Tensor, 
     return pix, obj, torch.stack(d, 1), od.view(-1).index_select(0, obj * od.shape[1] + pix)
 
 
-def _background(grid: Tensor, columns: Tensor, out: Tensor | None = None) -> Tensor:
-    """The sky gradient ``[B, 3, HW]`` (by each ray's height) for the pixel grid ``[HW, 3]``, written into
-    ``out`` where given."""
-    sky = torch.tensor(SKY, dtype=grid.dtype, device=grid.device)
-    ground = torch.tensor(GROUND, dtype=grid.dtype, device=grid.device)
-    weight = 0.5 + 0.5 * _ray_channel(grid.t().contiguous(), columns, 1)    # [B, HW]
+def _background(grid_t: Tensor, columns: Tensor, out: Tensor | None = None) -> Tensor:
+    """The sky gradient ``[B, 3, HW]`` (by each ray's height) for the pixel grid ``grid_t`` ``[3, HW]``
+    (:func:`pixel_grid_components`), written into ``out`` where given."""
+    sky = torch.tensor(SKY, dtype=grid_t.dtype, device=grid_t.device)
+    ground = torch.tensor(GROUND, dtype=grid_t.dtype, device=grid_t.device)
+    weight = 0.5 + 0.5 * _ray_channel(grid_t, columns, 1)                   # [B, HW]
     return torch.addcmul(ground[None, :, None], weight[:, None], (sky - ground)[None, :, None], out=out)
 
 
@@ -203,7 +209,7 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
     origin, basis = camera_basis(s[:, 8], s[:, 9], s[:, 10], s[:, 11])
     # each camera's columns: direction (3) and projection on the origin (1, bounding-sphere test)
     columns = torch.cat([basis, basis @ origin[:, :, None]], -1)             # [B, 3, 4]
-    grid = pixel_grid(size, s.dtype, s.device)                               # [HW, 3]
+    grid_t = pixel_grid_components(size, s.dtype, s.device)                  # [3, HW]
     out_image, out_mask = out
     mask = (torch.zeros(b, hw, dtype=torch.bool, device=s.device) if out_mask is None
             else out_mask.view(b, hw).zero_())
@@ -212,8 +218,8 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
     scene = {"slots": slot_table(prims), "origin": origin, "lights": _lights(s), "albedo": albedo, "specular": specular,
              "shininess": shininess, "cast": shadows and _can_shadow_itself(prims)}
     if image is not None:
-        _background(grid, columns, out=image)
-    pix, obj, d, od = _candidates(grid, columns, origin)
+        _background(grid_t, columns, out=image)
+    pix, obj, d, od = _candidates(grid_t, columns, origin)
     if len(obj):
         _draw(scene, obj, pix, d, od, mask, image)
     if return_mask:

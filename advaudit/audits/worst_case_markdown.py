@@ -54,9 +54,16 @@ def _judge_line(result: dict[str, Any]) -> str:
             f"({100 * result['examine/judge_correct_random']:.0f}% of random conditions)")
 
 
+def _in_loss(audit: WorstCaseAuditConf) -> str:
+    if audit.validity.in_loss.value == "barrier":
+        return "no loss for a proposal the validity check throws out (`audit.validity.in_loss=barrier`): it searched S"
+    return ("the raw loss of every proposal, valid or not (`audit.validity.in_loss=none`): it could score proposals "
+            "outside S as weaknesses")
+
+
 def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any], plots: dict[str, Path]) -> str:
-    rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T@{queries}')} | "
-                     f"{_fmt(result, f'examine/worst@{queries}')} |"
+    rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T_valid@{queries}')} | "
+                     f"{_fmt(result, f'examine/E_T@{queries}')} | {_fmt(result, f'examine/worst@{queries}')} |"
                      for b in result["budgets"] for queries in [b["queries"]])
     classes = "\n".join(f"| {c} | {v['n']} | {v['T0']:.3f} | {v['E_T']:.3f} | "
                         f"{'n/a' if v['worst'] is None else format(v['worst'], '.3f')} | {100 * v['failure_rate']:.0f}% |"
@@ -73,9 +80,13 @@ def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any],
 - examiner: `{cfg.examiner.name}`, mode `{audit.mode.value}`, {result['n_instances']} instances,
   {result['queries_per_instance']} queries each in iterations of q = {result['q']}
   ({result['queries_per_second'] or 0:.0f} queries/s)
-- **E_T = {_fmt(result, 'examine/E_T')}**: the paper's metric (Algorithm 1), mean true-class probability
-  of the examiner's proposals at its last iteration; **worst = {_fmt(result, 'examine/worst')}**: mean
-  lowest true-class probability over valid proposals (95% bootstrap intervals over instances)
+- **E_T inside S = {_fmt(result, 'examine/E_T_valid')}** (the primary question): the paper's metric (Algorithm 1)
+  on the proposals that keep the label, mean true-class probability of the examiner's final valid proposals;
+  E_T over all final proposals, valid or not = {_fmt(result, 'examine/E_T')}; **worst =
+  {_fmt(result, 'examine/worst')}**: mean lowest true-class probability over valid proposals (95% bootstrap
+  intervals over instances)
+- {result.get('examiner_moved_words', 'how far E_T moved from T = 0 was not measured')}
+- the examiner was told {_in_loss(audit)}
 - instances: `{result['instance_selection']['selection']}` ({result['instance_selection']['design']} design:
   {result['instance_selection']['description']})
 - a valid misclassified condition was found for {_fmt(result, 'examine/failure_rate', percent=True)} of instances
@@ -86,8 +97,8 @@ def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any],
   of instances was on a condition the checks throw out; {100 * result['examine/final_invalid_share']:.1f}% of the
   last iteration's proposals are invalid; {_judge_line(result)}
 
-| queries | iterations | E_T (proposals of that iteration) | worst (valid, so far) |
-|---|---|---|---|
+| queries | iterations | E_T inside S (final window) | E_T (proposals of that iteration) | worst (valid, so far) |
+|---|---|---|---|---|
 {rows}
 
 | class | instances | E_T at T = 0 | E_T | worst | failed |

@@ -1,5 +1,5 @@
 """``python -m advaudit.compare <run or multirun folders> [--out DIR] [--primary METRIC] [--gate BASELINE [--margin M]]
-[--recipe NAME=PATTERN ...]``.
+[--recipe NAME=PATTERN ...] [--factor-group NAME=F1,F2 ...]``.
 
 Reads every ``result.json`` under the folders, groups the runs that differ only in checkpoint
 and seed, and writes comparison.md / .html / .json, CSV tables and PNGs (see advaudit.compare.report).
@@ -40,12 +40,34 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--where-min-points", type=float, default=Settings.min_points, help="the smallest "
                         "difference, in accuracy points, the per-factor sensitivity reports (its 95%% interval must "
                         "lie beyond it; default %(default)s; 0: any difference that is significant)")
+    parser.add_argument("--why-instances", type=int, default=Settings.why_instances, help="held-out instances the "
+                        "why section renders (at most; default %(default)s; recipes confirm on as many others)")
+    parser.add_argument("--why-renders", type=int, default=Settings.why_renders, help="renders per intervention of "
+                        "the why section, instances x conditions (default %(default)s; more: more power)")
+    parser.add_argument("--why-min-points", type=float, default=Settings.why_min_points, help="the smallest part of "
+                        "a gap, in accuracy points, the why section names (default %(default)s)")
+    parser.add_argument("--factor-group", action="append", default=[], metavar="NAME=F1,F2", help="a group of factors "
+                        "of your own the why section sets to their reference together (repeat per group), e.g. "
+                        "--factor-group light=brightness,gamma")
     parser.add_argument("--recipe", action="append", default=[], metavar="NAME=PATTERN", help="label every run whose "
                         "checkpoint path matches the shell PATTERN as NAME (repeat per recipe): runs of unnamed "
                         "checkpoints, one per seed, are then compared as recipes over their seeds")
     parser.add_argument("--wandb", action="store_true", help="also log tables and figures to W&B (mode: $WANDB_MODE, "
                         "offline by default)")
     return parser.parse_args(argv)
+
+
+def parse_factor_groups(specs: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``["light=brightness,gamma"]`` -> ``(("light", ("brightness", "gamma")),)``; a bad spec raises AdvauditError."""
+    groups = []
+    for spec in specs:
+        name, sep, members = spec.partition("=")
+        factors = tuple(f.strip() for f in members.split(",") if f.strip())
+        if not (sep and name.strip() and len(factors) >= 2):
+            raise AdvauditError(f"--factor-group {spec!r} is not NAME=F1,F2 with two or more factors; e.g. "
+                                "--factor-group light=brightness,gamma")
+        groups.append((name.strip(), factors))
+    return tuple(groups)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,8 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         if not 0 <= args.where_min_points < 100:
             raise AdvauditError(f"--where-min-points {args.where_min_points:g} is not in [0, 100): give the "
                                 "smallest accuracy difference worth reporting, in points (e.g. 3)")
+        if min(args.why_instances, args.why_renders) < 1 or not 0 <= args.why_min_points < 100:
+            raise AdvauditError("--why-instances and --why-renders must be >= 1 and --why-min-points in [0, 100)")
         where = Settings(instances=args.where_instances, random_conditions=args.where_conditions,
-                         min_points=args.where_min_points)
+                         min_points=args.where_min_points, why_instances=args.why_instances,
+                         why_renders=args.why_renders, why_min_points=args.why_min_points,
+                         factor_groups=parse_factor_groups(args.factor_group))
         summary = compare_runs(args.roots, out, replay=not args.no_replay, primary=args.primary, where=where,
                                recipes=parse_recipes(args.recipe))
         if args.wandb:
@@ -68,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{group['label']}" + (f", on {group['primary']}:" if group.get("primary") else ":"))
             for answer in group.get("answers", []):
                 print(f"  {answer['text']}")
+                if answer.get("why"):
+                    print(f"    why: {answer['why']}")
                 for evidence in answer["secondary"]:
                     print(f"    {evidence['relation']}: {evidence['text']}")
         for failure in summary["failed"]:

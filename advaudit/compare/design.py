@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from advaudit.compare.labels import distinguishing_parts
+from advaudit.compare.labels import checkpoint_source, distinguishing_parts
 from advaudit.compare.records import RunRecord
 from advaudit.core.run_records import audit_design
 from advaudit.core.naming import short_name
@@ -94,6 +94,22 @@ class Group:
     def run(self, target: str, seed: int) -> RunRecord | None:
         return next((r for r in self.runs if str(r.target) == target and r.seed == seed), None)
 
+    def runs_at(self, target: str, seed: int) -> list[RunRecord]:
+        """Every run of ``target`` at ``seed``: one per file (a recipe examined alike has several)."""
+        return [r for r in self.runs if str(r.target) == target and r.seed == seed]
+
+    def files(self, target: str) -> list[str]:
+        """The checkpoint files (sources) examined under the label ``target``: one for a checkpoint, two or more
+        for a recipe (each file a replication: a training seed)."""
+        return sorted({checkpoint_source(r) for r in self.runs if str(r.target) == target})
+
+    def file_runs(self, target: str, source: str) -> list[RunRecord]:
+        """The runs of ``target`` that examined the file ``source`` (one per examination seed)."""
+        return [r for r in self.runs if str(r.target) == target and checkpoint_source(r) == source]
+
+    def is_recipe(self, target: str) -> bool:
+        return len(self.files(target)) > 1
+
 
 #: interpolations that follow what varies between the runs of one design: kept as written
 RUN_VARYING = ("seed", "target")
@@ -143,6 +159,11 @@ def require_common_seed(group: Group) -> None:
     seeds = {t: group.seeds(t) for t in group.targets}
     if len(seeds) < 2 or group.common_seeds() or not all(seeds.values()):
         return
+    if all(group.is_recipe(t) for t in group.targets):
+        group.notes.append("the recipes were examined at different seeds, so on different instances: they are "
+                           "compared over their files, which holds, but examining every file with one seed pairs "
+                           "their instances and has more power")
+        return
     parts = dict(zip(seeds, distinguishing_parts(list(seeds))))
     shown = "; ".join(f"{parts[t]}: {s}" for t, s in list(seeds.items())[:4]) + ("; ..." if len(seeds) > 4 else "")
     raise AdvauditError(f"the {len(seeds)} checkpoints of {group.label} have no seed in common ({shown}), so they "
@@ -160,7 +181,8 @@ def pairing_notes(group: Group) -> list[str]:
                      + f"); only the common seeds {group.common_seeds()} are compared")
     for target in group.targets:
         for seed in group.seeds(target):
-            count = sum(1 for r in group.runs if str(r.target) == target and r.seed == seed)
+            runs = group.runs_at(target, seed)
+            count = len(runs) - len({checkpoint_source(r) for r in runs}) + 1
             if count > 1:
                 notes.append(f"{_short(target)} seed {seed} was run {count} times; the first run is used")
     for seed in group.common_seeds():

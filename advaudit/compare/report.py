@@ -30,11 +30,13 @@ from advaudit.compare.replay import replay as run_replay
 from advaudit.compare.stats import checkpoint_summary, compare_pairs, paired_frame, verdict
 from advaudit.compare.verdict import answer_lines, answers, primary_metric, primary_note
 from advaudit.compare.confirm import Settings
-from advaudit.compare.where_section import where_markdown
-from advaudit.compare.where_seeds import where_over_seeds
+from advaudit.compare.where_section import where_markdown, where_section
+from advaudit.compare.why.report import why_markdown
+from advaudit.compare.why.section import why_section
 from advaudit.core.intervals import format_interval
 from advaudit.core.naming import short_names
 from advaudit.core.records import write_json
+from advaudit.errors import AdvauditError
 from advaudit.worlds import build_world
 
 log = logging.getLogger(__name__)
@@ -123,14 +125,37 @@ def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None
             result["notes"].append(f"replay skipped: {error}")
     if replay and world is not None:
         add_where(result, group, names, out, slug, where)
+        add_why(result, group, names, out, slug, where)
+    for answer in result["answers"]:
+        pair = {names.get(answer["a"], answer["a"]), names.get(answer["b"], answer["b"])}
+        found = [p for p in (result.get("why") or {}).get("pairs", []) if {p["a"], p["b"]} == pair]
+        if found:
+            answer["why"] = found[0]["headline_words"]
     return result
+
+
+def add_why(result: dict[str, Any], group: Group, names: dict[str, str], out: Path, slug: str,
+            settings: Settings = Settings()) -> None:
+    """``result["why"]``: each pair's gap attributed to factors by intervention (:mod:`advaudit.compare.why`)."""
+    try:
+        section = why_section(group, names, out, slug, settings)
+    except AdvauditError:
+        raise
+    except Exception as error:  # a check that cannot run (a checkpoint moved) must not lose the report
+        log.warning("why section of %s skipped: %s", group.label, error)
+        result["notes"].append(f"why section skipped: {error}")
+        return
+    if section is not None:
+        result["why"] = section
+        if section.get("plot"):
+            result["plots"]["why"] = section["plot"]
 
 
 def add_where(result: dict[str, Any], group: Group, names: dict[str, str], out: Path, slug: str,
               settings: Settings = Settings()) -> None:
     """``result["where"]``: where one checkpoint is weaker than the other (:mod:`advaudit.compare.where_section`)."""
     try:
-        section = where_over_seeds(group, names, out, slug, settings)
+        section = where_section(group, names, out, slug, settings)
     except Exception as error:  # a check that cannot run (a checkpoint moved) must not lose the report
         log.warning("where section of %s skipped: %s", group.label, error)
         result["notes"].append(f"where section skipped: {error}")
@@ -245,8 +270,8 @@ def _group_lines(group: dict[str, Any]) -> list[str]:
     lines += [f"| {r['metric']} | {names[r['target']]} | {_fmt(r['mean'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] | "
               f"{r['interval_over']} | {r['n_seeds']} |" for r in group["checkpoints"]]
     lines += _pair_lines(group, names) + _replay_lines(group, names) + _factor_lines(group, names)
-    lines += _class_lines(group, names) + where_markdown(group.get("where"))
-    lines += [""] + [f"![{k}]({Path(p).name})" for k, p in group["plots"].items() if k != "sensitivity"]
+    lines += _class_lines(group, names) + where_markdown(group.get("where")) + why_markdown(group.get("why"))
+    lines += [""] + [f"![{k}]({Path(p).name})" for k, p in group["plots"].items() if k not in ("sensitivity", "why")]
     return lines
 
 

@@ -161,7 +161,7 @@ def read_where(comparison: dict[str, Any]) -> tuple[list[Located], list[str]]:
                 located.append(Located("confirmed", method, checkpoint_name(check["weaker"]), str(check["factor"]),
                                        (float(check["region"][0]), float(check["region"][1])), str(check["words"])))
         for row in (section.get("sensitivity") or {}).get("pairs", []):
-            if row.get("said"):
+            if row.get("said") and row.get("kind", "fifth") == "fifth":   # a band's bounds are distances, not values
                 weaker = row["a"] if row["diff"] < 0 else row["b"]
                 located.append(Located("per fifth", method, checkpoint_name(weaker), str(row["factor"]),
                                        (float(row["low"]), float(row["high"])), str(row["words"])))

@@ -57,8 +57,8 @@ class Settings:
     alpha: float = ALPHA
     min_points: float = 3.0
     batch: int = 512
-    why_instances: int = 240
-    why_renders: int = 960
+    why_instances: int = 200
+    why_renders: int = 800
     why_min_points: float = 1.0
     factor_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
 

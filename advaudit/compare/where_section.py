@@ -28,6 +28,7 @@ import base64
 import html
 import itertools
 import json
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,7 @@ def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
     """The section (module docstring) for a worst-case group of two or more checkpoints, else None."""
     if group.audit != "worst_case" or len(group.targets) < 2:
         return None
+    started = time.perf_counter()
     config = group.runs[0].config
     world = build_world(config["world"])
     units = units_of(group, names)
@@ -105,6 +107,11 @@ def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
                                                   n, settings, calibrated) if units.recipes else []
     section["plot"] = str(sensitivity_plot(section["sensitivity"], out / f"sensitivity_{slug}.png"))
     section["sentences"] = sentences(section)
+    renders = [c["conditions_per_instance"] * len(c["instances"]) for c in checks + section["recipe_checks"]
+               if "instances" in c]
+    sensitivity = section["sensitivity"]
+    section["cost"] = {"renders": sum(renders) + sensitivity["conditions_per_instance"] * len(sensitivity["instances"]),
+                       "seconds": round(time.perf_counter() - started, 2)}
     return section
 
 

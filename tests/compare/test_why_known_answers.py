@@ -152,7 +152,7 @@ def test_the_comparison_says_why_in_words_with_a_figure(tmp_path: Path) -> None:
     _write(tmp_path / "runs" / "strong", "strong", "strong")
     [group] = compare_runs([tmp_path / "runs"], tmp_path / "out")["groups"]
     why = group["why"]
-    assert why["instances"] == 240 and why["conditions_per_instance"] == 4 and why["cost"]["renders"] == 960 * 6
+    assert why["instances"] == 200 and why["conditions_per_instance"] == 4 and why["cost"]["renders"] == 800 * 6
     assert any(s.startswith("With a and b at their reference (0, 0), the gap between") and "falls from" in s
                for s in why["sentences"])
     assert any(s.startswith("With d at its reference (0)") and "widens" in s and "it hides" in s

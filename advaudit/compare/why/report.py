@@ -17,7 +17,7 @@ def why_markdown(section: dict[str, Any] | None) -> list[str]:
              f"Held-out {section['split']} instances ({section['instances']}, seed {section['seed']}) under "
              f"{section['conditions_per_instance']} random conditions each, rendered as drawn and again with each "
              "factor, and each group of factors, at its reference value; every checkpoint file scores the same images"
-             + (f" ({cost['renders']} renders, {cost['seconds']:.0f} s)." if cost else "."), ""]
+             + (f" ({cost['renders']} renders, {cost['seconds']:.1f} s)." if cost else "."), ""]
     lines += [f"- {s}" for s in section["sentences"]]
     for result in section["pairs"]:
         lines += ["", f"| {result['a']} − {result['b']}: with ... at the reference | remaining gap (points) | "

@@ -101,6 +101,11 @@ def test_an_examination_through_the_server_equals_the_local_one_record_for_recor
     assert record["inputs"] >= 2 * 8 and record["seconds_waiting"] > 0
     saved = json.loads((cfg_run / "run" / "result.json").read_text())
     assert saved["endpoint"]["requests"] == record["requests"] and saved["target"].endswith("/fmnist-secure")
+    report = (cfg_run / "run" / "report.md").read_text()  # the report says where, which version, how long
+    assert f"- endpoint: {oip_server.url}/v2/models/fmnist-secure, model version 1 (mlserver 1.7.1): " in report
+    shares = (100 * saved["examine/invalid_share"], 100 * saved["examine/final_invalid_share"])
+    assert (f"invalid are {shares[0]:.1f}% of all\n  proposals (8 per instance" in report
+            and f"{shares[1]:.1f}% of the last iteration's proposals (where the examiner ended up)" in report)
     # the credential went to the server (fmnist-secure refuses requests without it) and is written nowhere
     files = [p for p in cfg_run.rglob("*") if p.is_file()]
     assert any("wandb" in p.parts for p in files)  # the offline W&B run is among the files searched

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 from advaudit.confutil import locate
-from advaudit.errors import AdvauditError, one_line, require
+from advaudit.errors import AdvauditError, clipped, one_line, require
 from advaudit.models.calibration import fit_temperature
 from advaudit.models import endpoint
 from advaudit.models.classes import class_pairing
@@ -152,7 +152,7 @@ def _count_outputs(module: nn.Module | None, predict: Callable | None, adapter: 
     except Exception as error:  # noqa: BLE001 - the model refusing its input is the config's problem
         adapted = f" (resized from {list(spec.resize_from)})" if spec.resize_from else ""
         raise AdvauditError(f"the model does not run on inputs of shape {[2, *spec.input_shape]}{adapted}: "
-                            f"{one_line(error)[:240]}; check target.input_shape (and target.resize_from)") from None
+                            f"{clipped(error)}; check target.input_shape (and target.resize_from)") from None
     require(scores.dim() == 2 and len(scores) == 2, f"the model returned scores of shape {list(scores.shape)} for 2 "
             "inputs; it must return [batch, classes]")
     return int(scores.shape[1])

@@ -199,3 +199,16 @@ def test_a_server_killed_mid_examination_is_one_line_and_the_rerun_resumes_where
     assert after[:4] == before and [r["step"] for r in after] == [0, 0, 1, 1, 2, 2, 3, 3]
     resumed = json.loads((tmp_path / "served" / "result.json").read_text())["endpoint"]
     assert resumed["inputs"] < 10 + 2 * 8 + 300  # only the steps left (and the report's renders) went out again
+
+
+def test_the_docs_block_works_as_written(oip_server: LocalServer) -> None:
+    import yaml
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "deployed-model.md").read_text()
+    block = yaml.safe_load(page.split("```yaml\n")[1].split("```")[0])["target"]
+    assert block["endpoint"] == {"url": "http://localhost:8080", "model": "fmnist"}
+    block["endpoint"]["url"] = oip_server.url  # the page's server listens on 8080, the test's on a free port
+    target = advaudit.load_target(block)
+    x = torch.rand(4, *FMNIST_SHAPE)
+    with torch.no_grad():
+        assert torch.allclose(target.predict_proba(x), torch.softmax(oip_server.net(x), 1), atol=1e-6)

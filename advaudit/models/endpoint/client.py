@@ -108,6 +108,7 @@ class EndpointClient:
         scores, reply = decode_response(answer.content, answer.headers, s.output_name)
         version = reply.get("model_version")
         reported = (reply.get("parameters") or {}).get("inference_seconds")  # a server that reports its own time
+        # (advaudit's MLServer runtime does: advaudit.models.endpoint.runtime)
         require(len(scores) == len(x), f"the endpoint {s.address} answered {len(scores)} score rows for {len(x)} "
                 "inputs; the model must return one row per input")
         with self._lock:
@@ -118,7 +119,7 @@ class EndpointClient:
             self.stats["seconds_decoding"] += time.perf_counter() - received
             self.model_version = str(version) if version is not None else self.model_version
             if isinstance(reported, (int, float)):
-                self.server_seconds = max(self.server_seconds or 0.0, float(reported))
+                self.server_seconds = (self.server_seconds or 0.0) + float(reported)
         return scores
 
     def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> requests.Response:

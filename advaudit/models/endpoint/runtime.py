@@ -41,7 +41,6 @@ class ServedClassifier(MLModel):
         token_env = extra.get("token_env")
         self.token = os.environ.get(str(token_env)) if token_env else None
         self.fail, self.fail_after, self.served = extra.get("fail"), int(extra.get("fail_after", 0)), 0
-        self.seconds = 0.0
         path = Path(str(self.settings.parameters.uri))
         if path.suffix == ".onnx":
             import onnxruntime as ort  # ONNX models only
@@ -82,7 +81,7 @@ class ServedClassifier(MLModel):
                                 f"'{self.name}'; expected [-1, {', '.join(map(str, self.input_shape))}]")
         start = time.perf_counter()
         scores = self.run(np.ascontiguousarray(x, dtype=np.float32))
-        self.seconds += time.perf_counter() - start
+        seconds = time.perf_counter() - start
         output = NumpyCodec.encode_output("logits", np.asarray(scores, dtype=np.float32))
         return InferenceResponse(model_name=self.name, model_version=self.version, outputs=[output],
-                                 parameters=Parameters(inference_seconds=round(self.seconds, 6)))
+                                 parameters=Parameters(inference_seconds=round(seconds, 6)))

@@ -1,8 +1,10 @@
 """Serve a classifier file over the Open Inference Protocol on this machine, with MLServer.
 
     python -m advaudit.models.endpoint.serve model.onnx --name fmnist --input-shape 1 28 28 --port 8080
+    python -m advaudit.models.endpoint.serve outputs/train/runs/<time>/checkpoints/target.pt --name fmnist
 
-writes an MLServer model repository for the file (``settings.json``, ``<name>/model-settings.json``
+writes an MLServer model repository for the file (an advaudit target file is traced to TorchScript first,
+raw ``[0, 1]`` inputs to logits, its normalisation inside) (``settings.json``, ``<name>/model-settings.json``
 naming :class:`~advaudit.models.endpoint.runtime.ServedClassifier`) and runs ``mlserver start`` on it
 until interrupted. Tests, benchmarks and docs/deployed-model.md use :class:`LocalServer` to stand up
 the same server on free ports. MLServer is a development dependency (``pip install -e '.[dev]'``).
@@ -23,8 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import requests
+import torch
 
 from advaudit.errors import AdvauditError, require
+from advaudit.models.formats import identify
+from advaudit.models.io import load_target
 
 RUNTIME = "advaudit.models.endpoint.runtime.ServedClassifier"
 
@@ -124,21 +129,49 @@ class LocalServer:
         self.stop()
 
 
+def script_target(path: Path, out: Path) -> tuple[Path, list[int]]:
+    """An advaudit target file as TorchScript at ``out`` (raw inputs -> logits); returns it and one input's shape."""
+    target = load_target(path, channels_last=False).eval()
+    example = torch.rand(2, *target.input_shape)
+    with torch.no_grad():
+        traced = torch.jit.trace(_Logits(target), example)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.jit.save(traced, str(out))
+    return out, list(target.input_shape)
+
+
+class _Logits(torch.nn.Module):
+    """A target's ``logits`` (normalisation inside) as a module torch.jit.trace can record."""
+
+    def __init__(self, target: Any) -> None:
+        super().__init__()
+        self.target = target
+
+    def forward(self, x: Any) -> Any:
+        return self.target.logits(x)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m advaudit.models.endpoint.serve", description=__doc__.splitlines()[0])
-    parser.add_argument("path", help="the model: an .onnx file or a TorchScript .pt (torch.jit.save)")
+    parser.add_argument("path", help="the model: an .onnx file, a TorchScript .pt (torch.jit.save) or an advaudit "
+                        "target file (train.py's target.pt, `advaudit import`'s output)")
     parser.add_argument("--name", required=True, help="the model's name on the server")
-    parser.add_argument("--input-shape", type=int, nargs="+", required=True, help="one input's shape, e.g. 1 28 28")
+    parser.add_argument("--input-shape", type=int, nargs="+", default=None, help="one input's shape, e.g. 1 28 28 "
+                        "(an advaudit target file says its own)")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--version", default="1")
     parser.add_argument("--precision", choices=["float32", "half"], default="float32",
                         help="half: run a TorchScript model in float16, as a deployment might")
     parser.add_argument("--folder", default="outputs/serve", help="where the model repository is written")
     args = parser.parse_args(argv)
-    model = ServedModel(args.name, args.path, list(args.input_shape), version=args.version,
-                        extra={"precision": args.precision})
-    server = LocalServer([model], args.folder, port=args.port)
+    server = None
     try:
+        path, shape = Path(args.path), args.input_shape
+        if identify(path).kind == "advaudit":
+            path, shape = script_target(path, Path(args.folder) / f"{args.name}.pt")
+        require(shape is not None, "--input-shape is required for an ONNX or TorchScript file, e.g. --input-shape 1 28 28")
+        model = ServedModel(args.name, path, list(shape), version=args.version, extra={"precision": args.precision})
+        server = LocalServer([model], args.folder, port=args.port)
         server.start()
         print(f"serving {args.path} as {server.url}/v2/models/{args.name} (log: {server.log}); Ctrl-C stops it",
               flush=True)
@@ -149,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
     return 0
 
 

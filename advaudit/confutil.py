@@ -7,7 +7,7 @@ import importlib
 import inspect
 import pkgutil
 import sys
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -144,6 +144,15 @@ def _close(name: str, candidates: Sequence[str], parts: Sequence[str], depth: in
             return None
         obj = getattr(obj, fixed[level])
     return ".".join(fixed)
+
+
+def refuse_unknown_keys(keys: Iterable[Any], known: Sequence[str], prefix: str, what: str) -> None:
+    """Refuse the first of ``keys`` not in ``known``: ``<prefix>.<key> is not <what>; did you mean ...?``."""
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            hint = f"; did you mean {prefix}.{close[0]}?" if close else f"; known keys: {', '.join(known)}"
+            raise AdvauditError(f"{prefix}.{key} is not {what}{hint}")
 
 
 def _closest(name: str, candidates: Sequence[str]) -> str | None:

@@ -141,14 +141,15 @@ def script_target(path: Path, out: Path) -> tuple[Path, list[int]]:
 
 
 class _Logits(torch.nn.Module):
-    """A target's ``logits`` (normalisation inside) as a module torch.jit.trace can record."""
+    """A target's calibrated logits (normalisation inside, divided by its temperature) as a module torch.jit.trace
+    can record: the served model's softmax is the checkpoint's ``predict_proba``."""
 
     def __init__(self, target: Any) -> None:
         super().__init__()
         self.target = target
 
     def forward(self, x: Any) -> Any:
-        return self.target.logits(x)
+        return self.target.logits(x) / self.target.temperature  # calibrated, as predict_proba scores
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="half: run a TorchScript model in float16, as a deployment might")
     parser.add_argument("--folder", default="outputs/serve", help="where the model repository is written")
     args = parser.parse_args(argv)
+    for number in (signal.SIGTERM, signal.SIGINT):  # either stops the server too (SIGINT is ignored under `&`)
+        signal.signal(number, signal.default_int_handler)
     server = None
     try:
         path, shape = Path(args.path), args.input_shape

@@ -14,12 +14,12 @@ whose values are sent (a bearer token; a JSON object of headers) and appear nowh
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from advaudit.errors import AdvauditError, require
+from advaudit.confutil import refuse_unknown_keys
+from advaudit.errors import require
 
 #: the Open Inference Protocol's tensor datatypes the endpoint target can send (inputs)
 INPUT_DATATYPES = ("FP32", "FP64", "FP16")
@@ -86,12 +86,7 @@ def parse_endpoint(node: Any) -> EndpointSettings:
     """
     require(isinstance(node, dict), "target.endpoint must be a block {url: http://host:port, model: <name on the "
             f"server>}}, not {node!r}")
-    known = [f.name for f in fields(EndpointSettings)]
-    for key in node:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f"; did you mean target.endpoint.{close[0]}?" if close else f"; known keys: {', '.join(known)}"
-            raise AdvauditError(f"target.endpoint.{key} is not an endpoint setting{hint}")
+    refuse_unknown_keys(node, [f.name for f in fields(EndpointSettings)], "target.endpoint", "an endpoint setting")
     data = dict(node)
     if isinstance(data.get("binary"), bool):
         data["binary"] = "true" if data["binary"] else "false"

@@ -36,7 +36,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from advaudit.confutil import locate, plain
+from advaudit.confutil import locate, plain, refuse_unknown_keys
 from advaudit.errors import AdvauditError, one_line, require
 from advaudit.models.classes import MATCHES, OTHER_CLASS
 
@@ -126,12 +126,7 @@ def parse_target_spec(node: Any, seed: int = 0) -> TargetSpec:
     """
     data = plain(node)
     require(isinstance(data, dict), f"target must be a path or a mapping, not {type(data).__name__}")
-    known = [f.name for f in fields(TargetSpec)]
-    for key in data:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f"; did you mean target.{close[0]}?" if close else f"; known keys: {', '.join(known)}"
-            raise AdvauditError(f"target.{key} is not a target setting{hint}")
+    refuse_unknown_keys(data, [f.name for f in fields(TargetSpec)], "target", "a target setting")
     spec = TargetSpec(**data)
     _check_spec(spec)
     if isinstance(spec.dataset, str):

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from advaudit.errors import AdvauditError, clipped, one_line, require
+from advaudit.errors import AdvauditError, clipped, require
 
 
 def probe_batch(shape: list[int] | tuple[int, ...], n: int = 8, seed: int = 0) -> Tensor:

@@ -53,12 +53,17 @@ class ServedClassifier(MLModel):
         else:
             module = torch.jit.load(str(path), map_location="cpu").eval()
             module = module.half() if self.half else module
+            # images NHWC, as advaudit's own CPU targets run them (2x faster convolutions, equal to float rounding)
+            self.layout = torch.channels_last if len(self.input_shape) == 3 and not self.half else None
+            if self.layout is not None:
+                module.to(memory_format=self.layout)
             self.run = lambda x: self._torch(module, x)
         return True
 
     def _torch(self, module: torch.nn.Module, x: np.ndarray) -> np.ndarray:
         with torch.no_grad():
             inputs = torch.from_numpy(x)
+            inputs = inputs.contiguous(memory_format=self.layout) if self.layout is not None else inputs
             return module(inputs.half() if self.half else inputs.float()).float().numpy()
 
     async def predict(self, payload: InferenceRequest) -> InferenceResponse:

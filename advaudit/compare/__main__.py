@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-
 from functools import partial
+from pathlib import Path
 
 from advaudit.compare.confirm import Settings
 from advaudit.compare.design import group_runs

@@ -9,6 +9,8 @@ from omegaconf import DictConfig
 
 from advaudit.audits.settings import WorstCaseAuditConf
 from advaudit.core.intervals import format_interval
+from advaudit.models.endpoint import endpoint_records
+from advaudit.models.imported.spec import endpoint_label
 
 
 def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
@@ -61,6 +63,19 @@ def _in_loss(audit: WorstCaseAuditConf) -> str:
             "outside S as weaknesses")
 
 
+def _endpoint_line(cfg: DictConfig) -> str:
+    """Where a served target was queried, the model version its server reported and the time spent waiting on it."""
+    block = cfg.target.get("endpoint") if isinstance(cfg.target, DictConfig) else None
+    address = endpoint_label(block) if block is not None else None
+    record = next((r for r in reversed(endpoint_records()) if r["endpoint"] == address), None)
+    if record is None:
+        return ""
+    server = " ".join(str(v) for v in record["server"].values())
+    return (f"\n- endpoint: {address}, model version {record['model_version'] or 'not reported'}"
+            f"{f' ({server})' if server else ''}: {record['inputs']} inputs in {record['requests']} requests so far, "
+            f"{record['seconds_waiting']:.1f} s waiting on the server")
+
+
 def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any], plots: dict[str, Path]) -> str:
     rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T_valid@{queries}')} | "
                      f"{_fmt(result, f'examine/E_T@{queries}')} | {_fmt(result, f'examine/worst@{queries}')} |"
@@ -76,7 +91,7 @@ def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any],
     accuracy = result["examine/random_valid_accuracy"]
     return f"""# Worst-case audit
 
-- target: `{cfg.target}`{_classes_line(result)}
+- target: `{cfg.target}`{_endpoint_line(cfg)}{_classes_line(result)}
 - examiner: `{cfg.examiner.name}`, mode `{audit.mode.value}`, {result['n_instances']} instances,
   {result['queries_per_instance']} queries each in iterations of q = {result['q']}
   ({result['queries_per_second'] or 0:.0f} queries/s)
@@ -90,12 +105,13 @@ def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any],
 - instances: `{result['instance_selection']['selection']}` ({result['instance_selection']['design']} design:
   {result['instance_selection']['description']})
 - a valid misclassified condition was found for {_fmt(result, 'examine/failure_rate', percent=True)} of instances
-- validity: {100 * result['examine/invalid_share']:.1f}% of proposals invalid ({checks}){_sample_note(result)};
-  {100 * result['examine/random_invalid_share']:.1f}% of random conditions invalid; {_reference_line(result)}
+- validity ({checks}){_sample_note(result)}: invalid are {100 * result['examine/invalid_share']:.1f}% of all
+  proposals ({result['queries_per_instance']} per instance, the first, nearly random iterations included),
+  {100 * result['examine/final_invalid_share']:.1f}% of the last iteration's proposals (where the examiner ended up)
+  and {100 * result['examine/random_invalid_share']:.1f}% of random conditions; {_reference_line(result)}
 - accuracy under random valid conditions: {'n/a' if accuracy is None else f'{100 * accuracy:.1f}%'}
 - validity where it matters: the lowest true-class probability of {100 * (1 - result['examine/worst_raw_valid']):.0f}%
-  of instances was on a condition the checks throw out; {100 * result['examine/final_invalid_share']:.1f}% of the
-  last iteration's proposals are invalid; {_judge_line(result)}
+  of instances was on a condition the checks throw out; {_judge_line(result)}
 
 | queries | iterations | E_T inside S (final window) | E_T (proposals of that iteration) | worst (valid, so far) |
 |---|---|---|---|---|

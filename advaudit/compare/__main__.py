@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 
 from advaudit.compare.confirm import Settings
-from advaudit.compare.gate import run_gate
+from advaudit.compare.design import group_runs
+from advaudit.compare.gate import GATE_FILE, gate, require_known_baseline, run_gate
 from advaudit.compare.labels import parse_recipes
-from advaudit.compare.report import compare_runs
+from advaudit.compare.records import discover_runs
+from advaudit.compare.report import compare_records
 from advaudit.core.wandb_run import log_comparison
 from advaudit.errors import AdvauditError
+from advaudit.models.tracking import declare_comparison_inputs
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -52,8 +56,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--recipe", action="append", default=[], metavar="NAME=PATTERN", help="label every run whose "
                         "checkpoint path matches the shell PATTERN as NAME (repeat per recipe): runs of unnamed "
                         "checkpoints, one per seed, are then compared as recipes over their seeds")
-    parser.add_argument("--wandb", action="store_true", help="also log tables and figures to W&B (mode: $WANDB_MODE, "
-                        "offline by default)")
+    parser.add_argument("--wandb", action="store_true", help="also log to W&B (mode: $WANDB_MODE, offline by "
+                        "default): tables, figures, the audited checkpoints and audit runs as inputs, the report as "
+                        "an output artifact; inside an active W&B run (from Python) into that run")
+    parser.add_argument("--gate-alias", default=None, metavar="ALIAS", help="with --gate and --wandb: give every "
+                        "candidate that passes the gate this alias on its W&B artifact (e.g. deploy-ok)")
     return parser.parse_args(argv)
 
 
@@ -86,10 +93,15 @@ def main(argv: list[str] | None = None) -> int:
                          min_points=args.where_min_points, why_instances=args.why_instances,
                          why_renders=args.why_renders, why_min_points=args.why_min_points,
                          factor_groups=parse_factor_groups(args.factor_group))
-        summary = compare_runs(args.roots, out, replay=not args.no_replay, primary=args.primary, where=where,
-                               recipes=parse_recipes(args.recipe))
-        if args.wandb:
-            log_comparison(summary, out)
+        if args.gate_alias is not None and not (args.gate and args.wandb):
+            raise AdvauditError("--gate-alias tags the W&B artifact of each candidate that passes: give it with "
+                                "--gate BASELINE and --wandb")
+        records = discover_runs(args.roots, parse_recipes(args.recipe))
+        if args.gate is not None:  # a name the comparison will not know is refused before it runs
+            require_known_baseline([g.targets for g in group_runs(records)], args.gate)
+        (out / GATE_FILE).unlink(missing_ok=True)  # a gate.xml beside the new report is this run's, or none
+        summary = compare_records(records, out, replay=not args.no_replay, primary=args.primary, where=where)
+        cases = gate(summary, args.gate, args.margin) if args.gate is not None else None
         for group in summary["groups"]:
             print(f"\n{group['label']}" + (f", on {group['primary']}:" if group.get("primary") else ":"))
             for answer in group.get("answers", []):
@@ -101,7 +113,12 @@ def main(argv: list[str] | None = None) -> int:
         for failure in summary["failed"]:
             print(f"failed: {failure['run_dir']}: {failure['error']}")
         print(f"\nreport: {summary['files']['md']} ({Path(summary['files']['html']).name} beside it)")
-        return run_gate(summary, out, args.gate, args.margin) if args.gate is not None else 0
+        code = run_gate(summary, out, args.gate, args.margin, cases) if cases is not None else 0
+        if args.wandb:  # after the gate: its gate.xml goes into the report artifact, its passes become aliases
+            passed = {c["candidate_target"]: [args.gate_alias] for c in cases or [] if args.gate_alias and not c["failed"]}
+            log_comparison(summary, out, declare_inputs=partial(declare_comparison_inputs, records=records,
+                                                                aliases=passed))
+        return code
     except AdvauditError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -35,6 +35,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         "audit declared: audit.metric, or compare.primary when the runs set it)")
     parser.add_argument("--gate", default=None, metavar="BASELINE", help="exit 1 when a checkpoint is weaker than "
                         "BASELINE (a checkpoint name as the report gives it) on the primary question; writes gate.xml")
+    parser.add_argument("--baseline", default=None, metavar="NAME", help="compare every other checkpoint with this "
+                        "one (as the report names it): K checkpoints, K - 1 pairs; --gate BASELINE implies it. Default: "
+                        "every pair up to 3 checkpoints, else against the first by name")
+    parser.add_argument("--all-pairs", action="store_true", help="compare every pair of checkpoints (K (K - 1) / 2 "
+                        "pairs in one Holm family: less power per pair)")
     parser.add_argument("--margin", type=float, default=0.0, help="with --gate: the loss on the primary metric, in "
                         "its own units, that still passes (default 0)")
     parser.add_argument("--where-instances", type=int, default=Settings.instances, help="held-out instances the "
@@ -97,10 +102,12 @@ def main(argv: list[str] | None = None) -> int:
             raise AdvauditError("--gate-alias tags the W&B artifact of each candidate that passes: give it with "
                                 "--gate BASELINE and --wandb")
         records = discover_runs(args.roots, parse_recipes(args.recipe))
-        if args.gate is not None:  # a name the comparison will not know is refused before it runs
-            require_known_baseline([g.targets for g in group_runs(records)], args.gate)
+        for name, flag in ((args.gate, "--gate"), (args.baseline, "--baseline")):
+            if name is not None:  # a name the comparison will not know is refused before it runs
+                require_known_baseline([g.targets for g in group_runs(records)], name, flag)
         (out / GATE_FILE).unlink(missing_ok=True)  # a gate.xml beside the new report is this run's, or none
-        summary = compare_records(records, out, replay=not args.no_replay, primary=args.primary, where=where)
+        summary = compare_records(records, out, replay=not args.no_replay, primary=args.primary, where=where,
+                                  baseline=args.baseline or args.gate, all_pairs=args.all_pairs)
         cases = gate(summary, args.gate, args.margin) if args.gate is not None else None
         for group in summary["groups"]:
             print(f"\n{group['label']}" + (f", on {group['primary']}:" if group.get("primary") else ":"))

@@ -12,6 +12,7 @@ differ, instead of mixing them in one table.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -21,7 +22,7 @@ import pandas as pd
 from advaudit.compare.labels import checkpoint_source, distinguishing_parts
 from advaudit.compare.records import RunRecord
 from advaudit.core.run_records import audit_design
-from advaudit.core.naming import short_name
+from advaudit.core.naming import short_name, short_names
 from advaudit.errors import AdvauditError
 
 # top-level config keys that never define an examination
@@ -71,6 +72,15 @@ class Group:
     design: dict[str, Any]
     runs: list[RunRecord]
     notes: list[str] = field(default_factory=list)
+    plan: list[tuple[str, str]] | None = None   # the pairs compared (labels); None: every pair (:func:`plan_pairs`)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The pairs of checkpoint labels this group compares: its plan, else every pair."""
+        return list(self.plan) if self.plan is not None else list(itertools.combinations(self.targets, 2))
+
+    def name_pairs(self, names: dict[str, str]) -> list[tuple[str, str]]:
+        """:meth:`pairs` under the names the report gives the checkpoints."""
+        return [(names[a], names[b]) for a, b in self.pairs()]
 
     @property
     def method(self) -> str | None:
@@ -148,6 +158,30 @@ def group_runs(records: Iterable[RunRecord]) -> list[Group]:
         require_common_seed(group)
         group.notes.extend(pairing_notes(group))
     return sorted(groups, key=lambda g: (g.audit, g.method or "", _key(g.design)))
+
+
+#: up to this many checkpoints a group compares every pair by default; more are each compared with a baseline
+ALL_PAIRS_UP_TO = 3
+
+
+def plan_pairs(group: Group, baseline: str | None = None, all_pairs: bool = False) -> None:
+    """Set ``group.plan`` (in place): every pair with ``all_pairs`` or up to :data:`ALL_PAIRS_UP_TO` checkpoints,
+    else every other checkpoint against ``baseline`` (a label or the name the report gives it; the first label by
+    name when None, said in a note). K checkpoints then cost K - 1 pairs, and their tests K - 1 times the
+    metrics in one Holm family, instead of K (K - 1) / 2."""
+    targets = group.targets
+    if all_pairs or len(targets) <= ALL_PAIRS_UP_TO and baseline is None:
+        group.plan = None
+        return
+    names = short_names(targets)
+    chosen = next((t for t in targets if baseline in (t, names[t])), None) if baseline else targets[0]
+    if chosen is None:
+        group.plan = None   # the baseline is not in this group (another group holds it): every pair here
+        return
+    if baseline is None:
+        group.notes.append(f"{len(targets)} checkpoints: each is compared with {names[chosen]} (the first by name; "
+                           "--baseline NAME picks another, --all-pairs compares every pair)")
+    group.plan = [(chosen, t) for t in targets if t != chosen]
 
 
 def require_common_seed(group: Group) -> None:

@@ -107,11 +107,11 @@ def write_junit(cases: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def require_known_baseline(targets: list[list[str]], baseline: str) -> None:
-    """Refuse ``--gate BASELINE`` before any comparison runs when no group of ``targets`` (each group's
+def require_known_baseline(targets: list[list[str]], baseline: str, flag: str = "--gate") -> None:
+    """Refuse ``--gate BASELINE`` (or ``flag``) before any comparison runs when no group of ``targets`` (each group's
     checkpoints, as its runs name them) holds it, by its short name (as the report gives it) or in full."""
     known = [name for group in targets for name in [*short_names(group).values(), *group]]
-    require(baseline in known, f"--gate {baseline}: no checkpoint to compare has that name; use one of "
+    require(baseline in known, f"{flag} {baseline}: no checkpoint to compare has that name; use one of "
             f"{sorted(dict.fromkeys(short for group in targets for short in short_names(group).values()))} "
             "(as the comparison names them)")
 

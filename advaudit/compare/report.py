@@ -22,7 +22,7 @@ import pandas as pd
 from advaudit.compare import plots
 from advaudit.compare.html import write_html
 from advaudit.compare.breakdowns import per_class, per_factor, searched_factors
-from advaudit.compare.design import Group, differences_between, group_runs
+from advaudit.compare.design import Group, differences_between, group_runs, plan_pairs
 from advaudit.compare.metrics import metrics_for
 from advaudit.compare.power import pair_power
 from advaudit.compare.records import RunRecord, discover_runs
@@ -44,20 +44,26 @@ log = logging.getLogger(__name__)
 
 def compare_runs(roots: Iterable[str | Path], out_dir: str | Path, replay: bool = True,
                  primary: str | None = None, where: Settings = Settings(),
-                 recipes: dict[str, str] | None = None) -> dict[str, Any]:
+                 recipes: dict[str, str] | None = None, baseline: str | None = None,
+                 all_pairs: bool = False) -> dict[str, Any]:
     """Compare every group of comparable runs under ``roots``; write the report into ``out_dir``
-    (``where``: how much the held-out checks of where one checkpoint is weaker render; ``recipes``:
-    name -> shell pattern of checkpoint paths, runs labelled by recipe)."""
+    (``where``: how much the held-out checks of where and why one checkpoint is weaker render; ``recipes``:
+    name -> shell pattern of checkpoint paths, runs labelled by recipe; ``baseline``, ``all_pairs``: which
+    pairs, :func:`advaudit.compare.design.plan_pairs`)."""
     records = discover_runs(roots, recipes)
-    return compare_records(records, out_dir, replay, primary, where)
+    return compare_records(records, out_dir, replay, primary, where, baseline, all_pairs)
 
 
 def compare_records(records: list[RunRecord], out_dir: str | Path, replay: bool = True,
-                    primary: str | None = None, where: Settings = Settings()) -> dict[str, Any]:
-    """The comparison of ``records`` (``primary``: the metric every group answers on, else each declared one)."""
+                    primary: str | None = None, where: Settings = Settings(), baseline: str | None = None,
+                    all_pairs: bool = False) -> dict[str, Any]:
+    """The comparison of ``records`` (``primary``: the metric every group answers on, else each declared one;
+    ``baseline``/``all_pairs``: every other checkpoint against ``baseline``, or every pair)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     groups = group_runs(records)
+    for group in groups:
+        plan_pairs(group, baseline, all_pairs)
     summary: dict[str, Any] = {
         "runs": len(records), "ok": sum(r.ok for r in records),
         "failed": [{"run_dir": str(r.run_dir), "target": r.target, "error": r.error, "error_kind": r.error_kind}

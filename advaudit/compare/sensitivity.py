@@ -61,11 +61,13 @@ def per_fifth(correct: np.ndarray, fifth: np.ndarray) -> np.ndarray:
 
 
 def measure(world: Any, z: Any, targets: dict[str, Any], sides: dict[str, tuple[str, ...]], seed: int,
-            settings: Settings, calibrated: bool = False) -> dict[str, Any]:
+            settings: Settings, calibrated: bool = False,
+            pairs: list[tuple[str, str]] | None = None) -> dict[str, Any]:
     """Render ``z`` under ``settings.random_conditions`` uniform conditions each and score every file of ``targets``
     (``{unit: loaded target}``; ``sides``: ``{checkpoint name: its units}``); returns the record (module
     docstring): ``factors``, ``checkpoints`` rows and ``overall`` per checkpoint (a recipe's files pooled), and
-    ``pairs`` rows: two recipes over their files (:mod:`advaudit.compare.sensitivity_recipes`), else over instances."""
+    ``pairs`` rows for ``pairs`` (names; default every pair): two recipes over their files
+    (:mod:`advaudit.compare.sensitivity_recipes`), else over instances."""
     factors = [f for f in world.factors if f.high > f.low]
     s = uniform_conditions(list(world.factors), len(z), settings.random_conditions, seed)
     scores = score(world, z, s, targets, calibrated, settings.batch)
@@ -77,7 +79,7 @@ def measure(world: Any, z: Any, targets: dict[str, Any], sides: dict[str, tuple[
             for i, c in enumerate(cells) for name in sides for k in range(len(c.bounds))]
     pairs = []
     unit_accuracy = cell_accuracies(world, s, by_unit)[1] if any(len(u) > 1 for u in sides.values()) else None
-    for a, b in itertools.combinations(list(sides), 2):
+    for a, b in pairs if pairs is not None else itertools.combinations(list(sides), 2):
         if unit_accuracy is not None and min(len(sides[a]), len(sides[b])) >= 2:
             pairs.append(recipe_interaction(a, b, sides, cells, unit_accuracy, {u: c.mean(1) for u, c in by_unit.items()},
                                             settings.alpha, settings.min_points))

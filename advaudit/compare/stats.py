@@ -25,7 +25,6 @@ the primary question and the metrics that support or conflict with it are one fa
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -217,9 +216,9 @@ def holm(rows: list[dict[str, Any]]) -> None:
 
 
 def compare_pairs(group: Group, metrics: list[Metric], seeds: list[int]) -> list[dict[str, Any]]:
-    """Every checkpoint pair x metric, Holm-corrected over all of them together."""
+    """Every pair of the group's plan x metric, Holm-corrected over all of them together."""
     rows = [paired_difference(group, a, b, m, seeds)
-            for a, b in itertools.combinations(group.targets, 2) for m in metrics]
+            for a, b in group.pairs() for m in metrics]
     holm(rows)
     return rows
 

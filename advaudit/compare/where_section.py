@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import html
-import itertools
 import json
 import time
 from dataclasses import asdict
@@ -78,7 +77,7 @@ def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
     values = worst_values(group, names, seeds)
     section: dict[str, Any] = {"alpha": settings.alpha, "seed": seed, "settings": asdict(settings), "pairs": [],
                                "files": units.short}
-    for a, b in itertools.combinations(list(units.sides), 2):
+    for a, b in group.name_pairs(names):
         tests = holm(between_checkpoints(values, axes, (a, b), seed=seed))
         best = strongest(tests)
         section["pairs"].append({"a": a, "b": b, "tests": [t.as_dict() for t in tests],
@@ -97,11 +96,12 @@ def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
                                            settings, calibrated) | {"split": split}
             checks.append(pair["confirmation"])
     decide(checks, settings.alpha)
-    key = json.dumps([config["world"], calibrated, units.sides, units.values, split, seed, n, asdict(settings)],
+    key = json.dumps([config["world"], calibrated, units.sides, units.values, split, seed, n, asdict(settings),
+                      group.pairs()],
                      sort_keys=True, default=str)
     if key not in _MEASURED:
         _MEASURED.clear()
-        _MEASURED[key] = measure(world, z, targets, units.sides, seed + 1, settings, calibrated)
+        _MEASURED[key] = measure(world, z, targets, units.sides, seed + 1, settings, calibrated, group.name_pairs(names))
     section["sensitivity"] = _MEASURED[key] | {"split": split}
     section["recipe_checks"] = confirm_said_cells(world, targets, units.sides, section["sensitivity"], split, seed,
                                                   n, settings, calibrated) if units.recipes else []

@@ -6,8 +6,8 @@ of `user_recipes.py --recipes plain --seeds 0 ... 11`, examined by one `examine.
 ``advaudit.compare``'s defaults. Any primary verdict, factor named in the why section or cell said in the where
 section here is a false positive: the two "recipes" are one.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/compare/recipe_splits.py outputs/recipes/examine_control_rl \
-        --out outputs/recipes/splits_rl --splits 20 --size 3
+    PYTHONPATH=. .venv/bin/python benchmarks/compare/recipe_splits.py outputs/recipes/examine_shift_rl \
+        outputs/recipes/examine_control_rl --label plain --out outputs/recipes/splits_rl --splits 20 --size 3
 
 Resumable: a split whose comparison.json exists is read, not recomputed. Prints one line per split and a summary,
 and writes ``<out>/summary.json``.
@@ -49,8 +49,10 @@ def main() -> None:
     parser.add_argument("--splits", type=int, default=20)
     parser.add_argument("--size", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--label", default=None, help="only the runs of this checkpoint label (the recipe's name)")
     args = parser.parse_args()
-    files = sorted({checkpoint_source(r) for r in discover_runs(args.roots) if r.ok})
+    runs = [r for r in discover_runs(args.roots) if r.ok and (args.label is None or r.target == args.label)]
+    files = sorted({checkpoint_source(r) for r in runs})
     if len(files) < 2 * args.size:
         raise SystemExit(f"{len(files)} files under {args.roots}; need at least {2 * args.size}")
     draw = random.Random(args.seed)
@@ -60,7 +62,8 @@ def main() -> None:
         side = {f: "a" for f in chosen[:args.size]} | {f: "b" for f in chosen[args.size:]}
         out = args.out / f"split_{k:02d}"
         if not (out / "comparison.json").exists():
-            records = [r for r in discover_runs(args.roots) if r.ok and checkpoint_source(r) in side]
+            records = [r for r in discover_runs(args.roots) if r.ok and checkpoint_source(r) in side
+                       and (args.label is None or r.target == args.label)]
             for record in records:
                 record.target, record.label_note = side[checkpoint_source(record)], None
             compare_records(records, out)

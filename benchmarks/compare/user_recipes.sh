@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 [ $# -ge 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
 OUT=$1
 SEEDS=${SEEDS:-"0 1 2"} EXAMINERS=${EXAMINERS:-"rl bo"} N=${N:-40} CASES=${CASES:-"jitter shift"}
-PY=.venv/bin/python
+PY=.venv/bin/python RUN=${RUN:-}   # RUN: a prefix for every command (e.g. nice -n 5)
 export WANDB_MODE=${WANDB_MODE:-offline} ADVAUDIT_PROGRESS=${ADVAUDIT_PROGRESS:-0} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the target blocks name tests.models.user_models.DenseHeadCNN
 JUDGE=$PWD/advaudit/worlds/transforms_reference_judge.pt
@@ -27,13 +27,13 @@ for case in $CASES; do
   for ex in $EXAMINERS; do
     sweep="$OUT/examine_${case}_${ex}"
     if [ "$(ls "$sweep"/*/result.json 2>/dev/null | wc -l)" -lt "$(( 2 * $(wc -w <<< "$SEEDS") ))" ]; then
-      $PY examine.py --config-dir "$OUT/conf" -m "experiment=${experiments%,}" world=transforms examiner="$ex" \
+      $RUN $PY examine.py --config-dir "$OUT/conf" -m "experiment=${experiments%,}" world=transforms examiner="$ex" \
         audit.n_instances="$N" seed=0 threads=1 logger=none hydra.sweep.dir="$sweep" "${box[@]}"
     fi
     # the recipes over their files (three training seeds each), then each training seed's pair of files
-    $PY -m advaudit.compare "$sweep" --out "$OUT/compare_${case}_${ex}_recipes"
+    $RUN $PY -m advaudit.compare "$sweep" --out "$OUT/compare_${case}_${ex}_recipes"
     i=0; for seed in $SEEDS; do     # the sweep's jobs run plain_s<seed>, <case>_s<seed> in turn
-      $PY -m advaudit.compare "$sweep/$((2 * i))" "$sweep/$((2 * i + 1))" --out "$OUT/compare_${case}_${ex}_s$seed"
+      $RUN $PY -m advaudit.compare "$sweep/$((2 * i))" "$sweep/$((2 * i + 1))" --out "$OUT/compare_${case}_${ex}_s$seed"
       i=$((i + 1))
     done
   done

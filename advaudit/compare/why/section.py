@@ -12,7 +12,6 @@ difference as readily, so such a finding is said to be about the files.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import time
@@ -73,7 +72,7 @@ def why_section(group: Group, names: dict[str, str], out: Path, slug: str,
                                  loaded, calibrated, settings.batch)
     measured = _MEASURED[key]
     section["cost"] = {"renders": measured.renders, "seconds": 0.0}
-    for a, b in itertools.combinations(list(sides), 2):
+    for a, b in group.name_pairs(names):
         result = attribute(measured, plan, Sides(a, b, sides[a], sides[b]), settings.alpha, settings.why_min_points)
         section["pairs"].append(result)
     confirm_recipes(section, world, plan, loaded, split, seed, calibrated, settings)

@@ -77,14 +77,14 @@ def measure(world: Any, z: Any, targets: dict[str, Any], sides: dict[str, tuple[
     cells, accuracy = cell_accuracies(world, s, correct)
     rows = [{"target": name, **cell_fields(c, k), **mean_with_ci(accuracy[i][name][:, k])}
             for i, c in enumerate(cells) for name in sides for k in range(len(c.bounds))]
-    pairs = []
+    tested = []
     unit_accuracy = cell_accuracies(world, s, by_unit)[1] if any(len(u) > 1 for u in sides.values()) else None
     for a, b in pairs if pairs is not None else itertools.combinations(list(sides), 2):
         if unit_accuracy is not None and min(len(sides[a]), len(sides[b])) >= 2:
-            pairs.append(recipe_interaction(a, b, sides, cells, unit_accuracy, {u: c.mean(1) for u, c in by_unit.items()},
-                                            settings.alpha, settings.min_points))
+            tested.append(recipe_interaction(a, b, sides, cells, unit_accuracy, {u: c.mean(1) for u, c in by_unit.items()},
+                                             settings.alpha, settings.min_points))
         else:
-            pairs.append(interaction(a, b, cells, accuracy, overall, settings.alpha, settings.min_points))
+            tested.append(interaction(a, b, cells, accuracy, overall, settings.alpha, settings.min_points))
     return {"instances": [int(i) for i in z.ids.tolist()], "seed": int(seed),
             "conditions_per_instance": int(settings.random_conditions),
             "draw": "torch.Generator().manual_seed(seed): torch.rand([n, m, C]) mapped onto the factors' bounds",
@@ -92,7 +92,7 @@ def measure(world: Any, z: Any, targets: dict[str, Any], sides: dict[str, tuple[
                          "unit": str(getattr(f, "unit", "") or ""), "periodic": bool(getattr(f, "periodic", False))}
                         for f in factors],
             "overall": {name: mean_with_ci(v) for name, v in overall.items()},
-            "checkpoints": rows, "pairs": [row for rows_ in pairs for row in rows_]}
+            "checkpoints": rows, "pairs": [row for rows_ in tested for row in rows_]}
 
 
 def cell_accuracies(world: Any, s: Any, correct: dict[str, np.ndarray]) -> tuple[list[Cells], list[dict[str, np.ndarray]]]:

@@ -87,9 +87,9 @@ def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None
                               "metrics": [m.key for m in metrics], "plots": {}}
     result["design"] = design_of_group(group, seeds)
     result["checkpoints"] = [checkpoint_summary(group, t, m, seeds) for m in metrics for t in group.targets]
-    pairs = compare_pairs(group, metrics, seeds) if len(group.targets) >= 2 else []
-    by_key = {m.key: m for m in metrics}
     primary = primary_metric(metrics, group.runs, primary_key)
+    pairs = compare_pairs(group, metrics, seeds, primary.key if primary else None) if len(group.targets) >= 2 else []
+    by_key = {m.key: m for m in metrics}
     result["primary"] = primary.key if primary else None
     if not primary_key and primary_note(metrics, group.runs, primary):
         result["notes"].append(str(primary_note(metrics, group.runs, primary)))

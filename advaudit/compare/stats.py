@@ -18,9 +18,12 @@ unit of a recipe) are compared over their files: each file's value (the mean ove
 t-test with its 95% interval (:func:`recipe_difference`), whether or not the files were examined at matching
 seeds. A test over instances would take two files' own difference for the recipes'.
 
-p-values are Holm-corrected over every test of a group (all checkpoint pairs x all metrics), so
-the primary question and the metrics that support or conflict with it are one family
-(:mod:`advaudit.compare.verdict`).
+The primary question is tested first and alone: its p-values are Holm-corrected over the pairs compared
+(one test per pair), and only it gives verdicts. Every other metric is evidence for or against them: its
+p-values are Holm-corrected over their own family (pairs x the other metrics). A verdict is thus wrong with
+probability at most 5% whatever else is reported, and the evidence does not cost the question asked power
+(a recipe over three training seeds has 4 degrees of freedom; six metrics in one family halved what it could
+detect: docs/results/comparing.md). :mod:`advaudit.compare.verdict` reads the two families.
 """
 
 from __future__ import annotations
@@ -215,11 +218,19 @@ def holm(rows: list[dict[str, Any]]) -> None:
         r.setdefault("p_holm", float("nan"))
 
 
-def compare_pairs(group: Group, metrics: list[Metric], seeds: list[int]) -> list[dict[str, Any]]:
-    """Every pair of the group's plan x metric, Holm-corrected over all of them together."""
+def compare_pairs(group: Group, metrics: list[Metric], seeds: list[int], primary: str | None = None) -> list[dict[str, Any]]:
+    """Every pair of the group's plan x metric. With a ``primary`` metric, its tests are one Holm family (over the
+    pairs) and the other metrics' tests another (the evidence); without, all are one family. Each row gets
+    ``family`` and ``family_size``."""
     rows = [paired_difference(group, a, b, m, seeds)
             for a, b in group.pairs() for m in metrics]
-    holm(rows)
+    families = ([[r for r in rows if r["metric"] == primary], [r for r in rows if r["metric"] != primary]]
+                if primary else [rows])
+    for number, family in enumerate(families):
+        holm(family)
+        size = sum(1 for r in family if math.isfinite(r.get("p", float("nan"))))
+        for row in family:
+            row.update(family=("primary" if number == 0 else "evidence") if primary else "all", family_size=size)
     return rows
 
 

@@ -4,10 +4,10 @@ Each audit declares one primary metric before any data exists (its ``audit.metri
 headline number; the user may name another with ``compare.primary`` or ``--primary``), recorded in
 every run's ``result.json`` as ``primary``. A comparison answers that question first, for each
 pair: which checkpoint is weaker, by how much (the paired difference in the metric's own units,
-weaker minus stronger, with its 95% interval) and how surely (the p-value Holm-corrected over every
-test of the group). Every other metric is secondary: it *supports* the primary verdict when it
-names the same checkpoint weaker at 5% after the same correction, *conflicts* when it names the
-other, and never heads the report.
+weaker minus stronger, with its 95% interval) and how surely (the p-value Holm-corrected over the pairs
+of the primary question; :mod:`advaudit.compare.stats`). Every other metric is evidence: it *supports* the
+primary verdict when it names the same checkpoint weaker at 5% after Holm over the evidence's own tests,
+*conflicts* when it names the other, and never heads the report.
 
 Two cases give no verdict, whatever the p-value:
 
@@ -128,7 +128,10 @@ def oriented(row: dict[str, Any], weaker: str | None) -> tuple[str, str, str]:
 def _p(row: dict[str, Any], tests: int) -> str:
     if not math.isfinite(row.get("p", float("nan"))):
         return no_test_words(row)
-    return f"{row['test']} p = {format_p(row['p'])}, Holm-corrected over {tests} tests {format_p(row['p_holm'])}"
+    size = int(row.get("family_size", tests))
+    family = {"primary": f"over the {size} pair{'s' if size != 1 else ''} of the primary question",
+              "evidence": f"over the evidence's {size} tests"}.get(str(row.get("family")), f"over {size} tests")
+    return f"{row['test']} p = {format_p(row['p'])}, Holm-corrected {family} {format_p(row['p_holm'])}"
 
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from advaudit.compare.confirm import Settings, choose_instances, held_out_split, holm_rows, uniform_conditions
 from advaudit.compare.design import Group
 from advaudit.compare.units import units_of
-from advaudit.compare.why.attribution import Sides, attribute, explained_by
+from advaudit.compare.why.attribution import Sides, attribute, explained_by, headline_of
 from advaudit.compare.why.measure import Measured, measure
 from advaudit.compare.why.plan import Intervention, interventions
 from advaudit.compare.why.plot import attribution_plot
@@ -110,6 +110,9 @@ def confirm_recipes(section: dict[str, Any], world: Any, plan: list[Intervention
             check.update(n_instances=len(z), relation=row["relation"],
                          confirmed=bool(check["p_holm"] < settings.alpha and same and check["agree"] == check["pairs"]))
             row["confirmation"] = {k: v for k, v in check.items() if k != "gain"}
+        # between recipes the headline is a finding confirmed on the other instances
+        headline = headline_of([r for r in result["rows"] if (r.get("confirmation") or {}).get("confirmed")])
+        result["headline"] = headline["name"] if headline else None
 
 
 def sentences(section: dict[str, Any], world: Any, plan: list[Intervention]) -> list[str]:
@@ -133,5 +136,6 @@ def sentences(section: dict[str, Any], world: Any, plan: list[Intervention]) -> 
         elif result["design"] == "files":
             lines.append(FILES_CAVEAT)
         result.setdefault("headline_words", lines[-1] if not said else
-                          "No factor is said to explain the gap; the said ones only hide it (see the why section).")
+                          "No factor is said to explain the gap (and, between recipes, confirmed on other held-out "
+                          "instances); see the why section.")
     return lines

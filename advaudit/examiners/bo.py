@@ -187,7 +187,7 @@ class BOExaminer(HistoryMixin):
 
     def _fit(self) -> None:
         """Refit the hyperparameters (warm start); a failure keeps the previous ones, loudly."""
-        from botorch.exceptions.warnings import OptimizationWarning  # BoTorch: only the BO examiner needs it
+        from botorch.exceptions.warnings import InputDataWarning, OptimizationWarning  # only the BO examiner needs them
         from botorch.fit import fit_gpytorch_mll
         from gpytorch.mlls import ExactMarginalLogLikelihood
 
@@ -198,6 +198,9 @@ class BOExaminer(HistoryMixin):
         try:
             with warnings.catch_warnings():  # L-BFGS stopping at maxiter is expected with warm starts
                 warnings.filterwarnings("ignore", category=OptimizationWarning)
+                # an instance whose proposals so far all lay outside S (audit.validity.in_loss=barrier: no loss) has
+                # a constant y, which Standardize cannot scale to unit variance: expected, not a data problem
+                warnings.filterwarnings("ignore", category=InputDataWarning)
                 fit_gpytorch_mll(mll, optimizer_kwargs={"options": {"maxiter": self.fit_maxiter}})
             self.hyperparameters = _hyper_state(model)
         except Exception as error:  # noqa: BLE001 - any fit failure must keep the examination going

@@ -23,6 +23,8 @@ import torch
 from torch import Tensor
 
 from advaudit.compare import compare_runs
+from advaudit.compare.confirm import Settings
+from advaudit.compare.sensitivity import measure as sensitivity
 from advaudit.compare.why.attribution import Sides, attribute
 from advaudit.compare.why.measure import measure
 from advaudit.compare.why.plan import interventions
@@ -159,3 +161,25 @@ def test_the_comparison_says_why_in_words_with_a_figure(tmp_path: Path) -> None:
                for s in why["sentences"]) and Path(why["plot"]).is_file()
     text = (tmp_path / "out" / "comparison.md").read_text()
     assert "### Why one checkpoint is weaker" in text and "![why](why_" in text
+
+
+def predict_u_shaped(x: Tensor) -> Tensor:
+    """Wrong on about a quarter of the views with |a| > 0.6, at both ends of a's range (pseudo-random per view)."""
+    a, b = x.reshape(len(x), 5)[:, 0], x.reshape(len(x), 5)[:, 1]
+    coin = torch.frac(torch.sin(a * 12.9898 + b * 78.233) * 43758.5453).abs()
+    return _probs(x, ~((a.abs() > 0.6) & (coin < 0.25)))
+
+
+def test_a_loss_at_both_ends_is_one_band_with_more_evidence_than_either_outer_fifth() -> None:
+    """The far band (|a| >= 0.6 from the reference 0) holds both outer fifths' conditions: its test of the same
+    U-shaped loss has a smaller p-value than either fifth's, and it is said in words that name both ends."""
+    world = KnobWorld()
+    targets = {"u": _load("u_shaped"), "s": _load("strong")}
+    z = world.instances("test").subset(torch.arange(120))
+    record = sensitivity(world, z, targets, {"u": ("u",), "s": ("s",)}, 3, Settings(random_conditions=60))
+    rows = {(r["factor"], r["kind"], r["fifth"]): r for r in record["pairs"]}
+    band, low, high = rows[("a", "band", 2)], rows[("a", "fifth", 0)], rows[("a", "fifth", 4)]
+    assert band["low"] == pytest.approx(0.6) and band["high"] == pytest.approx(1.0)
+    assert band["p"] < min(low["p"], high["p"]) and band["said"]
+    assert band["place"] == "a 0.6-1 from 0, both ends"
+    assert not rows[("b", "band", 2)]["said"]                                  # b does nothing to either

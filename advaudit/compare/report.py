@@ -32,12 +32,12 @@ from advaudit.compare.verdict import answer_lines, answers, primary_metric, prim
 from advaudit.compare.confirm import Settings
 from advaudit.compare.where_section import where_markdown, where_section
 from advaudit.compare.why.report import why_markdown
-from advaudit.compare.why.section import why_section
+from advaudit.compare.why.section import user_groups, why_section
 from advaudit.core.intervals import format_interval
 from advaudit.core.naming import short_names
 from advaudit.core.records import write_json
-from advaudit.errors import AdvauditError
 from advaudit.worlds import build_world
+from advaudit.worlds.references import groups_of
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +130,9 @@ def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None
             log.warning("replay of %s skipped: %s", group.label, error)
             result["notes"].append(f"replay skipped: {error}")
     if replay and world is not None:
-        add_where(result, group, names, out, slug, where)
-        add_why(result, group, names, out, slug, where)
+        groups_of(world, user_groups(group, where))   # a group of the user's naming an unknown factor: one line, exit 2
+        add_section(result, "where", where_section, group, names, out, slug, where)
+        add_section(result, "why", why_section, group, names, out, slug, where)
     for answer in result["answers"]:
         pair = {names.get(answer["a"], answer["a"]), names.get(answer["b"], answer["b"])}
         found = [p for p in (result.get("why") or {}).get("pairs", []) if {p["a"], p["b"]} == pair]
@@ -140,35 +141,21 @@ def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None
     return result
 
 
-def add_why(result: dict[str, Any], group: Group, names: dict[str, str], out: Path, slug: str,
-            settings: Settings = Settings()) -> None:
-    """``result["why"]``: each pair's gap attributed to factors by intervention (:mod:`advaudit.compare.why`)."""
+def add_section(result: dict[str, Any], key: str, build: Any, group: Group, names: dict[str, str], out: Path,
+                slug: str, settings: Settings = Settings()) -> None:
+    """``result[key]``: a section ``build(group, names, out, slug, settings)`` returns (the where section,
+    :mod:`advaudit.compare.where_section`; the why section, :mod:`advaudit.compare.why`), its figure under
+    ``result["plots"][key]``. A section that cannot run (a checkpoint moved) becomes a note: the report is kept."""
     try:
-        section = why_section(group, names, out, slug, settings)
-    except AdvauditError:
-        raise
-    except Exception as error:  # a check that cannot run (a checkpoint moved) must not lose the report
-        log.warning("why section of %s skipped: %s", group.label, error)
-        result["notes"].append(f"why section skipped: {error}")
+        section = build(group, names, out, slug, settings)
+    except Exception as error:  # a check that cannot run must not lose the report
+        log.warning("%s section of %s skipped: %s", key, group.label, error)
+        result["notes"].append(f"{key} section skipped: {error}")
         return
     if section is not None:
-        result["why"] = section
+        result[key] = section
         if section.get("plot"):
-            result["plots"]["why"] = section["plot"]
-
-
-def add_where(result: dict[str, Any], group: Group, names: dict[str, str], out: Path, slug: str,
-              settings: Settings = Settings()) -> None:
-    """``result["where"]``: where one checkpoint is weaker than the other (:mod:`advaudit.compare.where_section`)."""
-    try:
-        section = where_section(group, names, out, slug, settings)
-    except Exception as error:  # a check that cannot run (a checkpoint moved) must not lose the report
-        log.warning("where section of %s skipped: %s", group.label, error)
-        result["notes"].append(f"where section skipped: {error}")
-        return
-    if section is not None:
-        result["where"] = section
-        result["plots"]["sensitivity"] = section["plot"]
+            result["plots"]["sensitivity" if key == "where" else key] = section["plot"]
 
 
 def design_of_group(group: Group, seeds: list[int]) -> str:

@@ -34,7 +34,6 @@ in a fifth (because it loses elsewhere) is never said to make the other "lose mo
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any, Sequence
 
 import numpy as np

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from advaudit.compare import replay as replay_module
+from advaudit.compare.confirm import held_out_split
 from advaudit.compare.design import Group
 from advaudit.compare.labels import distinguishing_parts
+from advaudit.worlds import build_world
 
 
 @dataclass
@@ -57,3 +59,28 @@ def units_of(group: Group, names: dict[str, str]) -> Units:
             values[source] = run_target(group.file_runs(label, source)[0])
             short[source] = part
     return Units(sides, values, short)
+
+
+@dataclass
+class Checks:
+    """What the where and why sections of a worst-case group render with: the run config, its world, the held-out
+    split (the one the examination did not use), whether the examination scored calibrated probabilities, the
+    group's first seed (it draws the held-out instances and conditions) and every seed of the group."""
+
+    config: dict[str, Any]
+    world: Any
+    split: str
+    calibrated: bool
+    seed: int
+    seeds: list[int]
+
+
+def checks_of(group: Group) -> Checks | None:
+    """The :class:`Checks` of a worst-case group of two or more checkpoints, else None."""
+    if group.audit != "worst_case" or len(group.targets) < 2:
+        return None
+    config = group.runs[0].config
+    audit = config.get("audit") or {}
+    seeds = sorted({int(r.seed) for r in group.runs if r.seed is not None})
+    return Checks(config, build_world(config["world"]), held_out_split(str(audit.get("selection_split", "val"))),
+                  bool(audit.get("calibrated", False)), seeds[0] if seeds else 0, seeds)

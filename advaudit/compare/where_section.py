@@ -35,13 +35,12 @@ from typing import Any
 import numpy as np
 
 from advaudit.compare.breakdowns import pooled_instances, searched_factors, worst_conditions
-from advaudit.compare.confirm import Settings, choose_instances, confirm, decide, held_out_split
+from advaudit.compare.confirm import Settings, choose_instances, confirm, decide
 from advaudit.compare.design import Group
-from advaudit.compare.units import units_of
+from advaudit.compare.units import checks_of, units_of
 from advaudit.compare.sensitivity import measure
 from advaudit.compare.where import Axis, between_checkpoints, holm, strongest, test_words
 from advaudit.compare.where_plots import sensitivity_plot
-from advaudit.worlds import build_world
 
 _MEASURED: dict[str, dict[str, Any]] = {}   # sensitivity of the last (world, targets, instances, seed): groups share it
 
@@ -62,17 +61,14 @@ def worst_values(group: Group, names: dict[str, str], seeds: list[int]) -> dict[
 def where_section(group: Group, names: dict[str, str], out: Path, slug: str,
                   settings: Settings = Settings()) -> dict[str, Any] | None:
     """The section (module docstring) for a worst-case group of two or more checkpoints, else None."""
-    if group.audit != "worst_case" or len(group.targets) < 2:
-        return None
     started = time.perf_counter()
-    config = group.runs[0].config
-    world = build_world(config["world"])
+    setup = checks_of(group)
+    if setup is None:
+        return None
+    config, world, split, calibrated, seed, seeds = (setup.config, setup.world, setup.split, setup.calibrated,
+                                                      setup.seed, setup.seeds)
     units = units_of(group, names)
     targets = units.load(world)                          # a checkpoint that cannot be loaded stops here
-    audit = config.get("audit") or {}
-    split, calibrated = held_out_split(str(audit.get("selection_split", "val"))), bool(audit.get("calibrated", False))
-    seeds = sorted({r.seed for r in group.runs if r.seed is not None})
-    seed = int(seeds[0]) if seeds else 0
     axes = [Axis.of(f) for f in world.factors if f.name in searched_factors(list(world.factors), group.design)]
     values = worst_values(group, names, seeds)
     section: dict[str, Any] = {"alpha": settings.alpha, "seed": seed, "settings": asdict(settings), "pairs": [],

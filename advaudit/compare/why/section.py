@@ -18,15 +18,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from advaudit.compare.confirm import Settings, choose_instances, held_out_split, holm_rows, uniform_conditions
+from advaudit.compare.confirm import Settings, choose_instances, holm_rows, uniform_conditions
 from advaudit.compare.design import Group
-from advaudit.compare.units import units_of
+from advaudit.compare.units import checks_of, units_of
 from advaudit.compare.why.attribution import Sides, attribute, explained_by, headline_of
 from advaudit.compare.why.measure import Measured, measure
 from advaudit.compare.why.plan import Intervention, interventions
 from advaudit.compare.why.plot import attribution_plot
 from advaudit.compare.why.words import FILES_CAVEAT, confirmation_words, gap_words, nothing_words, row_words
-from advaudit.worlds import build_world
 from advaudit.worlds.references import references_of
 
 
@@ -43,15 +42,12 @@ def user_groups(group: Group, settings: Settings) -> dict[str, list[str]]:
 def why_section(group: Group, names: dict[str, str], out: Path, slug: str,
                 settings: Settings = Settings()) -> dict[str, Any] | None:
     """The section (module docstring) for a worst-case group of two or more checkpoints, else None."""
-    if group.audit != "worst_case" or len(group.targets) < 2:
-        return None
     started = time.perf_counter()
-    config = group.runs[0].config
-    world = build_world(config["world"])
+    setup = checks_of(group)
+    if setup is None:
+        return None
+    config, world, split, calibrated, seed = setup.config, setup.world, setup.split, setup.calibrated, setup.seed
     plan = interventions(world, user_groups(group, settings))
-    audit = config.get("audit") or {}
-    split, calibrated = held_out_split(str(audit.get("selection_split", "val"))), bool(audit.get("calibrated", False))
-    seed = min(r.seed for r in group.runs if r.seed is not None) if any(r.seed is not None for r in group.runs) else 0
     units = units_of(group, names)
     sides, recipes = units.sides, units.recipes
     available = len(world.instances(split))

@@ -170,7 +170,9 @@ def where_markdown(section: dict[str, Any] | None) -> list[str]:
              f"Worst cases tested between the checkpoints per factor; a proposed region is confirmed on "
              f"{len(sens['instances'])} held-out {sens['split']} instances under new random conditions (seed "
              f"{section['seed']}); accuracy per fifth of each factor, and per band of distance from its reference "
-             f"value, on {sens['conditions_per_instance']} paired random conditions per instance.", ""]
+             f"value, on {sens['conditions_per_instance']} paired random conditions per instance"
+             + (f" ({section['cost']['renders']} renders, {section['cost']['seconds']:.1f} s)." if section.get("cost")
+                else "."), ""]
     lines += [f"- {s}" for s in section["sentences"]]
     lines += ["", "| checkpoint | over all random conditions | " + " | ".join(f"fifth {k + 1}" for k in range(5))
               + " | near the reference | middle | far (both ends) |", "|---|---|" + "---|" * 8]

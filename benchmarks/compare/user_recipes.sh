@@ -7,6 +7,7 @@
 #
 # Usage: bash benchmarks/compare/user_recipes.sh OUT   (after user_recipes.py --out OUT --seeds 0 1 2)
 # Environment: SEEDS="0 1 2" (training seeds) EXAMINERS="rl bo" N=40 (instances) CASES="jitter shift"
+#   (jitter_photometric: the jitter recipe with only the photometric factors searched)
 # The jitter case widens the photometric factors to the jitter's own range (in the default box, brightness +-0.1,
 # contrast 0.8-1.2, gamma 0.8-1.25, colour jitter changes accuracy under random conditions by about 1 point:
 # docs/results/comparing.md) and names the packaged reference judge explicitly (outside its training box the
@@ -20,10 +21,17 @@ PY=.venv/bin/python RUN=${RUN:-}   # RUN: a prefix for every command (e.g. nice 
 export WANDB_MODE=${WANDB_MODE:-offline} ADVAUDIT_PROGRESS=${ADVAUDIT_PROGRESS:-0} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the target blocks name tests.models.user_models.DenseHeadCNN
 JUDGE=$PWD/advaudit/worlds/transforms_reference_judge.pt
+PHOTOMETRIC='brightness:[-0.25,0.25],contrast:[0.6,1.4],gamma:[0.7,1.5]'
 for case in $CASES; do
-  box=(); [ "$case" = jitter ] && box=('world.factors={brightness:[-0.25,0.25],contrast:[0.6,1.4],gamma:[0.7,1.5]}'
-                                        "audit.validity.reference=$JUDGE")
-  experiments=""; for seed in $SEEDS; do experiments+="plain_s$seed,${case}_s$seed,"; done
+  recipe=$case box=()
+  case $case in
+    jitter) box=("world.factors={$PHOTOMETRIC}" "audit.validity.reference=$JUDGE");;
+    jitter_photometric)   # only the photometric factors searched: a worst case that can only be photometric
+      recipe=jitter
+      box=("world.factors={rotation:0,translate_x:0,translate_y:0,scale:1,shear:0,blur:0,$PHOTOMETRIC}"
+           "audit.validity.reference=$JUDGE");;
+  esac
+  experiments=""; for seed in $SEEDS; do experiments+="plain_s$seed,${recipe}_s$seed,"; done
   for ex in $EXAMINERS; do
     sweep="$OUT/examine_${case}_${ex}"
     if [ "$(ls "$sweep"/*/result.json 2>/dev/null | wc -l)" -lt "$(( 2 * $(wc -w <<< "$SEEDS") ))" ]; then

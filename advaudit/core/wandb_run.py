@@ -218,6 +218,13 @@ def _log_comparison_tables(logged: LoggedRun, summary: dict[str, Any]) -> None:
             logged.log_table(f"compare/{slug}/{table}", group.get(table) or [])
         logged.log_table(f"compare/{slug}/per_factor", [{k: v for k, v in r.items() if k != "values"}
                                                         for r in group.get("per_factor") or []])
+        why = group.get("why") or {}
+        if why.get("pairs"):   # the gap by intervention: one row per pair and intervention
+            logged.log_table(f"compare/{slug}/why", [
+                {"pair": f"{p['a']} | {p['b']}", "design": p["design"], "gap": p["gap"]["diff"],
+                 "intervention": r["name"], "factors": ", ".join(r["factors"]), "explained": r["diff"],
+                 "lo": r["lo"], "hi": r["hi"], "p_holm": r["p_holm"], "said": r["said"], "relation": r["relation"],
+                 "headline": r["name"] == p.get("headline")} for p in why["pairs"] for r in p["rows"]])
         if "replay" in group:
             transfer = group["replay"]["transfer"]
             logged.log_table(f"compare/{slug}/replay", [{"worst_conditions_of": a, **transfer[a]} for a in transfer])

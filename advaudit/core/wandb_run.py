@@ -212,6 +212,8 @@ def _log_comparison_tables(logged: LoggedRun, summary: dict[str, Any]) -> None:
         logged.log_table(f"compare/{slug}/answer", [
             {"pair": f"{a['a']} | {a['b']}", "metric": a["metric"], "relation": "primary", "status": a["status"],
              "text": a["text"]} for a in group.get("answers", [])] + [
+            {"pair": f"{a['a']} | {a['b']}", "metric": a["metric"], "relation": "why", "status": "",
+             "text": a["why"]} for a in group.get("answers", []) if a.get("why")] + [
             {"pair": f"{a['a']} | {a['b']}", "metric": s["metric"], "relation": s["relation"], "status": "",
              "text": s["text"]} for a in group.get("answers", []) for s in a["secondary"]])
         for table in ("checkpoints", "pairs", "per_class"):

@@ -90,7 +90,7 @@ class ConditionSpace:
 # matches in everything else resumes, or is extended to a larger budget (no examiner's proposals depend on the
 # budget, so 300 iterations extended to 500 equal a 500-iteration run)
 _LENGTH_KEYS = ("budget", "budget_unit", "report_budgets")
-SECTIONS = ("world", "examiner")
+SECTIONS = WorstCaseAuditConf.card.sections  # the config sections besides the audit that change its results
 
 
 def examination_key(cfg: DictConfig) -> str:

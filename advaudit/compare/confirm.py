@@ -26,14 +26,13 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
-from scipy.stats import wilcoxon
 from torch import Tensor
 
 from advaudit.compare.cells import band_values, region_text
 from advaudit.compare.stats import over_files
 from advaudit.compare.where import ALPHA, Axis
 from advaudit.core.intervals import format_interval, mean_with_ci
-from advaudit.core.statistics import format_p, holm
+from advaudit.core.statistics import format_p, holm, signed_rank_test
 from advaudit.worlds.protocol import unit_to_factor
 
 DRAW = ("torch.Generator().manual_seed(seed): torch.rand([n, m, C]) mapped onto the factors' bounds; "
@@ -126,12 +125,7 @@ def paired(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     diffs = np.asarray(a, float) - np.asarray(b, float)
     diffs = diffs[np.isfinite(diffs)]
     stats = mean_with_ci(diffs)
-    if len(diffs) == 0:
-        p = float("nan")
-    elif np.all(diffs == 0):
-        p = 1.0
-    else:
-        p = float(wilcoxon(diffs, zero_method="wilcox").pvalue)
+    p = signed_rank_test(diffs)[1]
     return {"diff": stats["mean"], "lo": stats["lo"], "hi": stats["hi"], "p": p, "n": int(len(diffs))}
 
 

@@ -13,8 +13,9 @@ import math
 from typing import Any, Sequence, TypeVar
 
 import numpy as np
+from scipy.stats import wilcoxon
 
-__all__ = ["format_p", "holm", "kuiper_p_value", "kuiper_statistic", "kuiper_uniform"]
+__all__ = ["format_p", "holm", "kuiper_p_value", "kuiper_statistic", "kuiper_uniform", "signed_rank_test"]
 
 Rows = TypeVar("Rows", bound=Sequence[Any])
 
@@ -48,6 +49,18 @@ def holm(rows: Rows, key: str = "p", out: str = "p_holm") -> Rows:
         if id(row) not in corrected and get(row, out) is None:
             put(row, float("nan"))
     return rows
+
+
+def signed_rank_test(diffs: np.ndarray) -> tuple[float, float]:
+    """``(statistic, p)`` of Wilcoxon's two-sided signed-rank test of paired differences ``[n]`` (NaNs dropped):
+    ``(0, 1)`` when every difference is 0, ``(0, nan)`` for none (:func:`advaudit.compare.power.wilcoxon_p` is
+    its batched form, for simulations)."""
+    diffs = np.asarray(diffs, float)
+    diffs = diffs[np.isfinite(diffs)]
+    if len(diffs) == 0 or np.all(diffs == 0):
+        return 0.0, 1.0 if len(diffs) else float("nan")
+    result = wilcoxon(diffs, zero_method="wilcox", alternative="two-sided")
+    return float(result.statistic), float(result.pvalue)
 
 
 def kuiper_uniform(unit: np.ndarray) -> tuple[float, float]:

@@ -58,12 +58,7 @@ def method_of(config: dict[str, Any]) -> str | None:
     """The examiner / search method that distinguishes runs of the same audit (the config value at its card's
     ``method`` key), or None."""
     card = audit_card((config.get("audit") or {}).get("name"))
-    if card is None or not card.method:
-        return None
-    value: Any = config
-    for key in card.method.split("."):
-        value = value.get(key) if isinstance(value, dict) else None
-    return str(value) if value and not isinstance(value, (dict, list)) else None
+    return card.method_in(config) if card is not None else None
 
 
 @dataclass

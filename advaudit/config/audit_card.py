@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 __all__ = ["AuditCard", "CARDS", "Metric", "MetricPattern", "card_of", "register"]
 
@@ -101,6 +101,13 @@ class AuditCard:
     def metric(self, key: str) -> Optional[Metric]:
         """The declared metric ``key``, or None."""
         return next((m for m in self.metrics if m.key == key), None)
+
+    def method_in(self, config: Mapping[str, Any]) -> Optional[str]:
+        """The method a run's (plain, resolved) ``config`` names at :attr:`method` (``examiner.name``), or None."""
+        value: Any = config if self.method else None
+        for key in (self.method or "").split(".") if value is not None else ():
+            value = value.get(key) if isinstance(value, Mapping) else None
+        return str(value) if value and not isinstance(value, (Mapping, list)) else None
 
 
 #: audit name -> its card, filled as the audits' settings classes are defined (:class:`advaudit.config.part.Part`)

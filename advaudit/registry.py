@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -27,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from advaudit.audits.settings import report_budgets_within
 from advaudit.config import known_keys
-from advaudit.config.part import Part
+from advaudit.config.part import Part, declaring_modules
 from advaudit.config.roots import ExamineConf, PathsConf, TrainConf
 from advaudit.examiners.settings import LABELS as EXAMINER_LABELS, SUPPLIED as EXAMINER_SUPPLIED
 from advaudit.models.nets import SUPPLIED as ARCHITECTURE_SUPPLIED
@@ -39,8 +38,6 @@ __all__ = ["SCHEMAS", "PART_KEYS", "METHOD_GROUP", "method_options", "register_c
 METHOD_GROUP = "search/method"
 #: the packages whose parts have settings, below ``advaudit/``
 PART_PACKAGES = ("audits", "examiners", "worlds", "search", "data", "models")
-#: a module that declares a part's settings stores it under a name (:attr:`Part.schema_name`)
-_DECLARES = re.compile(r"^\s+schema_name: ClassVar\[", re.M)
 #: by dotted path, a part's block's labels (never passed) and the arguments its caller supplies (never
 #: set in config): an examiner's ``name`` and the worst-case audit's arguments; training's to an architecture
 PART_KEYS = {"examiner": (EXAMINER_LABELS, EXAMINER_SUPPLIED), "model.arch": ((), ARCHITECTURE_SUPPLIED)}
@@ -48,13 +45,7 @@ PART_KEYS = {"examiner": (EXAMINER_LABELS, EXAMINER_SUPPLIED), "model.arch": (()
 
 def settings_modules(root: Path = Path(__file__).parent) -> list[str]:
     """The modules of :data:`PART_PACKAGES` under ``root`` that declare a part's settings, sorted."""
-    found = []
-    for package in PART_PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            if _DECLARES.search(path.read_text()):
-                parts = path.relative_to(root.parent).with_suffix("").parts
-                found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return sorted(found)
+    return sorted(name for package in PART_PACKAGES for name in declaring_modules(root / package))
 
 
 def part_schemas(modules: Sequence[str]) -> list[tuple[str, str, type]]:

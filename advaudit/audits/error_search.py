@@ -47,7 +47,7 @@ from advaudit.search.pools import draw_pools, eligible
 from advaudit.search.scorers import ScoreInputs
 
 log = logging.getLogger(__name__)
-SECTIONS = ("search", "oracle")  # the config sections besides the audit that change its results
+SECTIONS = ErrorSearchAuditConf.card.sections  # the config sections besides the audit that change its results
 MEASURES = ("sdr", "errors", "spread", "coverage", "confidence")  # per query count, see advaudit.search.metrics
 
 

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import wilcoxon
 
-from advaudit.core.intervals import format_interval, format_p, mean_with_ci
+from advaudit.core.intervals import format_interval, mean_with_ci
+from advaudit.core.statistics import format_p
 
 ALPHA = 0.05
 

@@ -49,7 +49,7 @@ PIXEL_ENGINES = {"foolbox": foolbox_pixel_tests, "advaudit": pixel_tests}
 
 # audit keys that only steer what is reported from the tests (re-scored from the saved tests by a rerun)
 REPORT_KEYS = ("transfer_targets", "fault_feature")
-SECTIONS = ("generator",)
+SECTIONS = FaultTestsAuditConf.card.sections  # the config sections besides the audit that change its results
 
 
 @dataclass

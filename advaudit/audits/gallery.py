@@ -18,7 +18,7 @@ from advaudit.audits.settings import GalleryAuditConf
 from advaudit.core.plots import plt, save_figure
 from advaudit.models.tracking import open_wandb
 from advaudit.worlds import build_world
-from advaudit.worlds.protocol import unit_to_factor
+from advaudit.worlds.protocol import offered, unit_to_factor
 
 
 def sweep_conditions(n_factors: int, steps: int, base: float, overrides: dict[int, float]) -> torch.Tensor:
@@ -45,7 +45,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     for i in range(len(z)):
         one = z.subset(torch.tensor([i]).to(z.labels.device))
         s = unit_to_factor(u.reshape(1, -1, len(names)), world.factors)
-        images = world.render(one, s.to(getattr(world, "device", "cpu"))).cpu().view(len(names), steps, *world.image_shape)
+        images = world.render(one, s.to(offered(world, "device"))).cpu().view(len(names), steps, *world.image_shape)
         fig, axes = plt.subplots(len(names), steps, figsize=(steps * 1.0, len(names) * 1.05), squeeze=False)
         for r, factor in enumerate(world.factors):
             for c in range(steps):

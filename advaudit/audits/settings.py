@@ -9,6 +9,7 @@ from omegaconf import MISSING
 
 from advaudit.audits.checks import (check_audit_dataset, check_error_search, check_fault_tests, check_gallery,
                                     check_worst_case)
+from advaudit.config.audit_card import AuditCard, Metric, MetricPattern
 from advaudit.config.part import Part
 from advaudit.config.ranges import Ranged, ranged
 from advaudit.config.roots import FunctionConf
@@ -57,12 +58,25 @@ def report_budgets_within(budget: Any) -> List[int]:
     return [b for b in PAPER_REPORT_BUDGETS if b < budget] + [budget]
 
 
+#: what the comparison, W&B and the reports read about a worst-case run: the primary question first
+WORST_CASE_CARD = AuditCard(
+    sections=("world", "examiner"), method="examiner.name", searches_world=True, control="examine/random_accuracy",
+    metrics=(Metric("examine/E_T_valid", True, "E_T_valid",
+                    label="E_T inside S (true-class probability of the final proposals that keep the label)"),
+             Metric("examine/E_T", True, "E_T", label="E_T (true-class probability of all final proposals, the paper's)"),
+             Metric("examine/worst", True, "worst", label="worst true-class probability found"),
+             Metric("examine/failure_rate", False, "failed", binary=True, label="share of instances failed"),
+             Metric("examine/random_accuracy", True, "random_accuracy", label="accuracy under random conditions"),
+             Metric("examine/invalid_share", None, label="share of invalid proposals")))
+
+
 @dataclass
 class WorstCaseAuditConf(Ranged, Part):
     """``conf/audit/worst_case.yaml``: Algorithm 1 of the adversarial-examiner paper, batched over instances."""
 
     config_group: ClassVar[str] = "audit"
     schema_name: ClassVar[Optional[str]] = "worst_case_schema"
+    card: ClassVar[AuditCard] = WORST_CASE_CARD
 
     config_path: ClassVar[str] = "audit"
     name: str = "worst_case"
@@ -142,6 +156,13 @@ class ErrorSearchAuditConf(Ranged, Part):
 
     config_group: ClassVar[str] = "audit"
     schema_name: ClassVar[Optional[str]] = "error_search_schema"
+    # SDR (errors found over errors the confidence predicts, adversarial-distance paper Eq. 3) is 1 when a model's
+    # errors are as frequent as its confidence says and above 1 when it is overconfident: within one group (one
+    # search method, one pool) a higher SDR is a checkpoint whose confident mistakes are easier to find, i.e. weaker
+    card: ClassVar[AuditCard] = AuditCard(
+        sections=("search", "oracle"), method="search.name",
+        patterns=(MetricPattern(r"^search/[^/]+/sdr@\d+$", False, "SDR", None),
+                  MetricPattern(r"^search/sdr@\d+$", False, "SDR", None)))
 
     config_path: ClassVar[str] = "audit"
     name: str = "error_search"
@@ -193,6 +214,10 @@ class FaultTestsAuditConf(Ranged, Part):
 
     config_group: ClassVar[str] = "audit"
     schema_name: ClassVar[Optional[str]] = "fault_tests_schema"
+    card: ClassVar[AuditCard] = AuditCard(
+        sections=("generator",),
+        patterns=(MetricPattern(r"^faults/[^/]+/success$", False, "fault-test success", 1.0),
+                  MetricPattern(r"^faults/[^/]+/transfer_acc/.+$", None, "accuracy on transferred tests", 1.0)))
 
     config_path: ClassVar[str] = "audit"
     name: str = "fault_tests"
@@ -243,6 +268,7 @@ class GalleryAuditConf(Ranged, Part):
 
     config_group: ClassVar[str] = "audit"
     schema_name: ClassVar[Optional[str]] = "gallery_schema"
+    card: ClassVar[AuditCard] = AuditCard(sections=("world",))
 
     config_path: ClassVar[str] = "audit"
     needs_target: ClassVar[bool] = False  # renders the world only
@@ -266,6 +292,11 @@ class EvaluateAuditConf(Ranged, Part):
 
     config_group: ClassVar[str] = "audit"
     schema_name: ClassVar[Optional[str]] = "evaluate_schema"
+    card: ClassVar[AuditCard] = AuditCard(sections=(), metrics=(
+        Metric("evaluate/acc", True, "correct", binary=True, label="accuracy"),
+        Metric("evaluate/mean_true_prob", True, "true_prob", label="mean true-class probability"),
+        Metric("evaluate/ece", False, label="expected calibration error"),
+        Metric("evaluate/worst_class_acc", True, label="worst-class accuracy")))
 
     config_path: ClassVar[str] = "audit"
     name: str = "evaluate"

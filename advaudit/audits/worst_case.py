@@ -39,7 +39,7 @@ from advaudit.core.records import append_jsonl, read_jsonl, write_json
 from advaudit.errors import AdvauditError, require
 from advaudit.examiners import build_examiner
 from advaudit.worlds import build_world, fit_target_to_world
-from advaudit.worlds.protocol import Factor, Instances, periodic_mask, unit_to_factor
+from advaudit.worlds.protocol import Factor, Instances, offered, periodic_mask, unit_to_factor
 from advaudit.worlds.settings import InLoss
 from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
 
@@ -90,7 +90,7 @@ class ConditionSpace:
 # matches in everything else resumes, or is extended to a larger budget (no examiner's proposals depend on the
 # budget, so 300 iterations extended to 500 equal a 500-iteration run)
 _LENGTH_KEYS = ("budget", "budget_unit", "report_budgets")
-SECTIONS = ("world", "examiner")
+SECTIONS = WorstCaseAuditConf.card.sections  # the config sections besides the audit that change its results
 
 
 def examination_key(cfg: DictConfig) -> str:
@@ -176,7 +176,7 @@ def prepare(cfg: DictConfig, shard: int | None = None) -> Examination:
                          audit.selection_renders, seed, audit.calibrated)
     space = ConditionSpace(list(world.factors), list(audit.fixed_random), len(z),
                            torch.Generator().manual_seed(seed + 1))
-    device = getattr(world, "device", torch.device("cpu"))
+    device = torch.device(offered(world, "device"))
     judge = ValidityJudge(world, audit.validity, device=target.device if hasattr(target, "device") else device)
     require(not (audit.judge and judge.reference_path is not None
                  and Path(str(audit.judge)).expanduser().resolve() == judge.reference_path.resolve()),

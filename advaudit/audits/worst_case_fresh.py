@@ -21,6 +21,7 @@ from torch import Tensor
 
 from advaudit.audits import examiner_metrics as metrics
 from advaudit.audits.settings import Mode
+from advaudit.worlds.protocol import offered
 from advaudit.worlds.validity import independent_verdicts
 
 GALLERY_PX = 96
@@ -29,9 +30,9 @@ FRESH_FILE = "fresh_conditions.pt"
 
 def gallery_world(world: Any) -> Any:
     """``world`` rendering at least :data:`GALLERY_PX` pixels a side, where it can change its size."""
-    size = getattr(world, "image_size", None)
-    if hasattr(world, "with_image_size") and isinstance(size, int) and size < GALLERY_PX:
-        return world.with_image_size(GALLERY_PX)
+    size, resize = offered(world, "image_size"), offered(world, "with_image_size")
+    if resize is not None and isinstance(size, int) and size < GALLERY_PX:
+        return resize(GALLERY_PX)
     return world
 
 

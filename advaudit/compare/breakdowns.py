@@ -10,17 +10,16 @@ cluster straddling 0/360 deg is one cluster, found as surely as one at 180 deg.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.stats import circmean, kstest
-from statsmodels.stats.multitest import multipletests
 
 from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric
-from advaudit.core.intervals import format_p, mean_with_ci
+from advaudit.core.intervals import mean_with_ci
+from advaudit.core.statistics import format_p, holm, kuiper_uniform
 
 
 def pooled_instances(group: Group, target: str, seeds: list[int]) -> pd.DataFrame | None:
@@ -58,31 +57,6 @@ def worst_conditions(frame: pd.DataFrame) -> pd.DataFrame:
     """``[N, C]`` table of each row's ``worst_s`` (factor units), one column per factor."""
     values = [s if isinstance(s, dict) else {} for s in frame.get("worst_s", pd.Series(dtype=object))]
     return pd.DataFrame(values, index=frame.index)
-
-
-def kuiper_uniform(unit: np.ndarray) -> tuple[float, float]:
-    """Kuiper's test of points on a circle (``unit`` in [0, 1), one turn) against the uniform distribution.
-
-    ``V = D+ + D-`` with ``D+ = max_i (i/n - u_(i))`` and ``D- = max_i (u_(i) - (i-1)/n)`` over the sorted
-    points: the same for every choice of where the circle is cut. p-value: Stephens' (1970)
-    approximation, ``Q(lambda) = 2 sum_j (4 j^2 lambda^2 - 1) exp(-2 j^2 lambda^2)`` at
-    ``lambda = (sqrt(n) + 0.155 + 0.24 / sqrt(n)) V`` (checked against simulation in the tests).
-    """
-    u = np.sort(np.mod(np.asarray(unit, dtype=float), 1.0))
-    n = len(u)
-    i = np.arange(1, n + 1)
-    statistic = float(np.max(i / n - u) + np.max(u - (i - 1) / n))
-    return statistic, kuiper_p_value(statistic, n)
-
-
-def kuiper_p_value(statistic: float, n: int) -> float:
-    """``P(V >= statistic)`` for ``n`` uniform points on a circle (Stephens' approximation, above)."""
-    lam = (math.sqrt(n) + 0.155 + 0.24 / math.sqrt(n)) * statistic
-    if lam < 0.4:  # the series is not accurate here; the true p-value is above 0.999
-        return 1.0
-    j = np.arange(1, 101)
-    p = float(2 * np.sum((4 * j ** 2 * lam ** 2 - 1) * np.exp(-2 * j ** 2 * lam ** 2)))
-    return float(min(1.0, max(0.0, p)))
 
 
 def densest_fifth(unit: np.ndarray, periodic: bool, grid: int = 200) -> tuple[float, float]:
@@ -145,11 +119,7 @@ def per_factor(group: Group, seeds: list[int], factors: list[Any], searched: lis
 
 def holm_over_factors(rows: list[dict[str, Any]], alpha: float = 0.05) -> None:
     """Add ``p_holm`` (Holm over these rows: one checkpoint's factors) and a plain-words ``verdict``."""
-    if not rows:
-        return
-    corrected = multipletests([r["p"] for r in rows], alpha=alpha, method="holm")[1]
-    for row, p_holm in zip(rows, corrected):
-        row["p_holm"] = float(p_holm)
+    for row in holm(rows):
         row["verdict"] = factor_verdict(row, len(rows), alpha)
 
 

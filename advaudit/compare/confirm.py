@@ -26,14 +26,13 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
-from scipy.stats import wilcoxon
-from statsmodels.stats.multitest import multipletests
 from torch import Tensor
 
 from advaudit.compare.cells import band_values, region_text
 from advaudit.compare.stats import over_files
 from advaudit.compare.where import ALPHA, Axis
-from advaudit.core.intervals import format_interval, format_p, mean_with_ci
+from advaudit.core.intervals import format_interval, mean_with_ci
+from advaudit.core.statistics import format_p, holm, signed_rank_test
 from advaudit.worlds.protocol import unit_to_factor
 
 DRAW = ("torch.Generator().manual_seed(seed): torch.rand([n, m, C]) mapped onto the factors' bounds; "
@@ -126,12 +125,7 @@ def paired(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     diffs = np.asarray(a, float) - np.asarray(b, float)
     diffs = diffs[np.isfinite(diffs)]
     stats = mean_with_ci(diffs)
-    if len(diffs) == 0:
-        p = float("nan")
-    elif np.all(diffs == 0):
-        p = 1.0
-    else:
-        p = float(wilcoxon(diffs, zero_method="wilcox").pvalue)
+    p = signed_rank_test(diffs)[1]
     return {"diff": stats["mean"], "lo": stats["lo"], "hi": stats["hi"], "p": p, "n": int(len(diffs))}
 
 
@@ -181,19 +175,9 @@ def confirm(world: Any, z: Any, targets: dict[str, Any], sides: dict[str, tuple[
     return check
 
 
-def holm_rows(rows: list[dict[str, Any]]) -> None:
-    """Set ``p_holm`` on every row (in place): Holm over the rows with a finite ``p``, NaN on the others."""
-    finite = [r for r in rows if math.isfinite(r["p"])]
-    if finite:
-        for row, p in zip(finite, multipletests([r["p"] for r in finite], method="holm")[1]):
-            row["p_holm"] = float(p)
-    for row in rows:
-        row.setdefault("p_holm", float("nan"))
-
-
 def decide(checks: list[dict[str, Any]], alpha: float = ALPHA) -> None:
     """Holm over ``checks`` (in place); each gets ``p_holm``, ``weaker`` (or None) and ``words``."""
-    holm_rows(checks)
+    holm(checks)
     for check in checks:
         separated = (math.isfinite(check["p_holm"]) and check["p_holm"] < alpha and check["diff"] != 0
                      and check.get("agree", 0) == check.get("pairs", 0))

@@ -1,8 +1,9 @@
 """Which runs can be compared with which: groups of runs that differ only in the checkpoint.
 
 Two runs are comparable when their configs agree on everything that defines the examination
-(the sections the audit reads: its settings, the world and examiner of a worst-case audit, the
-search methods of an error search, the generator of fault tests) and differ only in ``target``
+(the audit's settings and the sections its card names, :class:`advaudit.config.audit_card.AuditCard`:
+the world and examiner of a worst-case audit, the search methods of an error search, the generator
+of fault tests; an audit without a card: every section but bookkeeping) and differ only in ``target``
 and ``seed``. The config compared is the one Hydra saved before resolving interpolations
 (``<run>/.hydra/config.yaml``), so a value that follows the seed (``seed: ${seed}``) does not split
 replications of one design; runs without it fall back to the resolved config in result.json.
@@ -19,8 +20,10 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from advaudit.audits.cards import audit_card
 from advaudit.compare.labels import checkpoint_source, distinguishing_parts
 from advaudit.compare.records import RunRecord
+from advaudit.config.audit_card import AuditCard
 from advaudit.core.run_records import audit_design
 from advaudit.core.naming import short_name, short_names
 from advaudit.errors import AdvauditError
@@ -30,15 +33,10 @@ BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device"
                "optimized_metric", "callbacks", "trainer", "debug", "status", "sweep", "compare"}
 
 
-# the config sections each audit reads (others: everything but BOOKKEEPING)
-SECTIONS = {"worst_case": ("audit", "world", "examiner"), "evaluate": ("audit",),
-            "error_search": ("audit", "search", "oracle"), "fault_tests": ("audit", "generator"),
-            "gallery": ("audit", "world")}
-
-
 def design_of(config: dict[str, Any], audit: str | None = None) -> dict[str, Any]:
     """The part of a config that defines the examination (see module docstring)."""
-    sections = SECTIONS.get(str(audit))
+    card = audit_card(audit)
+    sections = ("audit", *card.sections) if card is not None and card.sections is not None else None
     design = {k: v for k, v in config.items() if (k in sections if sections else k not in BOOKKEEPING)}
     if isinstance(design.get("audit"), dict):
         design["audit"] = audit_design(design["audit"])
@@ -57,11 +55,10 @@ def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def method_of(config: dict[str, Any]) -> str | None:
-    """The examiner / search method that distinguishes runs of the same audit."""
-    audit = (config.get("audit") or {}).get("name")
-    section = {"worst_case": "examiner", "error_search": "search"}.get(str(audit))
-    value = config.get(section) if section else None
-    return str(value.get("name")) if isinstance(value, dict) and value.get("name") else None
+    """The examiner / search method that distinguishes runs of the same audit (the config value at its card's
+    ``method`` key), or None."""
+    card = audit_card((config.get("audit") or {}).get("name"))
+    return card.method_in(config) if card is not None else None
 
 
 @dataclass
@@ -85,6 +82,16 @@ class Group:
     @property
     def method(self) -> str | None:
         return method_of(self.runs[0].config)
+
+    @property
+    def card(self) -> AuditCard | None:
+        """What the group's audit declares about its runs (None: an audit advaudit does not hold)."""
+        return audit_card(self.audit)
+
+    @property
+    def searches_world(self) -> bool:
+        """Its audit searches a world's conditions (:attr:`advaudit.config.audit_card.AuditCard.searches_world`)."""
+        return bool(self.card and self.card.searches_world)
 
     @property
     def label(self) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from advaudit.core.naming import short_names
+from advaudit.core.statistics import format_p
 from advaudit.errors import require
 
 GATE_FILE = "gate.xml"
@@ -83,7 +84,7 @@ def _case(group: dict[str, Any], row: dict[str, Any], candidate: str, base: str,
     if failed:
         message = (f"{name} is weaker than {base_name} on {metric} beyond the margin {margin:g}: "
                    f"difference {d:+.3f} [{lo:+.3f}, {hi:+.3f}] (positive: {name} weaker), "
-                   f"Holm-corrected p = {row['p_holm']:.2g} ({group['label']})")
+                   f"Holm-corrected p = {format_p(row['p_holm'])} ({group['label']})")
     else:
         message = f"{name} passes against {base_name} on {metric} (margin {margin:g}): {answer['text']}"
     return {"group": group["label"], "candidate": name, "candidate_target": candidate, "baseline": base_name,

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from advaudit.core.plots import plt, save_figure
+from advaudit.core.statistics import format_p
 
 
 def forest_plot(rows: list[dict[str, Any]], names: dict[str, str], path: Path, title: str) -> Path:
@@ -99,7 +100,7 @@ def factor_histograms(rows: list[dict[str, Any]], factors: list[Any], names: dic
         for r in mine:
             ax.hist(r["values"], bins=bins, density=True, histtype="step", linewidth=1.5, color=colors[r["target"]])
         circle = " (circle)" if getattr(factor, "periodic", False) else ""
-        holm = ", ".join(f"{r['p_holm']:.2g}" for r in mine)
+        holm = ", ".join(format_p(r["p_holm"]) for r in mine)
         ax.set_title(f"{factor.name} {factor.unit}".strip() + circle + f"\nHolm p: {holm}", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.xaxis.set_major_locator(plt.MaxNLocator(4))  # 3.4-inch panels: more ticks ran into each other

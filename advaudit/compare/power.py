@@ -94,9 +94,9 @@ def pilot_from_pairs(pairs: pd.DataFrame, binary: bool) -> Pilot:
 def wilcoxon_p(diffs: np.ndarray) -> np.ndarray:
     """``[R]`` two-sided Wilcoxon signed-rank p-values of ``[R, n]`` differences (zeros dropped).
 
-    Equals ``stats._wilcoxon`` row by row (p = 1 where every difference is 0), except for rows with
-    ties or zeros at n <= 13: there scipy runs a permutation test over 2^n sign flips per row, which
-    made a power estimate of tied scores (floors, identical per-instance values) take minutes; those
+    Equals :func:`advaudit.core.statistics.signed_rank_test` row by row (p = 1 where every difference is 0),
+    except for rows with ties or zeros at n <= 13: there scipy runs a permutation test over 2^n sign flips per
+    row, which made a power estimate of tied scores (floors, identical per-instance values) take minutes; those
     rows take the normal approximation with the tie correction instead (a power estimate, not a verdict).
     """
     p = np.ones(diffs.shape[0])

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
+from advaudit.audits.cards import audit_card
 from advaudit.compare.labels import distinct_labels, name_recipes
 from advaudit.core.records import read_json, read_jsonl
 from advaudit.errors import require
@@ -159,13 +160,19 @@ def _read_per_instance(record: RunRecord) -> pd.DataFrame | None:
         frame = pd.DataFrame(rows)
     elif (record.run_dir / PER_INSTANCE_CSV).exists():
         frame = pd.read_csv(record.run_dir / PER_INSTANCE_CSV)
-    elif record.audit == "worst_case" and (record.run_dir / "steps.jsonl").exists():
+    elif _searches_world(record.audit) and (record.run_dir / "steps.jsonl").exists():
         frame = per_instance_from_steps(record.run_dir / "steps.jsonl", record.config)
     else:
         return None
     if "failed" in frame:
         frame["failed"] = frame["failed"].astype(bool)
     return frame.sort_values("instance").reset_index(drop=True)
+
+
+def _searches_world(audit: str | None) -> bool:
+    """Whether the audit's card says its runs search a world (their ``steps.jsonl`` holds every proposal)."""
+    card = audit_card(audit)
+    return bool(card and card.searches_world)
 
 
 def per_instance_from_steps(steps_path: Path, config: dict[str, Any]) -> pd.DataFrame:

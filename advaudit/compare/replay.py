@@ -115,7 +115,7 @@ def replay(group: Group, seeds: list[int], batch: int = 256) -> dict[str, Any]:
 
 def summarise_replay(rows: pd.DataFrame, group: Group, seeds: list[int]) -> dict[str, Any]:
     """Matrices ``transfer`` and ``true_prob`` ``{source: {scored: value}}`` plus counts and control."""
-    random_accuracy = Metric("examine/random_accuracy", True)
+    random_accuracy = Metric((group.card.control if group.card else None) or "", True)  # the card's control
     transfer: dict[str, dict[str, float]] = {}
     true_prob: dict[str, dict[str, float]] = {}
     counts: dict[str, int] = {}

@@ -119,7 +119,7 @@ def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None
     if result["per_factor"]:
         result["plots"]["factors"] = str(plots.factor_histograms(result["per_factor"], factors, names,
                                                                  out / f"factors_{slug}.png"))
-    if replay and group.audit == "worst_case" and world is not None:
+    if replay and group.searches_world and world is not None:
         try:
             matrix = run_replay(group, seeds)
             matrix["rows"].assign(group=group.label).to_csv(out / f"replay_{slug}.csv", index=False)
@@ -178,7 +178,7 @@ def design_of_group(group: Group, seeds: list[int]) -> str:
 def _world(group: Group) -> tuple[Any, list[Any]]:
     """The group's world rebuilt from its config (None when the audit has no world)."""
     world_cfg = group.runs[0].config.get("world")  # resolved (the design may hold interpolations)
-    if not world_cfg or group.audit not in ("worst_case",):
+    if not world_cfg or not group.searches_world:
         return None, []
     try:
         world = build_world(world_cfg)

@@ -39,10 +39,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from advaudit.compare.cells import Cells, cell_fields, cells_of, per_cell, said
-from advaudit.compare.confirm import Settings, holm_rows, paired, score, uniform_conditions
+from advaudit.compare.confirm import Settings, paired, score, uniform_conditions
 from advaudit.compare.sensitivity_recipes import recipe_interaction
 from advaudit.compare.where import ALPHA, region_words
-from advaudit.core.intervals import format_interval, format_p, mean_with_ci
+from advaudit.core.intervals import format_interval, mean_with_ci
+from advaudit.core.statistics import format_p, holm
 
 FIFTHS = 5
 
@@ -120,7 +121,7 @@ def interaction(a: str, b: str, cells: Sequence[Cells], accuracy: Sequence[dict[
                          "acc_b": float(np.nanmean(acc_b[:, k])), "overall_a": float(overall[a].mean()),
                          "overall_b": float(overall[b].mean()),
                          "in_fifth": paired(acc_a[:, k], acc_b[:, k]), **loss})
-    holm_rows(rows)
+    holm(rows)
     for row in rows:
         row["said"] = said(row, alpha, min_points)
         row["words"] = sensitivity_words(row, len(rows)) if row["said"] else ""

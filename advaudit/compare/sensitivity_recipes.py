@@ -20,10 +20,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from advaudit.compare.cells import Cells, cell_fields, said
-from advaudit.compare.confirm import holm_rows
 from advaudit.compare.stats import over_files
 from advaudit.compare.where import ALPHA
-from advaudit.core.intervals import format_interval, format_p
+from advaudit.core.intervals import format_interval
+from advaudit.core.statistics import format_p, holm
 
 
 def recipe_interaction(a: str, b: str, sides: dict[str, tuple[str, ...]], cells: Sequence[Cells],
@@ -47,7 +47,7 @@ def recipe_interaction(a: str, b: str, sides: dict[str, tuple[str, ...]], cells:
                          "pairs": len(sides[a]) * len(sides[b]),
                          "agree": int(sum(np.sign(loss[x] - loss[y]) == sign and sign != 0
                                           for x in sides[a] for y in sides[b])), **stats})
-    holm_rows(rows)
+    holm(rows)
     for row in rows:
         row["said"] = bool(said(row, alpha, min_points) and row["agree"] == row["pairs"])
         row["words"] = recipe_words(row, len(rows)) if row["said"] else ""

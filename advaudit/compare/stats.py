@@ -33,13 +33,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import ttest_1samp, ttest_ind, wilcoxon
+from scipy.stats import ttest_1samp, ttest_ind
 from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
 
 from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric, instance_values, run_value
-from advaudit.core.intervals import format_interval, format_p, mean_with_ci
+from advaudit.core.intervals import format_interval, mean_with_ci
+from advaudit.core.statistics import format_p, holm, signed_rank_test
 
 ALPHA = 0.05
 
@@ -200,22 +200,8 @@ def paired_test(pairs: pd.DataFrame, seed_diffs: np.ndarray, metric: Metric) -> 
 
 
 def _wilcoxon(diffs: np.ndarray) -> dict[str, Any]:
-    diffs = diffs[np.isfinite(diffs)]
-    if len(diffs) == 0 or np.all(diffs == 0):
-        return {"test": "Wilcoxon signed-rank", "statistic": 0.0, "p": 1.0 if len(diffs) else float("nan")}
-    result = wilcoxon(diffs, zero_method="wilcox", alternative="two-sided")
-    return {"test": "Wilcoxon signed-rank", "statistic": float(result.statistic), "p": float(result.pvalue)}
-
-
-def holm(rows: list[dict[str, Any]]) -> None:
-    """Add ``p_holm`` to each row in place: Holm over every row with a p-value (one family)."""
-    finite = [r for r in rows if math.isfinite(r.get("p", float("nan")))]
-    if finite:
-        corrected = multipletests([r["p"] for r in finite], alpha=ALPHA, method="holm")[1]
-        for r, p in zip(finite, corrected):
-            r["p_holm"] = float(p)
-    for r in rows:
-        r.setdefault("p_holm", float("nan"))
+    statistic, p = signed_rank_test(diffs)
+    return {"test": "Wilcoxon signed-rank", "statistic": statistic, "p": p}
 
 
 def compare_pairs(group: Group, metrics: list[Metric], seeds: list[int], primary: str | None = None) -> list[dict[str, Any]]:

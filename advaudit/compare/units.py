@@ -77,7 +77,7 @@ class Checks:
 
 def checks_of(group: Group) -> Checks | None:
     """The :class:`Checks` of a worst-case group of two or more checkpoints, else None."""
-    if group.audit != "worst_case" or len(group.targets) < 2:
+    if not group.searches_world or len(group.targets) < 2:
         return None
     config = group.runs[0].config
     audit = config.get("audit") or {}

@@ -30,7 +30,8 @@ from typing import Any
 from advaudit.compare.metrics import Metric
 from advaudit.compare.records import RunRecord
 from advaudit.compare.stats import ALPHA, no_test_words
-from advaudit.core.intervals import format_interval, format_p
+from advaudit.core.intervals import format_interval
+from advaudit.core.statistics import format_p
 from advaudit.errors import require
 
 #: float32 softmax probabilities carry about 7 significant digits; two exports of one model's weights

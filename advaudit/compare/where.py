@@ -25,8 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from scipy.stats import ks_2samp, permutation_test
-from statsmodels.stats.multitest import multipletests
-from advaudit.core.intervals import format_p
+from advaudit.core.statistics import format_p, kuiper_statistic
 
 ALPHA = 0.05
 WINDOW = 0.2     # a region is a fifth of the factor's range wide
@@ -86,27 +85,6 @@ class FactorTest:
         return {**asdict(self), "region": list(self.region)}
 
 
-def kuiper_statistic(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Two-sample Kuiper ``V`` of points in [0, 1) ``x`` ``[..., n]`` and ``y`` ``[..., m]`` (batched over
-    leading dimensions, as ``permutation_test(vectorized=True)`` calls it).
-
-    Both empirical distribution functions are evaluated after the last of each run of tied values
-    (examiners often put many worst cases exactly on a bound), by one sort: memory ``[..., n + m]``.
-    """
-    x, y = np.moveaxis(np.asarray(x, float), axis, -1), np.moveaxis(np.asarray(y, float), axis, -1)
-    n = x.shape[-1]
-    points = np.concatenate([x, y], -1)                                   # [..., n + m]
-    order = np.argsort(points, -1, kind="stable")
-    values = np.take_along_axis(points, order, -1)
-    from_x = order < n
-    gap = np.cumsum(from_x, -1) / n - np.cumsum(~from_x, -1) / y.shape[-1]
-    last = np.ones(values.shape, dtype=bool)
-    last[..., :-1] = values[..., 1:] != values[..., :-1]
-    up = np.where(last, gap, -np.inf).max(-1)
-    down = np.where(last, -gap, -np.inf).max(-1)
-    return np.maximum(up, 0.0) + np.maximum(down, 0.0)
-
-
 def two_sample(a: np.ndarray, b: np.ndarray, axis: Axis, resamples: int = 4999,
                seed: int = 0) -> tuple[str, float, float]:
     """``(test, statistic, p)`` for worst-case values ``a`` ``[n_a]`` and ``b`` ``[n_b]`` on ``axis``."""
@@ -152,7 +130,7 @@ def between_checkpoints(values: dict[str, dict[str, np.ndarray]], axes: Sequence
     """One :class:`FactorTest` per factor of ``axes`` with values for both checkpoints.
 
     ``values``: ``{factor: {checkpoint: worst-case values [n]}}``; ``names``: the two checkpoints.
-    p-values are raw here; :func:`holm` corrects them (over whichever tests the caller pools).
+    p-values are raw here; :func:`advaudit.core.statistics.holm` corrects them (over whichever tests the caller pools).
     """
     tests = []
     for axis in axes:
@@ -164,14 +142,6 @@ def between_checkpoints(values: dict[str, dict[str, np.ndarray]], axes: Sequence
         test, statistic, p = two_sample(a, b, axis, seed=seed)
         tests.append(FactorTest(axis.name, axis.unit, axis.periodic, test, statistic, p, len(a), len(b),
                                 **best_region(a, b, axis, names)))
-    return tests
-
-
-def holm(tests: list[FactorTest]) -> list[FactorTest]:
-    """Set ``p_holm`` on ``tests`` (Holm over all of them); returns them."""
-    if tests:
-        for test, p in zip(tests, multipletests([t.p for t in tests], method="holm")[1]):
-            test.p_holm = float(p)
     return tests
 
 

@@ -39,7 +39,8 @@ from advaudit.compare.confirm import Settings, choose_instances, confirm, decide
 from advaudit.compare.design import Group
 from advaudit.compare.units import checks_of, units_of
 from advaudit.compare.sensitivity import measure
-from advaudit.compare.where import Axis, between_checkpoints, holm, strongest, test_words
+from advaudit.compare.where import Axis, between_checkpoints, strongest, test_words
+from advaudit.core.statistics import holm
 from advaudit.compare.where_plots import sensitivity_plot
 
 _MEASURED: dict[str, dict[str, Any]] = {}   # sensitivity of the last (world, targets, instances, seed): groups share it

@@ -9,7 +9,7 @@ as well as audits (:func:`advaudit.models.tracking.open_wandb`), is set up so a 
 in W&B's run table:
 
 - ``group`` = the multirun's id (``<task>-<sweep folder>``; the task name for a single run), so a
-  sweep's jobs sit together; ``job_type`` = the audit (``worst_case``, ``evaluate``, ...);
+  sweep's jobs sit together; ``job_type`` = the audit's name (``audit.name``);
 - ``tags`` from the config (``tags``, the audit, the examiner or search method, the seed);
 - the RESOLVED config (no ``${seed}``-style strings), and the headline numbers in the summary;
 - lineage: a training run logs its checkpoint as an output and every audit declares the checkpoint
@@ -32,6 +32,8 @@ from typing import Any, Callable, Mapping
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from advaudit.config.audit_card import card_of
 
 
 def sweep_id() -> str | None:
@@ -76,9 +78,11 @@ def wandb_settings(cfg: DictConfig) -> dict[str, Any]:
 
 
 def run_tags(cfg: DictConfig, base: list[str]) -> list[str]:
-    """``base`` tags plus the audit, its examiner or search method, the model and the seed."""
+    """``base`` tags plus the audit, its method (the config value at its card's ``method`` key: the examiner or
+    search method), the model and the seed."""
     audit = OmegaConf.select(cfg, "audit.name", default=None)
-    method_key = {"worst_case": "examiner.name", "error_search": "search.name"}.get(str(audit))
+    card = card_of(audit)   # filed when the audit's settings were defined (the run's config was composed from them)
+    method_key = card.method if card is not None else None
     values = [audit, OmegaConf.select(cfg, method_key, default=None) if method_key else None,
               OmegaConf.select(cfg, "model.name", default=None)]
     seed = OmegaConf.select(cfg, "seed", default=None)

@@ -58,6 +58,7 @@ class RenderedScenes(Dataset):
     """
 
     def __init__(self, world: Any, factors: list, latent_dim: int, batch_size: int, steps: int, seed: int) -> None:
+        # an optional world feature (worlds.protocol.OPTIONAL), asked directly: models/ sits below worlds/
         require(hasattr(world, "scenes_from_units"), f"model.objective=rendered needs a world that draws scenes "
                 f"from unit numbers (dataset=shapes); {type(world).__name__} does not: use model.objective=adversarial")
         require(latent_dim >= world.scene_units, f"model.latent_dim={latent_dim}: the rendered objective names a "

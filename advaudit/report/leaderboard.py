@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from advaudit.audits.cards import audit_card
 from advaudit.core.plots import plt, save_figure
 from advaudit.core.records import read_json
 from advaudit.errors import require
@@ -23,14 +24,18 @@ ID_COLUMNS = ["target", "audit", "method", "seed", "run_dir"]
 
 
 def _method(config: dict[str, Any]) -> str | None:
-    """The examiner / search / model that distinguishes runs of the same audit."""
-    for key in ("examiner", "search", "model"):
-        value = config.get(key)
-        if isinstance(value, dict):
-            arch = value.get("arch")  # a label in runs recorded before models had a name
-            estimator = value.get("estimator")  # a name in runs recorded before estimators had a _target_
-            return value.get("name") or (arch if isinstance(arch, str) else None) or (
-                estimator if isinstance(estimator, str) else None)
+    """What distinguishes runs of the same audit: the method its card names (the examiner, the search method),
+    for a training run (no audit) its model."""
+    audit = config.get("audit")
+    if isinstance(audit, dict):
+        card = audit_card(audit.get("name"))
+        return card.method_in(config) if card is not None else None
+    value = config.get("model")
+    if isinstance(value, dict):
+        arch = value.get("arch")  # a label in runs recorded before models had a name
+        estimator = value.get("estimator")  # a name in runs recorded before estimators had a _target_
+        return value.get("name") or (arch if isinstance(arch, str) else None) or (
+            estimator if isinstance(estimator, str) else None)
     return None
 
 

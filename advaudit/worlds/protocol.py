@@ -93,10 +93,8 @@ class Instances:
 class World(Protocol):
     """A parametric input space (see the module docstring).
 
-    Optional, read where present: ``reference_values() -> {factor: value | None}`` (each factor's value that
-    does nothing out of the ordinary, None where there is none) and ``factor_groups() -> {group: [factor, ...]}``
-    (factors that belong together): the comparison's interventions set them to their reference
-    (:mod:`advaudit.worlds.references`, :mod:`advaudit.compare.why`). A world without them has no references.
+    Besides these members a world may offer the features of :data:`OPTIONAL`, each read with :func:`offered`
+    (a world without one has its default there).
     """
 
     factors: Sequence[Factor]
@@ -111,6 +109,50 @@ class World(Protocol):
         """``s`` ``[N, q, C]`` in factor units -> images ``[N*q, C, H, W]`` in [0, 1];
         row ``n*q + j`` is instance ``n`` under ``s[n, j]``."""
         ...
+
+
+#: the reference judge's threshold where neither ``audit.validity.reference_min_prob`` nor the world names one
+#: (:data:`OPTIONAL` ``reference_min_prob``; ShapeWorld's, measured in docs/results/worst-case.md)
+DEFAULT_MIN_PROB = 0.99
+
+#: every feature a world may offer besides :class:`World`'s members, with what a world without it has. Code that
+#: reads one calls :func:`offered` (which refuses a name not declared here), never ``hasattr``.
+OPTIONAL: dict[str, Any] = {
+    # where it renders (a torch device or its name)
+    "device": "cpu",
+    # the side of its square images in pixels, where one setting sets it
+    "image_size": None,
+    # (image_size) -> the same world rendering at another size (a gallery's larger images, a reference judge's size)
+    "with_image_size": None,
+    # (images [B, C, H, W], image_size) -> [B, C, s, s]: the same pixels as rendering at s (None: cannot)
+    "subsample": None,
+    # (z, s [N, q, C], rules: ValidityConf) -> (images [N*q, ...], {check: [N*q] bool}): rendered and checked
+    # geometrically (in_frame, min_extent) in one pass (advaudit.worlds.validity)
+    "render_checked": None,
+    # its geometric checks measure the object's extent (audit.validity.min_extent applies)
+    "checks_object_height": False,
+    # () -> the path of its own reference judge (audit.validity.reference=world), or None
+    "reference_judge": None,
+    # its reference judge's threshold, declared where the judge was measured
+    "reference_min_prob": DEFAULT_MIN_PROB,
+    # () -> {factor: the value that does nothing out of the ordinary, or None}: the comparison's interventions
+    # set factors to it (advaudit.worlds.references, advaudit.compare.why); None: no references
+    "reference_values": None,
+    # () -> {group: [factor, ...]}: factors that belong together, intervened on together
+    "factor_groups": None,
+    # (u [B, scene_units], labels [B], factors) -> (Instances, s [B, 1, C]): scenes drawn from unit numbers
+    # (model.objective=rendered trains a generator through them)
+    "scenes_from_units": None,
+    # how many unit numbers name one scene (with scenes_from_units)
+    "scene_units": 0,
+}
+
+
+def offered(world: Any, feature: str) -> Any:
+    """The world's ``feature`` (one of :data:`OPTIONAL`), or the default a world without it has."""
+    if feature not in OPTIONAL:
+        raise KeyError(f"{feature!r} is not a world feature declared in advaudit.worlds.protocol.OPTIONAL")
+    return getattr(world, feature, OPTIONAL[feature])
 
 
 def factor_bounds(factors: Sequence[Factor], device: torch.device | str | None = None) -> Tensor:

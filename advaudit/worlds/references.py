@@ -26,6 +26,7 @@ import numpy as np
 from torch import Tensor
 
 from advaudit.errors import require
+from advaudit.worlds.protocol import offered
 
 #: TransformWorld: every transform's identity
 TRANSFORM_REFERENCES: dict[str, float | None] = {
@@ -53,7 +54,7 @@ SHAPE_GROUPS: dict[str, list[str]] = {
 
 def references_of(world: Any) -> dict[str, float | None]:
     """``{factor: reference or None}`` for every factor of ``world`` (None for all where it declares none)."""
-    declared = getattr(world, "reference_values", None)
+    declared = offered(world, "reference_values")
     values = dict(declared()) if callable(declared) else {}
     return {f.name: (None if values.get(f.name) is None else float(values[f.name])) for f in world.factors}
 
@@ -64,7 +65,7 @@ def groups_of(world: Any, extra: Mapping[str, Sequence[str]] | None = None) -> d
     factors, or with the same factors as an earlier group, are dropped. A user's group naming a factor the world
     does not have raises AdvauditError."""
     references = references_of(world)
-    declared = getattr(world, "factor_groups", None)
+    declared = offered(world, "factor_groups")
     groups = {**(dict(declared()) if callable(declared) else {})}
     for name, members in (extra or {}).items():
         unknown = [m for m in members if m not in references]

@@ -30,12 +30,9 @@ from advaudit.worlds.settings import ValidityConf, WORLD_REFERENCE
 from advaudit.errors import require
 from advaudit.models import load_target
 from advaudit.models.classes import align_target
-from advaudit.worlds.protocol import Instances, World
+from advaudit.worlds.protocol import Instances, World, offered
 
 REFERENCE_CHECK = "reference"
-#: the reference judge's threshold where neither ``audit.validity.reference_min_prob`` nor the world names one
-#: (ShapeWorld's, measured in docs/results/worst-case.md)
-DEFAULT_MIN_PROB = 0.99
 
 
 class ValidityJudge:
@@ -59,16 +56,17 @@ class ValidityJudge:
                                           "the world (as the reference judge audit.validity.reference sees it)")
             shape = tuple(self.reference.input_shape)
             if shape != tuple(world.image_shape):
-                require(hasattr(world, "with_image_size") and shape[0] == world.image_shape[0] and shape[1] == shape[2],
+                resize = offered(world, "with_image_size")
+                require(resize is not None and shape[0] == world.image_shape[0] and shape[1] == shape[2],
                         f"the reference judge takes images of shape {list(shape)} and this world renders "
                         f"{list(world.image_shape)} and cannot change its size; give a reference of the world's size")
-                self.reference_world = world.with_image_size(int(shape[-1]))
+                self.reference_world = resize(int(shape[-1]))
 
     @property
     def checks(self) -> list[str]:
         """Names of the checks this judge applies, in report order."""
         names = []
-        if hasattr(self.world, "render_checked"):
+        if offered(self.world, "render_checked") is not None:
             names += ["in_frame"] if self.rules.in_frame else []
             names += ["min_extent"] if self.rules.min_extent > 0 and _has_height(self.world) else []
         return names + ([REFERENCE_CHECK] if self.reference is not None else [])
@@ -91,8 +89,9 @@ class ValidityJudge:
         """Render ``s`` ``[N, q, C]``: images ``[N*q, ...]`` and the geometric checks ``{name: [N, q] bool}``
         (computed in the same pass; the reference judge's verdicts come from :meth:`reference_verdicts`)."""
         n, q = s.shape[:2]
-        if hasattr(self.world, "render_checked"):
-            images, raw = self.world.render_checked(z, s, self.rules)
+        render_checked = offered(self.world, "render_checked")
+        if render_checked is not None:
+            images, raw = render_checked(z, s, self.rules)
         else:
             images, raw = self.world.render(z, s), {}
         return images, {name: raw[name].reshape(n, q).cpu() for name in self.checks if name in raw}
@@ -123,16 +122,16 @@ class ValidityJudge:
     def _subsampled(self, images: Tensor) -> Tensor | None:
         """``images`` at the reference's own size taken from the world's own renders where the world can
         (``world.subsample``: the same pixels as rendering again), else None."""
-        subsample = getattr(self.world, "subsample", None)
+        subsample = offered(self.world, "subsample")
         return None if subsample is None else subsample(images, int(self.reference.input_shape[-1]))
 
 
 def min_prob(world: World, rules: ValidityConf) -> float:
     """The reference judge's threshold: ``audit.validity.reference_min_prob`` where set, else the world's own
-    ``reference_min_prob`` (declared where the world's judge was measured), else :data:`DEFAULT_MIN_PROB`."""
+    ``reference_min_prob`` (declared where the world's judge was measured), else :data:`advaudit.worlds.protocol.DEFAULT_MIN_PROB`."""
     if rules.reference_min_prob is not None:
         return float(rules.reference_min_prob)
-    return float(getattr(world, "reference_min_prob", DEFAULT_MIN_PROB))
+    return float(offered(world, "reference_min_prob"))
 
 
 def reference_path(world: World, reference: str | None) -> Path | None:
@@ -141,7 +140,7 @@ def reference_path(world: World, reference: str | None) -> Path | None:
     if not reference:
         return None
     if str(reference) == WORLD_REFERENCE:
-        own = getattr(world, "reference_judge", None)
+        own = offered(world, "reference_judge")
         return own() if own is not None else None
     return Path(str(reference)).expanduser()
 
@@ -182,4 +181,4 @@ def _span(occupied: Tensor) -> Tensor:
 
 def _has_height(world: World) -> bool:
     """Whether the world's geometric checks include an object height (rendered 3D worlds do)."""
-    return bool(getattr(world, "checks_object_height", False))
+    return bool(offered(world, "checks_object_height"))

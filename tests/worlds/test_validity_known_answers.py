@@ -8,7 +8,7 @@ import torch
 
 from advaudit.errors import AdvauditError
 from advaudit.worlds import validity
-from advaudit.worlds.protocol import unit_to_factor
+from advaudit.worlds.protocol import DEFAULT_MIN_PROB, unit_to_factor
 from advaudit.worlds.shapes import ShapeWorld
 from advaudit.worlds.settings import ValidityConf
 from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge, mask_checks
@@ -96,7 +96,7 @@ def test_an_unset_threshold_is_the_worlds_own_and_a_set_one_wins(monkeypatch) ->
     z = WORLD.instances("test")  # labels [0, 1]
     s = unit_to_factor(torch.full((len(z), 1, 12), 0.5), WORLD.factors)
     probs = torch.tensor([[0.85, 0.15], [0.25, 0.75]])  # true classes at 0.85 and 0.75
-    assert validity.min_prob(WORLD, ValidityConf()) == validity.DEFAULT_MIN_PROB == 0.99  # ShapeWorld's
+    assert validity.min_prob(WORLD, ValidityConf()) == DEFAULT_MIN_PROB == 0.99  # ShapeWorld's
     assert _judge_with(monkeypatch, _Reference(probs)).render(z, s)[1].tolist() == [[False], [False]]
     monkeypatch.setattr(type(WORLD), "reference_min_prob", 0.8, raising=False)
     assert _judge_with(monkeypatch, _Reference(probs)).render(z, s)[1].tolist() == [[True], [False]]

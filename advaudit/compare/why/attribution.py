@@ -33,10 +33,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from advaudit.compare.confirm import holm_rows, paired
+from advaudit.compare.confirm import paired
 from advaudit.compare.stats import over_files
 from advaudit.compare.why.measure import AS_DRAWN, Measured
 from advaudit.compare.why.plan import Intervention
+from advaudit.core.statistics import holm
 
 ALPHA = 0.05
 
@@ -117,7 +118,7 @@ def attribute(measured: Measured, plan: Sequence[Intervention], sides: Sides, al
     ``remaining``) and ``headline`` (:func:`headline_of`), or None."""
     gap = gap_of(measured, sides)
     rows = [explained_by(measured, sides, k) for k in plan]
-    holm_rows(rows)
+    holm(rows)
     for row in rows:
         row["remaining"] = gap["diff"] - row["diff"]
         row["relation"] = relation(row["diff"], gap["diff"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from advaudit.core.intervals import format_interval, format_p
+from advaudit.core.intervals import format_interval
+from advaudit.core.statistics import format_p
 
 
 def why_markdown(section: dict[str, Any] | None) -> list[str]:

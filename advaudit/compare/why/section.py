@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from advaudit.compare.confirm import Settings, choose_instances, holm_rows, uniform_conditions
+from advaudit.compare.confirm import Settings, choose_instances, uniform_conditions
 from advaudit.compare.design import Group
 from advaudit.compare.units import checks_of, units_of
 from advaudit.compare.why.attribution import Sides, attribute, explained_by, headline_of
@@ -31,6 +31,7 @@ from advaudit.compare.why.measure import Measured, measure
 from advaudit.compare.why.plan import Intervention, interventions, leading
 from advaudit.compare.why.plot import attribution_plot
 from advaudit.compare.why.words import FILES_CAVEAT, confirmation_words, gap_words, nothing_words, row_words
+from advaudit.core.statistics import holm
 from advaudit.worlds.references import references_of
 
 
@@ -120,7 +121,7 @@ def confirm(section: dict[str, Any], world: Any, plan: list[Intervention], loade
         sides = Sides(result["a"], result["b"], tuple(result["files"][result["a"]]), tuple(result["files"][result["b"]]))
         rows = [r for r in result["rows"] if to_confirm(result, r)]
         checks = [explained_by(measured, sides, by_name[row["name"]]) for row in rows]
-        holm_rows(checks)
+        holm(checks)
         for row, check in zip(rows, checks):
             same = (check["diff"] > 0) == (row["diff"] > 0)
             agree = check.get("agree", 0) == check.get("pairs", 0)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from advaudit.compare.why.plan import Intervention
-from advaudit.core.intervals import format_interval, format_p
+from advaudit.core.intervals import format_interval
+from advaudit.core.statistics import format_p
 
 
 def points(value: float) -> str:

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from advaudit.audits.lazy_validity import LazyJudging, share_sample
-from advaudit.audits.worst_case_merge import merge_shards
+from advaudit.audits.merging import merge_shards
 from advaudit.core.records import read_json, read_jsonl, to_plain
 from advaudit.errors import AdvauditError
 from advaudit.examiners import build_examiner

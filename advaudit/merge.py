@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from advaudit.audits.merging import merge_shards
@@ -18,12 +19,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="the merged run dir (result.json, report.md, the audit's records)")
     args = parser.parse_args(argv)
     out = Path(args.out)
+    started = time.perf_counter()
     try:
         result = merge_shards([Path(d) for d in args.shards], out)
     except AdvauditError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"merged {len(args.shards)} shards: {out / 'result.json'} (report: {result.get('report', out / 'report.md')})")
+    print(f"merged {len(args.shards)} shards in {time.perf_counter() - started:.1f} s: {out / 'result.json'} "
+          f"(report: {result.get('report', out / 'report.md')})")
     return 0
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from advaudit.core.plots import plt, save_figure
 
-TSNE_POINTS = 1000
+TSNE_POINTS = 500
 
 
 def tsne_plot(final_u: np.ndarray, final_ok: np.ndarray, random_u: np.ndarray, random_ok: np.ndarray,

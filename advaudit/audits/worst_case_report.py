@@ -113,7 +113,7 @@ def _curve_plot(history: dict[str, Any], q: int, strength: bool, path: Path, tit
         with warnings.catch_warnings():  # columns before any valid proposal are all-NaN
             warnings.simplefilter("ignore", RuntimeWarning)
             mean = np.nanmean(curve, 0)
-            low, high = np.nanpercentile(curve, 10, 0), np.nanpercentile(curve, 90, 0)
+            low, high = column_percentile(curve, 10), column_percentile(curve, 90)
         ax.fill_between(x, low, high, color=color, alpha=0.15)
         ax.plot(x, mean, color=color, linewidth=2, label=f"{label} (mean, 10-90% of instances)")
     ax.set_xscale("log")
@@ -126,6 +126,20 @@ def _curve_plot(history: dict[str, Any], q: int, strength: bool, path: Path, tit
     # below the axes: inside, it covered the curves where they fall (low probabilities, many queries)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, ncol=1, frameon=False)
     return save_figure(fig, path)
+
+
+def column_percentile(values: np.ndarray, q: float) -> np.ndarray:
+    """``np.nanpercentile(values, q, axis=0)`` of ``values`` ``[n, m]`` (linear interpolation, NaNs left out, NaN for
+    an all-NaN column), in one sort: numpy's loops over the columns in Python when any value is NaN (2 s for the
+    2,000 columns of 80 instances x 2,000 queries)."""
+    ordered = np.sort(values, 0)                                  # NaNs last
+    count = np.isfinite(values).sum(0)
+    position = (np.maximum(count, 1) - 1) * q / 100
+    below = np.floor(position).astype(int)
+    above = np.minimum(below + 1, np.maximum(count, 1) - 1)
+    columns = np.arange(values.shape[1])
+    low, high = ordered[below, columns], ordered[above, columns]
+    return np.where(count > 0, low + (high - low) * (position - below), np.nan)
 
 
 def _class_bars(per_class: dict[str, float], first: dict[str, float], path: Path) -> Path:

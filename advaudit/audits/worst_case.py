@@ -32,7 +32,7 @@ from advaudit.audits.lazy_validity import LazyJudging
 from advaudit.audits.lifecycle import RunDir, fingerprint
 from advaudit.audits.shards import finish_shard, shard_rows, start_shard
 from advaudit.audits.worst_case_fresh import record_fresh_conditions
-from advaudit.audits.worst_case_record import ExaminationRecord
+from advaudit.audits.worst_case_record import ExaminationRecord, save_history
 from advaudit.audits.worst_case_report import load_history, summarise_and_report
 from advaudit.config import typed
 from advaudit.audits.settings import BudgetUnit, Mode, WorstCaseAuditConf
@@ -95,8 +95,9 @@ SECTIONS = ("world", "examiner")
 
 
 def examination_key(cfg: DictConfig) -> str:
-    """The key of the whole examination a shard belongs to (the same for every shard; the merge groups by it)."""
-    return fingerprint(cfg, SECTIONS, _LENGTH_KEYS, keep=())
+    """The key of the whole examination a shard belongs to (the same for every shard, different for another budget;
+    the merge groups by it)."""
+    return fingerprint(cfg, SECTIONS, keep=())
 
 
 def _resume(out: Path, examiner: Any, budget: int) -> tuple[int, float]:
@@ -233,6 +234,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     record_fresh_conditions(ex, history, examiner.q)
     record = ExaminationRecord.of(ex)
     if sharded:  # the report of the whole examination is written once, by the merge, from the shards' records
+        save_history(history, out)
         finish_shard(out, q=examiner.q, seconds=seconds, record=record.facts())
         return {"shard": audit.shard, "shards": audit.shards, "n_instances": len(z), "q": examiner.q,
                 "queries_per_instance": budget, "seconds_examination": round(seconds, 2)}

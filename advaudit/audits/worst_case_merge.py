@@ -14,7 +14,6 @@ examined queries over that sum) and the paths of the run dir's files.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,8 @@ from omegaconf import OmegaConf
 from advaudit.audits.settings import WorstCaseAuditConf
 from advaudit.audits.worst_case import STEPS_FILE, budget_in_queries
 from advaudit.audits.worst_case_fresh import join_fresh_conditions, read_fresh_conditions, save_fresh_conditions
-from advaudit.audits.worst_case_record import ExaminationRecord
-from advaudit.audits.worst_case_report import history_of, summarise_and_report
+from advaudit.audits.worst_case_record import ExaminationRecord, join_histories
+from advaudit.audits.worst_case_report import summarise_and_report
 from advaudit.config import typed
 from advaudit.errors import require
 
@@ -49,28 +48,30 @@ def merge_worst_case(dirs: list[Path], shards: list[dict[str, Any]], results: li
             "the examination once; merge the shards of one examination")
     parts = [ExaminationRecord.from_facts(sh["record"], cfg, audit, out) for sh in shards]
     record = parts[0].joined(parts, [r.numpy() for r in rows])
-    records = _merge_steps(dirs, {int(i): int(r) for part, where in zip(parts, rows)
-                                  for i, r in zip(part.ids.tolist(), where.tolist())}, out / STEPS_FILE)
+    _merge_steps(dirs, rows, out / STEPS_FILE)
     save_fresh_conditions(join_fresh_conditions([read_fresh_conditions(d) for d in dirs], rows), out)
     q = int(shards[0]["q"])
     _, report_budgets = budget_in_queries(audit, q)
     seconds = sum(float(sh["seconds"]) for sh in shards)
-    result = summarise_and_report(record, seconds, q, report_budgets, history_of(records, n))
+    result = summarise_and_report(record, seconds, q, report_budgets, join_histories(dirs, [r.numpy() for r in rows]))
     result["merged_from"] = [str(d) for d in dirs]
     identity = {k: results[0][k] for k in _IDENTITY if k in results[0]}
     return {**identity, **result, "seconds": round(sum(float(r.get("seconds", 0)) for r in results), 2),
             "config": config}
 
 
-def _merge_steps(dirs: list[Path], row_of: dict[int, int], path: Path) -> list[dict[str, Any]]:
+def _merge_steps(dirs: list[Path], rows: list[torch.Tensor], path: Path) -> None:
     """The shards' step records in the unsharded order (by step, then by the instance's row), written to ``path``
-    line for line as the shards wrote them; returns them parsed."""
-    lines = []
-    for d in dirs:
-        with open(Path(d) / STEPS_FILE, encoding="utf-8") as handle:
-            lines += [(json.loads(line), line) for line in handle if line.strip()]
-    lines.sort(key=lambda pair: (pair[0]["step"], row_of[int(pair[0]["instance"])]))
+    line for line as the shards wrote them: each shard wrote one line per instance per step in its rows' order, so
+    row ``r`` of step ``t`` is line ``t * n_k + j`` of the shard holding it at its ``j``-th row."""
+    lines = [(Path(d) / STEPS_FILE).read_text(encoding="utf-8").splitlines(keepends=True) for d in dirs]
+    sizes = [len(r) for r in rows]
+    steps = len(lines[0]) // sizes[0]
+    require(all(len(part) == steps * size for part, size in zip(lines, sizes)),
+            "the shards' steps.jsonl hold different numbers of steps; rerun the unfinished shard, then merge")
+    holder = {int(r): (k, j) for k, where in enumerate(rows) for j, r in enumerate(where.tolist())}
+    order = [holder[r] for r in range(sum(sizes))]
+    text = "".join(lines[k][t * sizes[k] + j] for t in range(steps) for k, j in order)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(line if line.endswith("\n") else line + "\n" for _, line in lines), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
-    return [record for record, _ in lines]

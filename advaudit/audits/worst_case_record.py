@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from omegaconf import DictConfig
 
 from advaudit.audits.settings import WorstCaseAuditConf
 from advaudit.worlds.protocol import Factor
+
+HISTORY_FILE = "history.pt"
 
 
 @dataclass
@@ -83,3 +86,31 @@ class ExaminationRecord:
         for part, where in zip(parts, rows):
             ids[where], labels[where] = part.ids, part.labels
         return dataclasses.replace(self, ids=ids, labels=labels)
+
+
+def save_history(history: dict[str, Any], out: Path) -> Path:
+    """A shard's per-instance arrays (:func:`advaudit.audits.worst_case_report.load_history`) as tensors in
+    ``<out>/history.pt``, so the merge joins them instead of parsing every shard's ``steps.jsonl`` again."""
+    flat = {key: torch.as_tensor(np.asarray(value)) for key, value in history.items() if key != "checks"}
+    flat.update({f"checks/{name}": torch.as_tensor(value) for name, value in history["checks"].items()})
+    path = Path(out) / HISTORY_FILE
+    torch.save(flat, path.with_suffix(".tmp"))
+    path.with_suffix(".tmp").replace(path)
+    return path
+
+
+def join_histories(dirs: list[Path], rows: list[np.ndarray]) -> dict[str, Any]:
+    """The whole examination's per-instance arrays from its shards' ``history.pt`` (in ``dirs``), whose instances
+    sit at ``rows`` (``[n_k]`` each) of it."""
+    parts = [torch.load(Path(d) / HISTORY_FILE, weights_only=True) for d in dirs]
+    n = sum(len(r) for r in rows)
+    joined: dict[str, Any] = {"checks": {}}
+    for key, first in parts[0].items():
+        whole = np.empty((n, *first.shape[1:]), dtype=first.numpy().dtype)
+        for part, where in zip(parts, rows):
+            whole[where] = part[key].numpy()
+        if key.startswith("checks/"):
+            joined["checks"][key[len("checks/"):]] = whole
+        else:
+            joined[key] = whole
+    return joined

@@ -19,7 +19,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export WANDB_MODE ?= offline
 export WANDB_SILENT ?= true
 
-.PHONY: demo test test-slow docs venv data clean
+.PHONY: demo test test-slow docs venv data browser clean
 
 venv: $(STAMP)
 
@@ -44,7 +44,14 @@ demo: venv data
 test: venv data
 	$(PY) -m pytest -q
 
-test-slow: venv data
+# the browser check of comparison.html (tests/compare/test_verdict_and_gate.py) needs a headless Chromium
+browser:
+	@if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then \
+	  echo "headless Chromium missing: installing Debian package chromium"; \
+	  apt-get update -qq && apt-get install -y -qq chromium; \
+	fi
+
+test-slow: venv data browser
 	$(PY) -m pytest -q -m slow
 
 docs: venv

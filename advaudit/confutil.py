@@ -7,7 +7,7 @@ import importlib
 import inspect
 import pkgutil
 import sys
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -122,10 +122,43 @@ def _not_found(key: str, path: str, reason: str, close: str | None, top_level: b
 
 
 def _close(name: str, candidates: Sequence[str], parts: Sequence[str], depth: int) -> str | None:
-    """``parts`` joined with ``parts[depth]`` replaced by the closest of ``candidates`` (``None``: none is close)."""
+    """``parts`` with ``parts[depth]`` replaced by the closest of ``candidates`` and each later part that does not
+    exist by its closest name too: a path that imports, or ``None`` (a suggestion never names what does not exist)."""
+    match = _closest(name, candidates)
+    if match is None:
+        return None
+    fixed = [*parts[:depth], match, *parts[depth + 1:]]
+    obj: Any = None
+    for level, part in enumerate(fixed):
+        if level and hasattr(obj, part):
+            obj = getattr(obj, part)
+            continue
+        try:
+            obj = importlib.import_module(".".join(fixed[:level + 1]))
+            continue
+        except Exception:  # noqa: BLE001 - not a module: the closest attribute or submodule of the level above
+            pass
+        known = (_submodules(obj) + dir(obj)) if level and inspect.ismodule(obj) else dir(obj) if level else []
+        fixed[level] = _closest(part, known) or ""
+        if not fixed[level] or not hasattr(obj, fixed[level]):
+            return None
+        obj = getattr(obj, fixed[level])
+    return ".".join(fixed)
+
+
+def refuse_unknown_keys(keys: Iterable[Any], known: Sequence[str], prefix: str, what: str) -> None:
+    """Refuse the first of ``keys`` not in ``known``: ``<prefix>.<key> is not <what>; did you mean ...?``."""
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            hint = f"; did you mean {prefix}.{close[0]}?" if close else f"; known keys: {', '.join(known)}"
+            raise AdvauditError(f"{prefix}.{key} is not {what}{hint}")
+
+
+def _closest(name: str, candidates: Sequence[str]) -> str | None:
     public = sorted({c for c in candidates if not c.startswith("_")} or set(candidates))
     match = difflib.get_close_matches(name, public, n=1) or difflib.get_close_matches(name.lower(), public, n=1)
-    return ".".join([*parts[:depth], match[0], *parts[depth + 1:]]) if match else None
+    return match[0] if match else None
 
 
 def _submodules(obj: Any) -> list[str]:

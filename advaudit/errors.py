@@ -196,6 +196,16 @@ def one_line(error: BaseException | str) -> str:
     return text
 
 
+def clipped(error: BaseException | str, limit: int = 240) -> str:
+    """:func:`one_line` of ``error``, at most ``limit`` characters, cut between words (`` ...`` marks the cut)."""
+    text = one_line(error)
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 4]
+    cut = cut[:cut.rfind(" ")] if " " in cut[limit // 2:] else cut
+    return cut.rstrip(" ,;:") + " ..."
+
+
 def omegaconf_message(error: BaseException) -> str:
     """An OmegaConf error as ``<message> (key: <full key>)`` on one line."""
     message = str(getattr(error, "msg", None) or error).strip().splitlines()

@@ -17,6 +17,7 @@ from advaudit.core.records import write_json
 from advaudit.core.run_records import RunDirConflict, claim_run_dir, write_failure
 from advaudit.core.wandb_run import finish_any_wandb_run
 from advaudit.errors import require
+from advaudit.models.endpoint import CLIENTS
 from advaudit.models.imported.spec import target_label
 from advaudit.models.imported.store import trust_record
 from advaudit.runtime import configure_threads, seed_everything
@@ -110,4 +111,13 @@ def examine(cfg: DictConfig) -> dict[str, Any]:
     # the question a comparison of this run answers first, declared before any data: compare.primary, else
     # the audit's own headline metric (audit.metric; advaudit.compare.verdict)
     primary = OmegaConf.select(cfg, "compare.primary") or OmegaConf.select(cfg, "audit.metric")
-    return {"task": "examine", "audit": cfg.audit.name, "target": None, "primary": primary, **identity, **run(cfg)}
+    known = len(CLIENTS)
+    result = {"task": "examine", "audit": cfg.audit.name, "target": None, "primary": primary, **identity, **run(cfg)}
+    endpoints = [client.record() for client in CLIENTS[known:]]  # the servers this run queried
+    for record in endpoints:
+        log.info("endpoint %s (model version %s%s): %d inputs in %d requests, %.1f s waiting on it", record["endpoint"],
+                 record["model_version"] or "not reported", "".join(f", {' '.join(record['server'].values())}"
+                                                                    for _ in [0] if record["server"]),
+                 record["inputs"], record["requests"], record["seconds_waiting"])
+    return {**result, "endpoint": endpoints[0]} if len(endpoints) == 1 else (
+        {**result, "endpoints": endpoints} if endpoints else result)

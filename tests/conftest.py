@@ -93,3 +93,14 @@ def worst_case_overrides(target: Path, *extra: str) -> list[str]:
             "world.instances_per_class={train:2,val:2,test:2}", "examiner=random", "examiner.q=4",
             "audit.budget=12", "audit.report_budgets=[0,4,12]", "audit.selection_renders=2",
             "audit.checkpoint_every=1", "logger=none", *extra]
+
+
+@pytest.fixture(scope="session")
+def oip_server(tmp_path_factory: pytest.TempPathFactory):
+    """A real MLServer on a free port of 127.0.0.1, serving a small torch model and its ONNX export
+    (:mod:`tests.models.endpoint_fixtures`); started once per session (about 10 s), stopped at its end."""
+    from tests.models.endpoint_fixtures import start_test_server
+
+    server = start_test_server(tmp_path_factory.mktemp("oip"))
+    yield server
+    server.stop()

@@ -50,8 +50,10 @@ def target_datamodule(target: Target, override: Any = None) -> ArrayDataModule:
     """
     if override is None:
         stored: Any = target.meta.get("config", {}).get("dataset")
-        require(stored is not None, "this checkpoint does not record its dataset; pass audit.dataset=<config> "
-                "(e.g. +dataset@audit.dataset=fashion_mnist)")
+        example = ("+dataset@audit.dataset=tabular audit.dataset.name=<its table, e.g. wine>"
+                   if len(target.input_shape) == 1 else "+dataset@audit.dataset=fashion_mnist")
+        require(stored is not None, "this target does not record its dataset; give it in the target block "
+                f"(target.dataset: <conf/dataset option>) or pass the audit's data ({example})")
         named = str(stored.get("_target_", "")) if isinstance(stored, Mapping) else ""
         from_config = bool(getattr(target, "dataset_from_config", False))  # a target block's `dataset`
         require(from_config or named.startswith(SAFE_STORED_DATASETS), f"the target file names its dataset as "

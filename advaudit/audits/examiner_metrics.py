@@ -13,6 +13,17 @@ batch) ``l_i^T`` is the mean over that iteration's ``q`` proposals; for BO (``q 
 T-th proposal. Budgets are counted in queries ``b``; the iteration that contains query ``b`` is
 ``ceil(b / q)`` (query 0 means the first iteration, before any adaptation).
 
+**E_T inside S** (``examine/E_T_valid``, the worst-case audit's primary metric) is E_T measured where the
+paper measures it: on proposals that keep the label. The paper's S keeps the label by construction, so
+every ``l_i^T`` is a loss on a labelled view; advaudit's box does not (a reference judge rejects about half
+of Fashion-MNIST's random views, 40% of them because the clean image itself is ambiguous to it), and an
+E_T that averages proposals outside S scores an examiner that walked out of S as if it had found
+weaknesses. So ``l_i^T`` is the mean true-class probability of the *valid* proposals of the final window:
+the last iteration when it holds at least :data:`WINDOW` proposals, else the last iterations that make
+:data:`WINDOW` (BO's ``q = 1``: its last 32 proposals, not one: a single proposal per instance is too noisy to
+pair two checkpoints with). An instance with no valid proposal in the window has none (NaN) and is left
+out of paired tests. The paper's E_T over all proposals is reported beside it (``examine/E_T``).
+
 **worst** is the running minimum (maximum in strength mode) of the true-class probability over
 the *valid* proposals among the first ``b`` queries (at least one): the harshest label-preserving
 condition found. An instance with no valid proposal yet has no worst case (NaN), never a
@@ -26,6 +37,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+
+#: E_T inside S averages at least this many final proposals per instance (module docstring)
+WINDOW = 32
 
 
 def iteration_of_query(b: int, q: int) -> int:
@@ -42,11 +57,19 @@ def e_t(true_prob: np.ndarray, q: int, b: int) -> np.ndarray:
     return window.mean(1)
 
 
-def e_t_valid(true_prob: np.ndarray, valid: np.ndarray, q: int, b: int) -> np.ndarray:
-    """``[N]`` like :func:`e_t` over the valid proposals of that iteration only (NaN where none)."""
-    queries = true_prob.shape[1]
+def final_window(q: int, b: int, queries: int) -> slice:
+    """The queries (columns) of E_T inside S at budget ``b``: the iteration that contains query ``b`` and the
+    ones before it, as many as make :data:`WINDOW` queries (one iteration when ``q >= WINDOW``: RL's and random
+    search's 32; the last 32 proposals of BO's one per iteration), within the ``queries`` made."""
     it = iteration_of_query(min(b, queries), q)
-    cols = slice((it - 1) * q, min(it * q, queries))
+    per = max(1, math.ceil(WINDOW / q))
+    return slice(max(0, it - per) * q, min(it * q, queries))
+
+
+def e_t_valid(true_prob: np.ndarray, valid: np.ndarray, q: int, b: int) -> np.ndarray:
+    """``[N]`` E_T inside S: the mean true-class probability of the *valid* proposals of the final window at
+    budget ``b`` (:func:`final_window`; NaN for an instance with none valid there)."""
+    cols = final_window(q, b, true_prob.shape[1])
     p, ok = true_prob[:, cols], valid[:, cols]
     count = ok.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):

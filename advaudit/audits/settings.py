@@ -67,7 +67,10 @@ class WorstCaseAuditConf(Ranged, Part):
     config_path: ClassVar[str] = "audit"
     name: str = "worst_case"
     run: FunctionConf = field(default_factory=lambda: FunctionConf("advaudit.audits.worst_case.run"))
-    metric: Optional[str] = "examine/E_T"  # the paper's metric; examine/worst is the worst valid case found
+    # the primary question: E_T inside S (the paper's E_T over the final proposals that keep the label,
+    # audits/examiner_metrics.py); examine/E_T averages all of them (the paper's, on an S that keeps the label
+    # by construction); examine/worst is the worst valid case found
+    metric: Optional[str] = "examine/E_T_valid"
     budget: int = 500  # per instance, in budget_unit (checked with the report budgets: audits/checks.py)
     # queries (model evaluations) | iterations (examiner steps of q queries; the paper's T: RL updates
     # of 32 samples, BO proposals)

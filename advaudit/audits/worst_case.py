@@ -42,6 +42,7 @@ from advaudit.errors import AdvauditError, require
 from advaudit.examiners import build_examiner
 from advaudit.worlds import build_world, fit_target_to_world
 from advaudit.worlds.protocol import Factor, Instances, periodic_mask, unit_to_factor
+from advaudit.worlds.settings import InLoss
 from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
 
 BUDGET_UNITS = ("queries", "iterations")
@@ -211,7 +212,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                     n_instances=ex.n_all)
     start_step, seconds_before = _resume(out, examiner, budget)
     lazy = None
-    if ex.judge.reference is not None and audit.validity.lazy:
+    if ex.judge.reference is not None and audit.validity.lazy and audit.validity.in_loss != InLoss.barrier:
         lazy = LazyJudging(z.ids, audit.mode == Mode.strength, int(cfg.seed), audit.validity.share_sample)
         lazy.replay(read_jsonl(out / STEPS_FILE), {int(i): row for row, i in enumerate(z.ids.tolist())})
     stop_after = audit.stop_after_steps
@@ -248,7 +249,7 @@ def examine_step(ex: Examination, examiner: Any, step: int, take: int, lazy: Laz
     u = examiner.ask()[:, :take]
     s = ex.space.assemble(u)
     true_prob, predicted, checks, images = _score(ex, s, step, judge_all=lazy is None)
-    examiner.tell(u, true_prob if ex.audit.mode == Mode.strength else 1 - true_prob)
+    loss = true_prob if ex.audit.mode == Mode.strength else 1 - true_prob
     geometric = torch.ones(len(z), take, dtype=torch.bool)
     for name, passed in checks.items():
         if name != REFERENCE_CHECK:
@@ -262,6 +263,8 @@ def examine_step(ex: Examination, examiner: Any, step: int, take: int, lazy: Laz
         valid = geometric & checks[REFERENCE_CHECK]
         if lazy is not None:
             lazy.update(true_prob, wrong, valid)
+    # barrier: a proposal outside S is no weakness (every proposal was judged: lazy judging is off)
+    examiner.tell(u, loss * valid if ex.audit.validity.in_loss == InLoss.barrier else loss)
     known = judged | ~geometric  # a proposal the geometric checks throw out is invalid, judged or not
     return [{"step": step, "instance": int(z.ids[i]), "label": int(labels[i]), "s": s[i].tolist(),
              "true_prob": true_prob[i].tolist(), "predicted": predicted[i].tolist(),

@@ -61,9 +61,15 @@ def worst_cases(history: dict[str, Any], strength: bool) -> WorstCases:
     return WorstCases(index, safe, history["predicted"][rows, safe], s)
 
 
+#: the fewest random conditions per instance: enough for a per-instance accuracy under random conditions that
+#: pairs checkpoints instance by instance (:mod:`advaudit.compare.stats`), also for examiners with q = 1
+MIN_RANDOM_CONDITIONS = 32
+
+
 def fresh_count(q: int, queries: int) -> int:
-    """How many random conditions per instance: as many as the last iteration's proposals (at least 5)."""
-    return min(max(q, 5), queries)
+    """How many random conditions per instance (and final proposals in the t-SNE): as many as the last
+    iteration's proposals, at least :data:`MIN_RANDOM_CONDITIONS`, at most the queries made."""
+    return min(max(q, MIN_RANDOM_CONDITIONS), queries)
 
 
 def record_fresh_conditions(ex: Any, history: dict[str, Any], q: int) -> dict[str, Any]:
@@ -72,7 +78,8 @@ def record_fresh_conditions(ex: Any, history: dict[str, Any], q: int) -> dict[st
     ``ex`` is the examination (:class:`advaudit.audits.worst_case.Examination`). Returns (and saves)
     ``gallery`` ``[N, ...]`` (worst valid cases rendered for people), ``random_free`` ``[N, k, C_free]``
     (unit cube), ``random_s`` ``[N, k, C]``, ``random_valid`` and ``random_ok`` ``[N*k]`` bool (the
-    validity checks' verdict; the target's prediction is the true class) and, with ``audit.judge``,
+    validity checks' verdict; the target's prediction is the true class), ``random_true_prob`` ``[N*k]`` (the
+    target's true-class probability there: T = 0 of E_T, the standard protocol) and, with ``audit.judge``,
     ``judge_worst`` ``[N]`` bool and ``judge_random`` ``[N*k]`` bool (the judge names the true class under each
     random condition).
 
@@ -89,10 +96,12 @@ def record_fresh_conditions(ex: Any, history: dict[str, Any], q: int) -> dict[st
     random_free = random_free[ex.rows] if len(ex.rows) < ex.n_all else random_free
     random_s = space.assemble(random_free)
     random_x, random_valid, _ = ex.judge.render(z, random_s.to(device))
-    predicted = ex.target.predict_proba(random_x, calibrated=audit.calibrated).argmax(1).cpu().numpy()
+    probs = ex.target.predict_proba(random_x, calibrated=audit.calibrated).cpu()
+    predicted = probs.argmax(1).numpy()
     record = {"gallery": gallery, "random_free": random_free, "random_s": random_s,
               "random_valid": random_valid.reshape(-1).cpu(),
-              "random_ok": torch.as_tensor(predicted == np.repeat(labels, k))}
+              "random_ok": torch.as_tensor(predicted == np.repeat(labels, k)),
+              "random_true_prob": probs.gather(1, torch.as_tensor(np.repeat(labels, k))[:, None]).squeeze(1)}
     if audit.judge:
         judge_worst, judge_random = independent_verdicts(ex.world, audit.judge, z, worst.s, random_s, device)
         record.update(judge_worst=judge_worst.cpu(), judge_random=judge_random.reshape(-1).cpu())
@@ -115,7 +124,7 @@ def save_fresh_conditions(record: dict[str, Any], out: Path) -> Path:
 
 #: per instance ``[N, ...]`` (one row each) and per random condition ``[N*k]`` (``k`` rows each)
 _PER_INSTANCE = ("gallery", "random_free", "random_s", "judge_worst")
-_PER_CONDITION = ("random_valid", "random_ok", "judge_random")
+_PER_CONDITION = ("random_valid", "random_ok", "random_true_prob", "judge_random")
 
 
 def join_fresh_conditions(parts: list[dict[str, Any]], rows: list[Tensor]) -> dict[str, Any]:

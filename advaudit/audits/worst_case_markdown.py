@@ -9,6 +9,8 @@ from omegaconf import DictConfig
 
 from advaudit.audits.settings import WorstCaseAuditConf
 from advaudit.core.intervals import format_interval
+from advaudit.models.endpoint import endpoint_records
+from advaudit.models.imported.spec import endpoint_label
 
 
 def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
@@ -54,9 +56,29 @@ def _judge_line(result: dict[str, Any]) -> str:
             f"({100 * result['examine/judge_correct_random']:.0f}% of random conditions)")
 
 
+def _in_loss(audit: WorstCaseAuditConf) -> str:
+    if audit.validity.in_loss.value == "barrier":
+        return "no loss for a proposal the validity check throws out (`audit.validity.in_loss=barrier`): it searched S"
+    return ("the raw loss of every proposal, valid or not (`audit.validity.in_loss=none`): it could score proposals "
+            "outside S as weaknesses")
+
+
+def _endpoint_line(cfg: DictConfig) -> str:
+    """Where a served target was queried, the model version its server reported and the time spent waiting on it."""
+    block = cfg.target.get("endpoint") if isinstance(cfg.target, DictConfig) else None
+    address = endpoint_label(block) if block is not None else None
+    record = next((r for r in reversed(endpoint_records()) if r["endpoint"] == address), None)
+    if record is None:
+        return ""
+    server = " ".join(str(v) for v in record["server"].values())
+    return (f"\n- endpoint: {address}, model version {record['model_version'] or 'not reported'}"
+            f"{f' ({server})' if server else ''}: {record['inputs']} inputs in {record['requests']} requests so far, "
+            f"{record['seconds_waiting']:.1f} s waiting on the server")
+
+
 def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any], plots: dict[str, Path]) -> str:
-    rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T@{queries}')} | "
-                     f"{_fmt(result, f'examine/worst@{queries}')} |"
+    rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T_valid@{queries}')} | "
+                     f"{_fmt(result, f'examine/E_T@{queries}')} | {_fmt(result, f'examine/worst@{queries}')} |"
                      for b in result["budgets"] for queries in [b["queries"]])
     classes = "\n".join(f"| {c} | {v['n']} | {v['T0']:.3f} | {v['E_T']:.3f} | "
                         f"{'n/a' if v['worst'] is None else format(v['worst'], '.3f')} | {100 * v['failure_rate']:.0f}% |"
@@ -69,25 +91,30 @@ def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any],
     accuracy = result["examine/random_valid_accuracy"]
     return f"""# Worst-case audit
 
-- target: `{cfg.target}`{_classes_line(result)}
+- target: `{cfg.target}`{_endpoint_line(cfg)}{_classes_line(result)}
 - examiner: `{cfg.examiner.name}`, mode `{audit.mode.value}`, {result['n_instances']} instances,
   {result['queries_per_instance']} queries each in iterations of q = {result['q']}
   ({result['queries_per_second'] or 0:.0f} queries/s)
-- **E_T = {_fmt(result, 'examine/E_T')}**: the paper's metric (Algorithm 1), mean true-class probability
-  of the examiner's proposals at its last iteration; **worst = {_fmt(result, 'examine/worst')}**: mean
-  lowest true-class probability over valid proposals (95% bootstrap intervals over instances)
+- **E_T inside S = {_fmt(result, 'examine/E_T_valid')}** (the primary question): the paper's metric (Algorithm 1)
+  on the proposals that keep the label, mean true-class probability of the examiner's final valid proposals;
+  E_T over all final proposals, valid or not = {_fmt(result, 'examine/E_T')}; **worst =
+  {_fmt(result, 'examine/worst')}**: mean lowest true-class probability over valid proposals (95% bootstrap
+  intervals over instances)
+- {result.get('examiner_moved_words', 'how far E_T moved from T = 0 was not measured')}
+- the examiner was told {_in_loss(audit)}
 - instances: `{result['instance_selection']['selection']}` ({result['instance_selection']['design']} design:
   {result['instance_selection']['description']})
 - a valid misclassified condition was found for {_fmt(result, 'examine/failure_rate', percent=True)} of instances
-- validity: {100 * result['examine/invalid_share']:.1f}% of proposals invalid ({checks}){_sample_note(result)};
-  {100 * result['examine/random_invalid_share']:.1f}% of random conditions invalid; {_reference_line(result)}
+- validity ({checks}){_sample_note(result)}: invalid are {100 * result['examine/invalid_share']:.1f}% of all
+  proposals ({result['queries_per_instance']} per instance, the first, nearly random iterations included),
+  {100 * result['examine/final_invalid_share']:.1f}% of the last iteration's proposals (where the examiner ended up)
+  and {100 * result['examine/random_invalid_share']:.1f}% of random conditions; {_reference_line(result)}
 - accuracy under random valid conditions: {'n/a' if accuracy is None else f'{100 * accuracy:.1f}%'}
 - validity where it matters: the lowest true-class probability of {100 * (1 - result['examine/worst_raw_valid']):.0f}%
-  of instances was on a condition the checks throw out; {100 * result['examine/final_invalid_share']:.1f}% of the
-  last iteration's proposals are invalid; {_judge_line(result)}
+  of instances was on a condition the checks throw out; {_judge_line(result)}
 
-| queries | iterations | E_T (proposals of that iteration) | worst (valid, so far) |
-|---|---|---|---|
+| queries | iterations | E_T inside S (final window) | E_T (proposals of that iteration) | worst (valid, so far) |
+|---|---|---|---|---|
 {rows}
 
 | class | instances | E_T at T = 0 | E_T | worst | failed |

@@ -25,6 +25,7 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.audits import examiner_metrics as metrics
+from advaudit.audits.examiner_movement import examination_movement
 from advaudit.audits.instance_selection import selection_design
 from advaudit.audits.lazy_validity import invalid_shares, share_mask
 from advaudit.audits.tsne_plot import tsne_plot
@@ -87,6 +88,7 @@ def examination_metrics(history: dict[str, Any], labels: np.ndarray, q: int, bud
     for b in budgets:
         result.update(_with_ci(f"examine/E_T@{b}", metrics.e_t(p, q, b), seed))
         result.update(_with_ci(f"examine/worst@{b}", metrics.worst(p, valid, b, strength), seed))
+        result.update(_with_ci(f"examine/E_T_valid@{b}", metrics.e_t_valid(p, valid, q, b), seed))
     result.update(_with_ci("examine/E_T", metrics.e_t(p, q, queries), seed))
     result.update(_with_ci("examine/worst", metrics.worst(p, valid, queries, strength), seed))
     result.update(_with_ci("examine/E_T_valid", metrics.e_t_valid(p, valid, q, queries), seed))
@@ -182,11 +184,17 @@ def summarise(ex: ExaminationRecord, history: dict[str, Any], fresh: dict[str, A
     labels = ex.labels
     queries = history["true_prob"].shape[1]
     budgets = [b for b in budgets if b <= queries]
-    result = examination_metrics(history, labels, q, budgets, strength, seed, audit.validity.share_sample)
+    result = examination_metrics(history, labels, q, budgets, strength, seed, share_rate(audit))
     result["budget_unit"] = audit.budget_unit.value
     result["instance_selection"] = selection_design(audit.selection.value)
     worst = worst_cases(history, strength)
-    result["per_instance"] = _per_instance(ex, history, worst, q, seed)
+    result["per_instance"] = _per_instance(ex, history, worst, fresh, q, seed)
+    final = {key: np.array([row[key] if row[key] is not None else np.nan for row in result["per_instance"]], float)
+             for key in ("E_T", "E_T_valid")}
+    moved = examination_movement(final, fresh, strength, str(ex.cfg.examiner.name), seed)
+    for row, baseline in zip(result["per_instance"], moved.pop("random_baseline_valid")):
+        row["E_T_valid_random"] = None if np.isnan(baseline) else float(baseline)
+    result.update(moved)
     result.update(_final_factors(ex, history, fresh, q))
     result.update(label_kept(history, q, worst, fresh, audit.judge, seed))
     for row, correct in zip(result["per_instance"], _judge_correct(worst, fresh)):
@@ -210,6 +218,13 @@ def summarise(ex: ExaminationRecord, history: dict[str, Any], fresh: dict[str, A
     return result
 
 
+def share_rate(audit: Any) -> float:
+    """The share of queries the invalid shares are measured on: all of them where the examiner was told every
+    proposal's verdict (``audit.validity.in_loss=barrier``), else ``audit.validity.share_sample`` (lazy and eager
+    judging then give the same result)."""
+    return 1.0 if audit.validity.in_loss.value == "barrier" else audit.validity.share_sample
+
+
 def _per_class(ex: ExaminationRecord, history: dict[str, Any], q: int) -> dict[str, dict[str, Any]]:
     """Per class present among the instances: ``E_T``, ``worst``, ``T0`` (E_T before any query), ``failure_rate``, ``n``."""
     true_prob, labels = history["true_prob"], ex.labels
@@ -228,19 +243,26 @@ def _per_class(ex: ExaminationRecord, history: dict[str, Any], q: int) -> dict[s
     return rows
 
 
-def _per_instance(ex: ExaminationRecord, history: dict[str, Any], worst: WorstCases, q: int,
+def _per_instance(ex: ExaminationRecord, history: dict[str, Any], worst: WorstCases, fresh: dict[str, Any], q: int,
                   seed: int) -> list[dict[str, Any]]:
-    """One row per instance: its E_T, worst valid true-class probability, failure, invalid share and worst case."""
+    """One row per instance: its E_T, worst valid true-class probability, failure, invalid share, worst case and
+    accuracy under the run's random conditions (all of them, and the valid ones: the same conditions for every
+    checkpoint examined alike, so a comparison pairs them instance by instance)."""
     true_prob, labels = history["true_prob"], ex.labels
     queries = true_prob.shape[1]
     names = ex.class_names  # the world's classes in its order (+ a class map's "(other)", predicted too)
     e_final = metrics.e_t(true_prob, q, queries)
+    e_valid = metrics.e_t_valid(true_prob, history["valid"], q, queries)
     worst_final = metrics.worst(true_prob, history["valid"], queries, ex.audit.mode == Mode.strength)
     failed = metrics.failed(history["predicted"], history["valid"], labels, queries)
-    shares = invalid_shares(history, share_mask(history, seed, ex.audit.validity.share_sample))["per_instance"]
+    shares = invalid_shares(history, share_mask(history, seed, share_rate(ex.audit)))["per_instance"]
     factor_names = [f.name for f in ex.factors]
+    random_ok, random_valid = (fresh[key].numpy().reshape(len(labels), -1) for key in ("random_ok", "random_valid"))
     return [{"instance": int(history["ids"][i]), "label": int(labels[i]), "class": names[labels[i]],
-             "E_T": float(e_final[i]), "worst": None if np.isnan(worst_final[i]) else float(worst_final[i]),
+             "random_accuracy": float(random_ok[i].mean()),
+             "random_valid_accuracy": float(random_ok[i][random_valid[i]].mean()) if random_valid[i].any() else None,
+             "E_T": float(e_final[i]), "E_T_valid": None if np.isnan(e_valid[i]) else float(e_valid[i]),
+             "worst": None if np.isnan(worst_final[i]) else float(worst_final[i]),
              "failed": bool(failed[i]), "invalid_share": float(shares[i]),
              "worst_predicted": names[worst.predicted[i]] if worst.found[i] else None,
              "worst_s": dict(zip(factor_names, worst.s[i].tolist())) if worst.found[i] else None}

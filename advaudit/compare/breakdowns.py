@@ -20,17 +20,18 @@ from statsmodels.stats.multitest import multipletests
 
 from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric
-from advaudit.core.intervals import mean_with_ci
+from advaudit.core.intervals import format_p, mean_with_ci
 
 
 def pooled_instances(group: Group, target: str, seeds: list[int]) -> pd.DataFrame | None:
-    """The per-instance rows of ``target`` over ``seeds`` (a ``seed`` column added), or None."""
+    """The per-instance rows of ``target`` over ``seeds`` and every file of a recipe (``seed`` and ``file`` columns
+    added), or None."""
     frames = []
     for seed in seeds:
-        run = group.run(target, seed)
-        frame = run.per_instance() if run is not None else None
-        if frame is not None:
-            frames.append(frame.assign(seed=seed))
+        for number, run in enumerate(group.runs_at(target, seed)):
+            frame = run.per_instance()
+            if frame is not None:
+                frames.append(frame.assign(seed=seed, file=number))
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
@@ -156,16 +157,13 @@ def factor_verdict(row: dict[str, Any], n_tests: int, alpha: float = 0.05) -> st
     """One sentence: does this checkpoint's worst-case set concentrate on this factor?"""
     unit = f" {row['unit']}" if row.get("unit") else ""
     where = "circle" if row["periodic"] else "range"
-    tests = (f"{row['test']} p = {_p(row['p'])}, Holm-corrected over {n_tests} factor"
-             f"{'s' if n_tests != 1 else ''}: {_p(row['p_holm'])}; n = {row['n']}")
+    tests = (f"{row['test']} p = {format_p(row['p'])}, Holm-corrected over {n_tests} factor"
+             f"{'s' if n_tests != 1 else ''}: {format_p(row['p_holm'])}; n = {row['n']}")
     if row["p_holm"] < alpha:
         return (f"{row['factor']}: the worst cases concentrate ({100 * row['share_peak']:.0f}% in the densest fifth "
                 f"of its {where}, around {row['peak']:.3g}{unit}; random conditions put 20% in any fifth) ({tests}).")
     return f"{row['factor']}: no concentration detectable at {alpha:.0%} ({tests})."
 
-
-def _p(p: float) -> str:
-    return "nan" if not math.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}")
 
 
 def searched_factors(factors: list[Any], design: dict[str, Any]) -> list[str]:

@@ -30,8 +30,10 @@ from scipy.stats import wilcoxon
 from statsmodels.stats.multitest import multipletests
 from torch import Tensor
 
-from advaudit.compare.where import ALPHA, Axis, region_words
-from advaudit.core.intervals import format_interval, mean_with_ci
+from advaudit.compare.cells import band_values, region_text
+from advaudit.compare.stats import over_files
+from advaudit.compare.where import ALPHA, Axis
+from advaudit.core.intervals import format_interval, format_p, mean_with_ci
 from advaudit.worlds.protocol import unit_to_factor
 
 DRAW = ("torch.Generator().manual_seed(seed): torch.rand([n, m, C]) mapped onto the factors' bounds; "
@@ -44,7 +46,10 @@ class Settings:
     ``region_conditions``: random conditions per instance in a region; ``random_conditions``: per
     instance over all of S for the per-factor sensitivity; ``batch``: images per forward pass;
     ``min_points``: the smallest checkpoint x fifth difference (accuracy points) the sensitivity
-    says, see :func:`advaudit.compare.sensitivity.said`."""
+    says, see :func:`advaudit.compare.sensitivity.said`; ``why_instances``: held-out instances of the why section
+    (:mod:`advaudit.compare.why`, at most; recipes confirm on as many others), ``why_renders``: renders per
+    intervention (instances x conditions per instance), ``why_min_points``: the smallest part of a gap, in
+    accuracy points, it names, ``factor_groups``: groups of factors of the user's own, ``((name, (factor, ...)), ...)``."""
 
     instances: int = 60
     region_conditions: int = 32
@@ -52,6 +57,10 @@ class Settings:
     alpha: float = ALPHA
     min_points: float = 3.0
     batch: int = 512
+    why_instances: int = 200
+    why_renders: int = 800
+    why_min_points: float = 1.0
+    factor_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def held_out_split(examined: str) -> str:
@@ -126,22 +135,50 @@ def paired(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     return {"diff": stats["mean"], "lo": stats["lo"], "hi": stats["hi"], "p": p, "n": int(len(diffs))}
 
 
-def confirm(world: Any, z: Any, targets: dict[str, Any], pair: tuple[str, str], factor: str,
-            region: Sequence[float], seed: int, settings: Settings, calibrated: bool = False) -> dict[str, Any]:
-    """The check of ``region`` on ``factor`` for checkpoints ``pair`` (names in ``targets``) on
-    instances ``z``; ``p_holm`` and the verdict are set by :func:`decide` once all checks ran."""
+def cell_conditions(factors: Sequence[Any], n: int, m: int, cell: dict[str, Any], seed: int) -> Tensor:
+    """``[n, m, C]``: uniform over S with the cell's factor uniform in it: a region or fifth (``region`` or ``low``,
+    ``high`` in factor units; :func:`region_conditions`) or a band of distance from ``reference`` (``kind`` ``band``:
+    both sides of the reference, :func:`advaudit.compare.cells.band_values`)."""
+    low, high = cell.get("region") or (cell["low"], cell["high"])
+    if cell.get("kind") != "band":
+        return region_conditions(factors, n, m, cell["factor"], (low, high), seed)
+    generator = torch.Generator().manual_seed(int(seed))
+    s = _uniform(factors, n, m, generator)
+    index = [f.name for f in factors].index(cell["factor"])
+    u = torch.rand(n, m, generator=generator).numpy()
+    s[:, :, index] = torch.as_tensor(band_values(factors[index], float(cell["reference"]), low, high, u), dtype=s.dtype)
+    return s
+
+
+def confirm(world: Any, z: Any, targets: dict[str, Any], sides: dict[str, tuple[str, ...]], pair: tuple[str, str],
+            cell: dict[str, Any], seed: int, settings: Settings, calibrated: bool = False) -> dict[str, Any]:
+    """The check of ``cell`` (:func:`cell_conditions`) for checkpoints ``pair`` (names of ``sides``, each its files in
+    ``targets``) on instances ``z``; ``p_holm`` and the verdict are set by :func:`decide` once all checks ran.
+    Two recipes are compared over their files (Welch, every pair of files agreeing), else over instances."""
     factors = list(world.factors)
-    s = region_conditions(factors, len(z), settings.region_conditions, factor, region, seed)
-    scores = score(world, z, s, {n: targets[n] for n in pair}, calibrated, settings.batch)
-    (prob_a, correct_a), (prob_b, correct_b) = (scores[n] for n in pair)
-    unit = next((str(getattr(f, "unit", "") or "") for f in factors if f.name == factor), "")
-    return {"a": pair[0], "b": pair[1], "factor": factor, "unit": unit, "region": [float(r) for r in region],
-            "split": None, "instances": [int(i) for i in z.ids.tolist()], "seed": int(seed),
-            "conditions_per_instance": int(settings.region_conditions), "draw": DRAW,
-            "true_prob": {pair[0]: float(prob_a.mean()), pair[1]: float(prob_b.mean())},
-            "accuracy": {pair[0]: float(correct_a.mean()), pair[1]: float(correct_b.mean())},
-            **paired(prob_a.mean(1), prob_b.mean(1)),
-            "accuracy_diff": paired(correct_a.mean(1), correct_b.mean(1))}
+    s = cell_conditions(factors, len(z), settings.region_conditions, cell, seed)
+    units = sides[pair[0]] + sides[pair[1]]
+    scores = score(world, z, s, {u: targets[u] for u in units}, calibrated, settings.batch)
+    unit = next((str(getattr(f, "unit", "") or "") for f in factors if f.name == cell["factor"]), "")
+    low, high = cell.get("region") or (cell["low"], cell["high"])
+    check = {"a": pair[0], "b": pair[1], "factor": cell["factor"], "unit": unit, "region": [float(low), float(high)],
+             "kind": cell.get("kind", "region"), "reference": cell.get("reference"),
+             "split": None, "instances": [int(i) for i in z.ids.tolist()], "seed": int(seed),
+             "conditions_per_instance": int(settings.region_conditions), "draw": DRAW}
+    prob = {name: [scores[u][0].mean(1) for u in sides[name]] for name in pair}      # per file: [n]
+    correct = {name: [scores[u][1].mean(1) for u in sides[name]] for name in pair}
+    check["true_prob"] = {name: float(np.mean(prob[name])) for name in pair}
+    check["accuracy"] = {name: float(np.mean(correct[name])) for name in pair}
+    if min(len(sides[pair[0]]), len(sides[pair[1]])) >= 2:
+        a, b = ([float(v.mean()) for v in prob[name]] for name in pair)
+        check.update(over_files(a, b), n=len(z), test="Welch t over files", pairs=len(a) * len(b),
+                     agree=int(sum(np.sign(x - y) == np.sign(np.mean(a) - np.mean(b)) for x in a for y in b)),
+                     accuracy_diff=over_files(*([float(v.mean()) for v in correct[name]] for name in pair)))
+        return check
+    mean = {name: np.mean(prob[name], axis=0) for name in pair}
+    check.update(paired(mean[pair[0]], mean[pair[1]]), test="Wilcoxon",
+                 accuracy_diff=paired(*(np.mean(correct[name], axis=0) for name in pair)))
+    return check
 
 
 def holm_rows(rows: list[dict[str, Any]]) -> None:
@@ -158,14 +195,16 @@ def decide(checks: list[dict[str, Any]], alpha: float = ALPHA) -> None:
     """Holm over ``checks`` (in place); each gets ``p_holm``, ``weaker`` (or None) and ``words``."""
     holm_rows(checks)
     for check in checks:
-        separated = math.isfinite(check["p_holm"]) and check["p_holm"] < alpha and check["diff"] != 0
+        separated = (math.isfinite(check["p_holm"]) and check["p_holm"] < alpha and check["diff"] != 0
+                     and check.get("agree", 0) == check.get("pairs", 0))
         check["weaker"] = (check["a"] if check["diff"] < 0 else check["b"]) if separated else None
         check["words"] = confirmation_words(check)
 
 
 def confirmation_words(check: dict[str, Any]) -> str:
     """The sentence the report says about one check."""
-    where = region_words(check["factor"], check["region"], check.get("unit", ""))
+    where = region_text(check["factor"], check.get("kind", "region"), *check["region"], check.get("unit", ""),
+                        check.get("reference"))
     return f"Checked on held-out instances under new random conditions with {where}: {verdict_words(check)}."
 
 
@@ -181,14 +220,11 @@ def verdict_words(check: dict[str, Any]) -> str:
     numbers = (f"mean true-class probability {lower} {check['true_prob'][lower]:.3f} vs {other} "
                f"{check['true_prob'][other]:.3f}, paired difference "
                f"{format_interval(sign * check['diff'], lo, hi, 3, sign=True)} over {check['n']} held-out instances "
-               f"x {check['conditions_per_instance']} conditions, Wilcoxon p = {_p(check['p'])} "
-               f"(Holm {_p(check['p_holm'])}); "
+               f"x {check['conditions_per_instance']} conditions, {check.get('test', 'Wilcoxon')} p = "
+               f"{format_p(check['p'])} (Holm {format_p(check['p_holm'])}"
+               + (f"; {check['agree']} of {check['pairs']} pairs of files agree" if "pairs" in check else "") + "); "
                f"accuracy {check['accuracy'][lower]:.2f} vs {check['accuracy'][other]:.2f}, "
                f"{format_interval(100 * sign * acc['diff'], 100 * acc_lo, 100 * acc_hi, 0, sign=True)} points")
     if weaker is None:
         return f"nothing separates {a} and {b} there ({numbers})"
     return f"{weaker} is the weaker checkpoint there ({numbers})"
-
-
-def _p(p: float) -> str:
-    return "nan" if not math.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}")

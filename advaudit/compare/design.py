@@ -12,16 +12,17 @@ differ, instead of mixing them in one table.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import pandas as pd
 
-from advaudit.compare.labels import distinguishing_parts
+from advaudit.compare.labels import checkpoint_source, distinguishing_parts
 from advaudit.compare.records import RunRecord
 from advaudit.core.run_records import audit_design
-from advaudit.core.naming import short_name
+from advaudit.core.naming import short_name, short_names
 from advaudit.errors import AdvauditError
 
 # top-level config keys that never define an examination
@@ -71,6 +72,15 @@ class Group:
     design: dict[str, Any]
     runs: list[RunRecord]
     notes: list[str] = field(default_factory=list)
+    plan: list[tuple[str, str]] | None = None   # the pairs compared (labels); None: every pair (:func:`plan_pairs`)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The pairs of checkpoint labels this group compares: its plan, else every pair."""
+        return list(self.plan) if self.plan is not None else list(itertools.combinations(self.targets, 2))
+
+    def name_pairs(self, names: dict[str, str]) -> list[tuple[str, str]]:
+        """:meth:`pairs` under the names the report gives the checkpoints."""
+        return [(names[a], names[b]) for a, b in self.pairs()]
 
     @property
     def method(self) -> str | None:
@@ -93,6 +103,22 @@ class Group:
 
     def run(self, target: str, seed: int) -> RunRecord | None:
         return next((r for r in self.runs if str(r.target) == target and r.seed == seed), None)
+
+    def runs_at(self, target: str, seed: int) -> list[RunRecord]:
+        """Every run of ``target`` at ``seed``: one per file (a recipe examined alike has several)."""
+        return [r for r in self.runs if str(r.target) == target and r.seed == seed]
+
+    def files(self, target: str) -> list[str]:
+        """The checkpoint files (sources) examined under the label ``target``: one for a checkpoint, two or more
+        for a recipe (each file a replication: a training seed)."""
+        return sorted({checkpoint_source(r) for r in self.runs if str(r.target) == target})
+
+    def file_runs(self, target: str, source: str) -> list[RunRecord]:
+        """The runs of ``target`` that examined the file ``source`` (one per examination seed)."""
+        return [r for r in self.runs if str(r.target) == target and checkpoint_source(r) == source]
+
+    def is_recipe(self, target: str) -> bool:
+        return len(self.files(target)) > 1
 
 
 #: interpolations that follow what varies between the runs of one design: kept as written
@@ -134,6 +160,30 @@ def group_runs(records: Iterable[RunRecord]) -> list[Group]:
     return sorted(groups, key=lambda g: (g.audit, g.method or "", _key(g.design)))
 
 
+#: up to this many checkpoints a group compares every pair by default; more are each compared with a baseline
+ALL_PAIRS_UP_TO = 3
+
+
+def plan_pairs(group: Group, baseline: str | None = None, all_pairs: bool = False) -> None:
+    """Set ``group.plan`` (in place): every pair with ``all_pairs`` or up to :data:`ALL_PAIRS_UP_TO` checkpoints,
+    else every other checkpoint against ``baseline`` (a label or the name the report gives it; the first label by
+    name when None, said in a note). K checkpoints then cost K - 1 pairs, and their tests K - 1 times the
+    metrics in one Holm family, instead of K (K - 1) / 2."""
+    targets = group.targets
+    if all_pairs or len(targets) <= ALL_PAIRS_UP_TO and baseline is None:
+        group.plan = None
+        return
+    names = short_names(targets)
+    chosen = next((t for t in targets if baseline in (t, names[t])), None) if baseline else targets[0]
+    if chosen is None:
+        group.plan = None   # the baseline is not in this group (another group holds it): every pair here
+        return
+    if baseline is None:
+        group.notes.append(f"{len(targets)} checkpoints: each is compared with {names[chosen]} (the first by name; "
+                           "--baseline NAME picks another, --all-pairs compares every pair)")
+    group.plan = [(chosen, t) for t in targets if t != chosen]
+
+
 def require_common_seed(group: Group) -> None:
     """Refuse a group whose checkpoints share no seed: nothing in it could be paired (AdvauditError).
 
@@ -142,6 +192,11 @@ def require_common_seed(group: Group) -> None:
     """
     seeds = {t: group.seeds(t) for t in group.targets}
     if len(seeds) < 2 or group.common_seeds() or not all(seeds.values()):
+        return
+    if all(group.is_recipe(t) for t in group.targets):
+        group.notes.append("the recipes were examined at different seeds, so on different instances: they are "
+                           "compared over their files, which holds, but examining every file with one seed pairs "
+                           "their instances and has more power")
         return
     parts = dict(zip(seeds, distinguishing_parts(list(seeds))))
     shown = "; ".join(f"{parts[t]}: {s}" for t, s in list(seeds.items())[:4]) + ("; ..." if len(seeds) > 4 else "")
@@ -160,7 +215,8 @@ def pairing_notes(group: Group) -> list[str]:
                      + f"); only the common seeds {group.common_seeds()} are compared")
     for target in group.targets:
         for seed in group.seeds(target):
-            count = sum(1 for r in group.runs if str(r.target) == target and r.seed == seed)
+            runs = group.runs_at(target, seed)
+            count = len(runs) - len({checkpoint_source(r) for r in runs}) + 1
             if count > 1:
                 notes.append(f"{_short(target)} seed {seed} was run {count} times; the first run is used")
     for seed in group.common_seeds():

@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from advaudit.core.naming import short_names
 from advaudit.errors import require
 
 GATE_FILE = "gate.xml"
@@ -85,7 +86,8 @@ def _case(group: dict[str, Any], row: dict[str, Any], candidate: str, base: str,
                    f"Holm-corrected p = {row['p_holm']:.2g} ({group['label']})")
     else:
         message = f"{name} passes against {base_name} on {metric} (margin {margin:g}): {answer['text']}"
-    return {"group": group["label"], "candidate": name, "baseline": base_name, "metric": metric, "failed": failed,
+    return {"group": group["label"], "candidate": name, "candidate_target": candidate, "baseline": base_name,
+            "metric": metric, "failed": failed,
             "difference": d, "lo": lo, "hi": hi, "p_holm": row.get("p_holm"), "margin": margin, "message": message}
 
 
@@ -105,9 +107,20 @@ def write_junit(cases: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def run_gate(summary: dict[str, Any], out: Path, baseline: str, margin: float) -> int:
-    """Judge every candidate against ``baseline``, write ``gate.xml``, print the outcome; 1 when one fails."""
-    cases = gate(summary, baseline, margin)
+def require_known_baseline(targets: list[list[str]], baseline: str, flag: str = "--gate") -> None:
+    """Refuse ``--gate BASELINE`` (or ``flag``) before any comparison runs when no group of ``targets`` (each group's
+    checkpoints, as its runs name them) holds it, by its short name (as the report gives it) or in full."""
+    known = [name for group in targets for name in [*short_names(group).values(), *group]]
+    require(baseline in known, f"{flag} {baseline}: no checkpoint to compare has that name; use one of "
+            f"{sorted(dict.fromkeys(short for group in targets for short in short_names(group).values()))} "
+            "(as the comparison names them)")
+
+
+def run_gate(summary: dict[str, Any], out: Path, baseline: str, margin: float,
+             cases: list[dict[str, Any]] | None = None) -> int:
+    """Judge every candidate against ``baseline`` (or take the ``cases`` judged already), write ``gate.xml``,
+    print the outcome; 1 when one fails."""
+    cases = gate(summary, baseline, margin) if cases is None else cases
     path = write_junit(cases, out / GATE_FILE)
     failed = [c for c in cases if c["failed"]]
     for case in failed:

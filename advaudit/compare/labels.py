@@ -1,12 +1,11 @@
 """Checkpoint labels that name one checkpoint each.
 
-A run's checkpoint is labelled by its target block's ``name`` (or the checkpoint's path). Two
-different checkpoints can carry the same name: a recipe trained with several seeds, each imported
-by a block that says ``name: plain``. Labelled alike they would be taken for one checkpoint run
-twice and never compared, so runs whose checkpoints share a label and a seed but come from
-different files get the label plus the part of the path that tells them apart (``plain (plain_s0)``,
-``plain (plain_s1)``), and the comparison says so in a note. One file per seed under one label is a
-recipe replicated over seeds and keeps its label.
+A run's checkpoint is labelled by its target block's ``name`` (or the checkpoint's path). Different
+checkpoint files that carry the same name are a **recipe**: a recipe trained with several seeds, each
+imported by a block that says ``name: plain``, examined on the same instances (one examination seed, the
+recommended design) or each at a seed of its own. The training seed is a property of the file: the
+comparison treats every file as one replication of its recipe (:mod:`advaudit.compare.stats`) and says so
+in a note. To compare such files one by one, give each its own name.
 
 Runs whose target blocks carry no name are labelled by their files, one label per file. To compare
 such runs as recipes over seeds, ``--recipe NAME=PATTERN`` names every run whose checkpoint path
@@ -60,12 +59,8 @@ def distinguishing_parts(sources: list[str]) -> list[str]:
 
 
 def distinct_labels(records: Iterable[_Labelled]) -> None:
-    """Relabel runs whose different checkpoints share a label and a seed (module docstring), in place.
-
-    Different files under one label but each at its own seed (``plain`` trained and examined with seed
-    0, 1, 2) are a recipe replicated over seeds: they keep the label, compared over their seeds, and
-    get a note saying so.
-    """
+    """Note the labels that name several checkpoint files (module docstring), in place: each is a recipe whose
+    files are its replications (training seeds), examined at one seed or at several."""
     by_label: dict[str, list[_Labelled]] = {}
     for record in records:
         if record.target is not None:
@@ -74,21 +69,10 @@ def distinct_labels(records: Iterable[_Labelled]) -> None:
         sources = sorted({checkpoint_source(r) for r in members})
         if len(sources) < 2:
             continue
-        per_seed: dict[Any, set[str]] = {}
+        parts = ", ".join(distinguishing_parts(sources)[:6]) + (", ..." if len(sources) > 6 else "")
+        note = (f"{label!r} is {len(sources)} checkpoint files ({parts}): compared as one recipe, each file a "
+                "replication of it (a training seed); give each file its own target.name to compare the files instead")
         for record in members:
-            per_seed.setdefault(record.seed, set()).add(checkpoint_source(record))
-        if all(len(files) == 1 for files in per_seed.values()):
-            note = (f"{label!r} is {len(sources)} checkpoint files, one per seed: compared as one recipe over its "
-                    "seeds (give each file its own target.name to compare the files instead)")
-            for record in members:
-                record.label_note = note
-            continue
-        suffix = dict(zip(sources, distinguishing_parts(sources)))
-        note = (f"{len(sources)} different checkpoints are all named {label!r}; they are labelled "
-                f"{', '.join(repr(f'{label} ({suffix[s]})') for s in sources)} by their paths "
-                "(give each its own target.name to choose the labels)")
-        for record in members:
-            record.target = f"{label} ({suffix[checkpoint_source(record)]})"
             record.label_note = note
 
 

@@ -42,10 +42,12 @@ class Metric:
 #: each audit's metrics, its primary question first (the one used when runs declare none: ``audit.metric``)
 FIXED: dict[str, list[Metric]] = {
     "worst_case": [
-        Metric("examine/E_T", True, "E_T", label="E_T (true-class probability of the final proposals)"),
+        Metric("examine/E_T_valid", True, "E_T_valid",
+               label="E_T inside S (true-class probability of the final proposals that keep the label)"),
+        Metric("examine/E_T", True, "E_T", label="E_T (true-class probability of all final proposals, the paper's)"),
         Metric("examine/worst", True, "worst", label="worst true-class probability found"),
         Metric("examine/failure_rate", False, "failed", binary=True, label="share of instances failed"),
-        Metric("examine/random_accuracy", True, label="accuracy under random conditions"),
+        Metric("examine/random_accuracy", True, "random_accuracy", label="accuracy under random conditions"),
         Metric("examine/invalid_share", None, label="share of invalid proposals"),
     ],
     "evaluate": [

@@ -33,7 +33,9 @@ def forest_plot(rows: list[dict[str, Any]], names: dict[str, str], path: Path, t
                     capsize=3)
         ax.plot(means[~has], y[~has], "o", color="tab:gray")
         ax.set_yticks(y, [names.get(t, t) for t in targets], fontsize=8)
-        ax.set_title("\n".join(textwrap.wrap(metric, 24)), fontsize=8)
+        ax.set_title("\n".join(textwrap.wrap(metric + ("" if has.any() else " (no interval)"), 24)), fontsize=8)
+        if not has.any():
+            _unzoomed(ax, means)
         ax.tick_params(axis="x", labelsize=7)
         ax.xaxis.set_major_locator(plt.MaxNLocator(5))
         ax.grid(axis="x", alpha=0.3)
@@ -43,6 +45,17 @@ def forest_plot(rows: list[dict[str, Any]], names: dict[str, str], path: Path, t
         ax.axis("off")
     fig.suptitle(title, fontsize=9)
     return save_figure(fig, path)
+
+
+def _unzoomed(ax: Any, means: np.ndarray) -> None:
+    """A panel of points without intervals spans at least 10% of their size, so two nearly equal values
+    (0.4584 and 0.4596) do not fill it as if they were far apart."""
+    finite = means[np.isfinite(means)]
+    if not len(finite):
+        return
+    span = max(float(np.ptp(finite)) * 1.5, 0.1 * float(np.abs(finite).max()), 1e-9)
+    centre = (float(finite.min()) + float(finite.max())) / 2
+    ax.set_xlim(centre - span / 2, centre + span / 2)
 
 
 def class_bars(rows: list[dict[str, Any]], names: dict[str, str], path: Path, metric: str) -> Path:
@@ -89,6 +102,8 @@ def factor_histograms(rows: list[dict[str, Any]], factors: list[Any], names: dic
         holm = ", ".join(f"{r['p_holm']:.2g}" for r in mine)
         ax.set_title(f"{factor.name} {factor.unit}".strip() + circle + f"\nHolm p: {holm}", fontsize=8)
         ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_locator(plt.MaxNLocator(4))  # 3.4-inch panels: more ticks ran into each other
+        ax.xaxis.set_major_formatter(plt.FormatStrFormatter("%.4g"))
     for ax in list(axes.flat)[len(present):]:
         ax.axis("off")
     handles = [plt.Line2D([], [], color=colors[t], linewidth=1.5, label=names.get(t, t)) for t in targets]

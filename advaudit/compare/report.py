@@ -22,7 +22,7 @@ import pandas as pd
 from advaudit.compare import plots
 from advaudit.compare.html import write_html
 from advaudit.compare.breakdowns import per_class, per_factor, searched_factors
-from advaudit.compare.design import Group, differences_between, group_runs
+from advaudit.compare.design import Group, differences_between, group_runs, plan_pairs
 from advaudit.compare.metrics import metrics_for
 from advaudit.compare.power import pair_power
 from advaudit.compare.records import RunRecord, discover_runs
@@ -30,32 +30,40 @@ from advaudit.compare.replay import replay as run_replay
 from advaudit.compare.stats import checkpoint_summary, compare_pairs, paired_frame, verdict
 from advaudit.compare.verdict import answer_lines, answers, primary_metric, primary_note
 from advaudit.compare.confirm import Settings
-from advaudit.compare.where_section import where_markdown
-from advaudit.compare.where_seeds import where_over_seeds
+from advaudit.compare.where_section import where_markdown, where_section
+from advaudit.compare.why.report import why_markdown
+from advaudit.compare.why.section import user_groups, why_section
 from advaudit.core.intervals import format_interval
 from advaudit.core.naming import short_names
 from advaudit.core.records import write_json
 from advaudit.worlds import build_world
+from advaudit.worlds.references import groups_of
 
 log = logging.getLogger(__name__)
 
 
 def compare_runs(roots: Iterable[str | Path], out_dir: str | Path, replay: bool = True,
                  primary: str | None = None, where: Settings = Settings(),
-                 recipes: dict[str, str] | None = None) -> dict[str, Any]:
+                 recipes: dict[str, str] | None = None, baseline: str | None = None,
+                 all_pairs: bool = False) -> dict[str, Any]:
     """Compare every group of comparable runs under ``roots``; write the report into ``out_dir``
-    (``where``: how much the held-out checks of where one checkpoint is weaker render; ``recipes``:
-    name -> shell pattern of checkpoint paths, runs labelled by recipe)."""
+    (``where``: how much the held-out checks of where and why one checkpoint is weaker render; ``recipes``:
+    name -> shell pattern of checkpoint paths, runs labelled by recipe; ``baseline``, ``all_pairs``: which
+    pairs, :func:`advaudit.compare.design.plan_pairs`)."""
     records = discover_runs(roots, recipes)
-    return compare_records(records, out_dir, replay, primary, where)
+    return compare_records(records, out_dir, replay, primary, where, baseline, all_pairs)
 
 
 def compare_records(records: list[RunRecord], out_dir: str | Path, replay: bool = True,
-                    primary: str | None = None, where: Settings = Settings()) -> dict[str, Any]:
-    """The comparison of ``records`` (``primary``: the metric every group answers on, else each declared one)."""
+                    primary: str | None = None, where: Settings = Settings(), baseline: str | None = None,
+                    all_pairs: bool = False) -> dict[str, Any]:
+    """The comparison of ``records`` (``primary``: the metric every group answers on, else each declared one;
+    ``baseline``/``all_pairs``: every other checkpoint against ``baseline``, or every pair)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     groups = group_runs(records)
+    for group in groups:
+        plan_pairs(group, baseline, all_pairs)
     summary: dict[str, Any] = {
         "runs": len(records), "ok": sum(r.ok for r in records),
         "failed": [{"run_dir": str(r.run_dir), "target": r.target, "error": r.error, "error_kind": r.error_kind}
@@ -79,9 +87,9 @@ def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None
                               "metrics": [m.key for m in metrics], "plots": {}}
     result["design"] = design_of_group(group, seeds)
     result["checkpoints"] = [checkpoint_summary(group, t, m, seeds) for m in metrics for t in group.targets]
-    pairs = compare_pairs(group, metrics, seeds) if len(group.targets) >= 2 else []
-    by_key = {m.key: m for m in metrics}
     primary = primary_metric(metrics, group.runs, primary_key)
+    pairs = compare_pairs(group, metrics, seeds, primary.key if primary else None) if len(group.targets) >= 2 else []
+    by_key = {m.key: m for m in metrics}
     result["primary"] = primary.key if primary else None
     if not primary_key and primary_note(metrics, group.runs, primary):
         result["notes"].append(str(primary_note(metrics, group.runs, primary)))
@@ -122,22 +130,32 @@ def compare_group(group: Group, out: Path, replay: bool, primary_key: str | None
             log.warning("replay of %s skipped: %s", group.label, error)
             result["notes"].append(f"replay skipped: {error}")
     if replay and world is not None:
-        add_where(result, group, names, out, slug, where)
+        groups_of(world, user_groups(group, where))   # a group of the user's naming an unknown factor: one line, exit 2
+        add_section(result, "where", where_section, group, names, out, slug, where)
+        add_section(result, "why", why_section, group, names, out, slug, where)
+    for answer in result["answers"]:
+        pair = {names.get(answer["a"], answer["a"]), names.get(answer["b"], answer["b"])}
+        found = [p for p in (result.get("why") or {}).get("pairs", []) if {p["a"], p["b"]} == pair]
+        if found:
+            answer["why"] = found[0]["headline_words"]
     return result
 
 
-def add_where(result: dict[str, Any], group: Group, names: dict[str, str], out: Path, slug: str,
-              settings: Settings = Settings()) -> None:
-    """``result["where"]``: where one checkpoint is weaker than the other (:mod:`advaudit.compare.where_section`)."""
+def add_section(result: dict[str, Any], key: str, build: Any, group: Group, names: dict[str, str], out: Path,
+                slug: str, settings: Settings = Settings()) -> None:
+    """``result[key]``: a section ``build(group, names, out, slug, settings)`` returns (the where section,
+    :mod:`advaudit.compare.where_section`; the why section, :mod:`advaudit.compare.why`), its figure under
+    ``result["plots"][key]``. A section that cannot run (a checkpoint moved) becomes a note: the report is kept."""
     try:
-        section = where_over_seeds(group, names, out, slug, settings)
-    except Exception as error:  # a check that cannot run (a checkpoint moved) must not lose the report
-        log.warning("where section of %s skipped: %s", group.label, error)
-        result["notes"].append(f"where section skipped: {error}")
+        section = build(group, names, out, slug, settings)
+    except Exception as error:  # a check that cannot run must not lose the report
+        log.warning("%s section of %s skipped: %s", key, group.label, error)
+        result["notes"].append(f"{key} section skipped: {error}")
         return
     if section is not None:
-        result["where"] = section
-        result["plots"]["sensitivity"] = section["plot"]
+        result[key] = section
+        if section.get("plot"):
+            result["plots"]["sensitivity" if key == "where" else key] = section["plot"]
 
 
 def design_of_group(group: Group, seeds: list[int]) -> str:
@@ -245,8 +263,8 @@ def _group_lines(group: dict[str, Any]) -> list[str]:
     lines += [f"| {r['metric']} | {names[r['target']]} | {_fmt(r['mean'])} | [{_fmt(r['lo'])}, {_fmt(r['hi'])}] | "
               f"{r['interval_over']} | {r['n_seeds']} |" for r in group["checkpoints"]]
     lines += _pair_lines(group, names) + _replay_lines(group, names) + _factor_lines(group, names)
-    lines += _class_lines(group, names) + where_markdown(group.get("where"))
-    lines += [""] + [f"![{k}]({Path(p).name})" for k, p in group["plots"].items() if k != "sensitivity"]
+    lines += _class_lines(group, names) + where_markdown(group.get("where")) + why_markdown(group.get("why"))
+    lines += [""] + [f"![{k}]({Path(p).name})" for k, p in group["plots"].items() if k not in ("sensitivity", "why")]
     return lines
 
 

@@ -8,6 +8,10 @@ so one set of renders serves every factor. Per instance ``i``, checkpoint ``A`` 
     acc_A,i(f) = share of i's conditions in f that A classifies correctly
     acc_A,i    = share of all of i's conditions that A classifies correctly
 
+The same is done per **band** of distance from a factor's reference value where it has one (near, middle,
+far: :mod:`advaudit.compare.cells`; the far band holds both ends of a range, so a loss at both ends is one
+finding): every formula below holds with "fifth" read as "cell", and Holm runs over all cells of the pair.
+
 Per checkpoint and fifth: the mean of ``acc_A,i(f)`` over instances with a 95% bootstrap interval.
 Per pair (A, B) and fifth, the **checkpoint x fifth difference** (the interaction)
 
@@ -30,14 +34,15 @@ in a fifth (because it loses elsewhere) is never said to make the other "lose mo
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any, Sequence
 
 import numpy as np
 
+from advaudit.compare.cells import Cells, cell_fields, cells_of, per_cell, said
 from advaudit.compare.confirm import Settings, holm_rows, paired, score, uniform_conditions
+from advaudit.compare.sensitivity_recipes import recipe_interaction
 from advaudit.compare.where import ALPHA, region_words
-from advaudit.core.intervals import format_interval, mean_with_ci
+from advaudit.core.intervals import format_interval, format_p, mean_with_ci
 
 FIFTHS = 5
 
@@ -48,36 +53,37 @@ def fifth_index(values: np.ndarray, low: float, high: float) -> np.ndarray:
     return np.clip(np.floor(unit * FIFTHS), 0, FIFTHS - 1).astype(int)
 
 
-def fifth_bounds(low: float, high: float, k: int) -> tuple[float, float]:
-    return low + (high - low) * k / FIFTHS, low + (high - low) * (k + 1) / FIFTHS
-
-
 def per_fifth(correct: np.ndarray, fifth: np.ndarray) -> np.ndarray:
     """``correct`` ``[n, m]`` and ``fifth`` ``[n, m]`` -> per-instance accuracy ``[n, 5]`` (NaN where an
-    instance has no condition in a fifth)."""
-    mask = fifth[:, :, None] == np.arange(FIFTHS)[None, None, :]         # [n, m, 5]
-    counts = mask.sum(1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, (correct[:, :, None] * mask).sum(1) / np.maximum(counts, 1), np.nan)
+    instance has no condition in a fifth; :func:`advaudit.compare.cells.per_cell`)."""
+    return per_cell(correct, fifth, FIFTHS)
 
 
-def measure(world: Any, z: Any, targets: dict[str, Any], seed: int, settings: Settings,
-            calibrated: bool = False) -> dict[str, Any]:
-    """Render ``z`` under ``settings.random_conditions`` uniform conditions each and score every target;
-    returns the record (module docstring): ``factors``, ``checkpoints`` rows, ``pairs`` rows, ``overall``."""
+def measure(world: Any, z: Any, targets: dict[str, Any], sides: dict[str, tuple[str, ...]], seed: int,
+            settings: Settings, calibrated: bool = False,
+            pairs: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """Render ``z`` under ``settings.random_conditions`` uniform conditions each and score every file of ``targets``
+    (``{unit: loaded target}``; ``sides``: ``{checkpoint name: its units}``); returns the record (module
+    docstring): ``factors``, ``checkpoints`` rows and ``overall`` per checkpoint (a recipe's files pooled), and
+    ``pairs`` rows for ``pairs`` (names; default every pair): two recipes over their files
+    (:mod:`advaudit.compare.sensitivity_recipes`), else over instances."""
     factors = [f for f in world.factors if f.high > f.low]
     s = uniform_conditions(list(world.factors), len(z), settings.random_conditions, seed)
     scores = score(world, z, s, targets, calibrated, settings.batch)
-    column = {f.name: i for i, f in enumerate(world.factors)}
-    correct = {name: c for name, (_, c) in scores.items()}
-    overall = {name: c.mean(1) for name, c in correct.items()}                    # [n] per target
-    fifths = {f.name: per_fifth_all(correct, fifth_index(s[:, :, column[f.name]].numpy(), f.low, f.high))
-              for f in factors}                                                  # {factor: {target: [n, 5]}}
-    rows = [{"target": name, "factor": f.name, "fifth": k, "low": fifth_bounds(f.low, f.high, k)[0],
-             "high": fifth_bounds(f.low, f.high, k)[1], **mean_with_ci(fifths[f.name][name][:, k])}
-            for f in factors for name in targets for k in range(FIFTHS)]
-    pairs = [interaction(a, b, factors, fifths, overall, settings.alpha, settings.min_points)
-             for a, b in itertools.combinations(list(targets), 2)]
+    by_unit = {unit: c for unit, (_, c) in scores.items()}
+    correct = {name: np.mean([by_unit[u] for u in units], axis=0) for name, units in sides.items()}
+    overall = {name: c.mean(1) for name, c in correct.items()}                    # [n] per checkpoint
+    cells, accuracy = cell_accuracies(world, s, correct)
+    rows = [{"target": name, **cell_fields(c, k), **mean_with_ci(accuracy[i][name][:, k])}
+            for i, c in enumerate(cells) for name in sides for k in range(len(c.bounds))]
+    tested = []
+    unit_accuracy = cell_accuracies(world, s, by_unit)[1] if any(len(u) > 1 for u in sides.values()) else None
+    for a, b in pairs if pairs is not None else itertools.combinations(list(sides), 2):
+        if unit_accuracy is not None and min(len(sides[a]), len(sides[b])) >= 2:
+            tested.append(recipe_interaction(a, b, sides, cells, unit_accuracy, {u: c.mean(1) for u, c in by_unit.items()},
+                                             settings.alpha, settings.min_points))
+        else:
+            tested.append(interaction(a, b, cells, accuracy, overall, settings.alpha, settings.min_points))
     return {"instances": [int(i) for i in z.ids.tolist()], "seed": int(seed),
             "conditions_per_instance": int(settings.random_conditions),
             "draw": "torch.Generator().manual_seed(seed): torch.rand([n, m, C]) mapped onto the factors' bounds",
@@ -85,26 +91,32 @@ def measure(world: Any, z: Any, targets: dict[str, Any], seed: int, settings: Se
                          "unit": str(getattr(f, "unit", "") or ""), "periodic": bool(getattr(f, "periodic", False))}
                         for f in factors],
             "overall": {name: mean_with_ci(v) for name, v in overall.items()},
-            "checkpoints": rows, "pairs": [row for rows_ in pairs for row in rows_]}
+            "checkpoints": rows, "pairs": [row for rows_ in tested for row in rows_]}
 
 
-def per_fifth_all(correct: dict[str, np.ndarray], fifth: np.ndarray) -> dict[str, np.ndarray]:
-    return {name: per_fifth(c, fifth) for name, c in correct.items()}
+def cell_accuracies(world: Any, s: Any, correct: dict[str, np.ndarray]) -> tuple[list[Cells], list[dict[str, np.ndarray]]]:
+    """The world's cells (:func:`advaudit.compare.cells.cells_of`) and, per cells, ``{target: [n, k]}`` each instance's
+    accuracy in each cell under the conditions ``s`` ``[n, m, C]``."""
+    column = {f.name: i for i, f in enumerate(world.factors)}
+    cells = cells_of(world)
+    accuracy = []
+    for c in cells:
+        index = c.index(s[:, :, column[c.name]].numpy())
+        accuracy.append({name: per_cell(values, index, len(c.bounds)) for name, values in correct.items()})
+    return cells, accuracy
 
 
-def interaction(a: str, b: str, factors: Sequence[Any], fifths: dict[str, dict[str, np.ndarray]],
+def interaction(a: str, b: str, cells: Sequence[Cells], accuracy: Sequence[dict[str, np.ndarray]],
                 overall: dict[str, np.ndarray], alpha: float = ALPHA,
                 min_points: float = 0.0) -> list[dict[str, Any]]:
-    """The pair's rows over factors x fifths: accuracies, the difference in the fifth, the interaction
-    with its interval and Wilcoxon p, Holm-corrected over the rows; ``words`` where it is said."""
+    """The pair's rows over every cell: accuracies, the difference in the cell, the interaction with its
+    interval and Wilcoxon p, Holm-corrected over the rows; ``words`` where it is said."""
     rows = []
-    for f in factors:
-        acc_a, acc_b = fifths[f.name][a], fifths[f.name][b]
-        for k in range(FIFTHS):
-            low, high = fifth_bounds(f.low, f.high, k)
+    for c, by_target in zip(cells, accuracy):
+        acc_a, acc_b = by_target[a], by_target[b]
+        for k in range(len(c.bounds)):
             loss = paired(acc_a[:, k] - overall[a], acc_b[:, k] - overall[b])
-            rows.append({"a": a, "b": b, "factor": f.name, "unit": str(getattr(f, "unit", "") or ""), "fifth": k,
-                         "low": low, "high": high, "acc_a": float(np.nanmean(acc_a[:, k])),
+            rows.append({"a": a, "b": b, **cell_fields(c, k), "acc_a": float(np.nanmean(acc_a[:, k])),
                          "acc_b": float(np.nanmean(acc_b[:, k])), "overall_a": float(overall[a].mean()),
                          "overall_b": float(overall[b].mean()),
                          "in_fifth": paired(acc_a[:, k], acc_b[:, k]), **loss})
@@ -113,19 +125,6 @@ def interaction(a: str, b: str, factors: Sequence[Any], fifths: dict[str, dict[s
         row["said"] = said(row, alpha, min_points)
         row["words"] = sensitivity_words(row, len(rows)) if row["said"] else ""
     return rows
-
-
-def said(row: dict[str, Any], alpha: float = ALPHA, min_points: float = 0.0) -> bool:
-    """Said only where the interaction's corrected p is below ``alpha``, its 95% interval lies beyond
-    ``min_points`` accuracy points (``min_points=0``: excludes 0), and the accuracy in the fifth itself
-    differs the same way (interval excluding 0): the checkpoint said to lose more there is the less
-    accurate one there."""
-    inside, margin = row["in_fifth"], min_points / 100
-    if not (math.isfinite(row["p_holm"]) and row["p_holm"] < alpha):
-        return False
-    if row["hi"] < -margin:
-        return bool(inside["hi"] < 0)
-    return bool(row["lo"] > margin and inside["lo"] > 0)
 
 
 def sensitivity_words(row: dict[str, Any], n_tests: int) -> str:
@@ -139,13 +138,13 @@ def sensitivity_words(row: dict[str, Any], n_tests: int) -> str:
     acc = {row["a"]: row["acc_a"], row["b"]: row["acc_b"]}
     overall = {row["a"]: row["overall_a"], row["b"]: row["overall_b"]}
     lo, hi = sorted((100 * sign * row["lo"], 100 * sign * row["hi"]))
-    where = region_words(row["factor"], (row["low"], row["high"]), row.get("unit", ""))
+    where = row.get("place") or region_words(row["factor"], (row["low"], row["high"]), row.get("unit", ""))
     own = ", ".join(f"{name} {_shift(acc[name] - overall[name])} its {overall[name]:.2f}" for name in (loser, winner))
     return (f"At {where} {loser} is the less accurate ({acc[loser]:.2f} vs {acc[winner]:.2f}); measured from "
             f"each one's accuracy over all random conditions, {loser} does "
             f"{100 * sign * row['diff']:.0f} points worse there than {winner} ({own}; checkpoint x fifth difference "
             f"{format_interval(100 * sign * row['diff'], lo, hi, 0)} points over {row['n']} held-out instances, "
-            f"Wilcoxon p = {_p(row['p'])}, Holm over {n_tests} factor x fifth cells {_p(row['p_holm'])}).")
+            f"Wilcoxon p = {format_p(row['p'])}, Holm over {n_tests} factor cells {format_p(row['p_holm'])}).")
 
 
 def _shift(delta: float) -> str:
@@ -154,7 +153,3 @@ def _shift(delta: float) -> str:
     if points == 0:
         return "the same as"
     return f"{points} point{'s' if points != 1 else ''} {'lower' if delta < 0 else 'higher'} than"
-
-
-def _p(p: float) -> str:
-    return "nan" if not math.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}")

@@ -13,32 +13,92 @@ checkpoints were examined on:
 - metrics with only run-level values (ECE, SDR, success rates): Wilcoxon over seeds, which needs
   6 or more seeds to reach p < 0.05 (with fewer the report says so and gives the interval only).
 
-p-values are Holm-corrected over every test of a group (all checkpoint pairs x all metrics), so
-the primary question and the metrics that support or conflict with it are one family
-(:mod:`advaudit.compare.verdict`).
+Two **recipes** (labels with two or more checkpoint files each, one per training seed: the replication
+unit of a recipe) are compared over their files: each file's value (the mean over its runs) and Welch's
+t-test with its 95% interval (:func:`recipe_difference`), whether or not the files were examined at matching
+seeds. A test over instances would take two files' own difference for the recipes'.
+
+The primary question is tested first and alone: its p-values are Holm-corrected over the pairs compared
+(one test per pair), and only it gives verdicts. Every other metric is evidence for or against them: its
+p-values are Holm-corrected over their own family (pairs x the other metrics). A verdict is thus wrong with
+probability at most 5% whatever else is reported, and the evidence does not cost the question asked power
+(a recipe over three training seeds has 4 degrees of freedom; six metrics in one family halved what it could
+detect: docs/results/comparing.md). :mod:`advaudit.compare.verdict` reads the two families.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import wilcoxon
+from scipy.stats import ttest_1samp, ttest_ind, wilcoxon
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
 from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric, instance_values, run_value
-from advaudit.core.intervals import format_interval, mean_with_ci
+from advaudit.core.intervals import format_interval, format_p, mean_with_ci
 
 ALPHA = 0.05
 
 
+def file_values(group: Group, target: str, metric: Metric) -> list[float]:
+    """``metric`` per checkpoint file of ``target`` (a recipe: one value per training seed), each the mean over
+    the file's runs (examination seeds); files without a value are left out."""
+    values = [[run_value(r, metric) for r in group.file_runs(target, source)] for source in group.files(target)]
+    return [float(np.nanmean(v)) for v in values if np.isfinite(v).any()]
+
+
+def over_files(x: Any, y: Any) -> dict[str, Any]:
+    """``mean(x) - mean(y)`` for the files of two recipes (``[k]`` and ``[l]`` values, one per file) with Welch's
+    95% interval and two-sided p (scipy's ``ttest_ind(equal_var=False)``): the training seed is the replication
+    unit of a recipe. Fewer than two files a side, or no spread on either side, give the difference with no test
+    (its interval the point itself; p 1 when it is 0, else undefined)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    diff = float(x.mean() - y.mean())
+    if len(x) < 2 or len(y) < 2 or (np.ptp(x) == 0 and np.ptp(y) == 0):
+        return {"diff": diff, "lo": diff, "hi": diff, "p": 1.0 if diff == 0 else float("nan"), "n": [len(x), len(y)]}
+    result = ttest_ind(x, y, equal_var=False)
+    interval = result.confidence_interval(0.95)
+    return {"diff": diff, "lo": float(interval.low), "hi": float(interval.high), "p": float(result.pvalue),
+            "n": [len(x), len(y)]}
+
+
+def recipe_summary(group: Group, target: str, metric: Metric) -> dict[str, Any]:
+    """A recipe's mean of ``metric`` over its files with Student's 95% interval (a bootstrap of 3 values would
+    be far too narrow)."""
+    values = np.asarray(file_values(group, target, metric), float)
+    row: dict[str, Any] = {"target": target, "metric": metric.key, "n_seeds": len(group.seeds(target)),
+                           "n_files": int(len(values)), "mean": float(values.mean()) if len(values) else float("nan"),
+                           "interval_over": f"{len(values)} files (training seeds)"}
+    if len(values) >= 2 and np.ptp(values) > 0:
+        interval = ttest_1samp(values, 0.0).confidence_interval(0.95)
+        return {**row, "lo": float(interval.low), "hi": float(interval.high),
+                "sd_over_files": float(values.std(ddof=1))}
+    return {**row, "lo": row["mean"], "hi": row["mean"]}
+
+
+def recipe_difference(group: Group, a: str, b: str, metric: Metric) -> dict[str, Any]:
+    """Recipes ``a`` and ``b`` (two or more files each) on ``metric``: Welch over their files (:func:`over_files`)."""
+    xa, xb = file_values(group, a, metric), file_values(group, b, metric)
+    stats = over_files(xa, xb)
+    row = {"a": a, "b": b, "metric": metric.key, "higher_is_better": metric.higher_is_better,
+           "n_seeds": len(set(group.seeds(a)) | set(group.seeds(b))), "n_files": stats["n"],
+           "n_instances": 0, "diff": stats["diff"], "lo": stats["lo"], "hi": stats["hi"],
+           "interval_over": f"files (training seeds): {len(xa)} and {len(xb)}", "test": "Welch t over files",
+           "statistic": float("nan"), "p": stats["p"], "units": "files"}
+    diffs = [x - y for x in xa for y in xb]
+    row["max_abs_diff"] = float(np.max(np.abs(diffs))) if diffs and np.isfinite(diffs).all() else float("nan")
+    return row
+
+
 def checkpoint_summary(group: Group, target: str, metric: Metric, seeds: list[int]) -> dict[str, Any]:
-    """Mean of ``metric`` over ``seeds`` with a 95% interval (over seeds, or instances for one seed)."""
+    """Mean of ``metric`` over ``seeds`` with a 95% interval (over seeds, or instances for one seed); a recipe's
+    over its files (:func:`recipe_summary`)."""
+    if group.is_recipe(target):
+        return recipe_summary(group, target, metric)
     runs = [group.run(target, s) for s in seeds]
     values = np.array([run_value(r, metric) for r in runs if r is not None], dtype=float)
     row: dict[str, Any] = {"target": target, "metric": metric.key, "n_seeds": int(np.isfinite(values).sum())}
@@ -75,7 +135,10 @@ def paired_frame(group: Group, a: str, b: str, metric: Metric, seeds: list[int])
 
 
 def paired_difference(group: Group, a: str, b: str, metric: Metric, seeds: list[int]) -> dict[str, Any]:
-    """Difference ``a - b`` of ``metric`` with a 95% interval and a paired test (module docstring)."""
+    """Difference ``a - b`` of ``metric`` with a 95% interval and a paired test (module docstring); two recipes
+    over their files (:func:`recipe_difference`)."""
+    if group.is_recipe(a) and group.is_recipe(b):
+        return recipe_difference(group, a, b, metric)
     per_seed = [(run_value(group.run(a, s), metric), run_value(group.run(b, s), metric))
                 for s in seeds if group.run(a, s) is not None and group.run(b, s) is not None]
     seed_diffs = np.array([x - y for x, y in per_seed], dtype=float)
@@ -155,11 +218,19 @@ def holm(rows: list[dict[str, Any]]) -> None:
         r.setdefault("p_holm", float("nan"))
 
 
-def compare_pairs(group: Group, metrics: list[Metric], seeds: list[int]) -> list[dict[str, Any]]:
-    """Every checkpoint pair x metric, Holm-corrected over all of them together."""
+def compare_pairs(group: Group, metrics: list[Metric], seeds: list[int], primary: str | None = None) -> list[dict[str, Any]]:
+    """Every pair of the group's plan x metric. With a ``primary`` metric, its tests are one Holm family (over the
+    pairs) and the other metrics' tests another (the evidence); without, all are one family. Each row gets
+    ``family`` and ``family_size``."""
     rows = [paired_difference(group, a, b, m, seeds)
-            for a, b in itertools.combinations(group.targets, 2) for m in metrics]
-    holm(rows)
+            for a, b in group.pairs() for m in metrics]
+    families = ([[r for r in rows if r["metric"] == primary], [r for r in rows if r["metric"] != primary]]
+                if primary else [rows])
+    for number, family in enumerate(families):
+        holm(family)
+        size = sum(1 for r in family if math.isfinite(r.get("p", float("nan"))))
+        for row in family:
+            row.update(family=("primary" if number == 0 else "evidence") if primary else "all", family_size=size)
     return rows
 
 
@@ -168,8 +239,8 @@ def verdict(row: dict[str, Any], metric: Metric, names: dict[str, str], audit: s
     a, b = names.get(row["a"], row["a"]), names.get(row["b"], row["b"])
     interval = (f"difference {format_interval(row['diff'], row['lo'], row['hi'], 3, sign=True)} over {row['interval_over']}"
                 if math.isfinite(row.get("lo", float("nan"))) else f"difference {row['diff']:+.3f} (no interval)")
-    test = (f"{row['test']} p = {_p(row['p'])}, Holm-corrected {_p(row['p_holm'])}"
-            if math.isfinite(row.get("p", float("nan"))) else "no paired test possible")
+    test = (f"{row['test']} p = {format_p(row['p'])}, Holm-corrected {format_p(row['p_holm'])}"
+            if math.isfinite(row.get("p", float("nan"))) else no_test_words(row))
     detail = f"{metric.words}: {interval}; {test}"
     if "only_a" in row:
         outcome = {"failed": "failed", "correct": "was right"}.get(str(metric.column), f"had {metric.column}")
@@ -184,5 +255,8 @@ def verdict(row: dict[str, Any], metric: Metric, names: dict[str, str], audit: s
     return f"{worse} is worse than {better} under {audit} ({detail})."
 
 
-def _p(p: float) -> str:
-    return "nan" if not math.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}")
+def no_test_words(row: dict[str, Any]) -> str:
+    """Why a pair has no p-value, in words that cannot be read as a test's result."""
+    runs = int(row.get("n_seeds", 0) or 0)
+    return (f"not tested: one value per run and {runs} run{'s' if runs != 1 else ''} per checkpoint (a test needs "
+            "per-instance values or at least 6 seeds)")

@@ -4,10 +4,10 @@ Each audit declares one primary metric before any data exists (its ``audit.metri
 headline number; the user may name another with ``compare.primary`` or ``--primary``), recorded in
 every run's ``result.json`` as ``primary``. A comparison answers that question first, for each
 pair: which checkpoint is weaker, by how much (the paired difference in the metric's own units,
-weaker minus stronger, with its 95% interval) and how surely (the p-value Holm-corrected over every
-test of the group). Every other metric is secondary: it *supports* the primary verdict when it
-names the same checkpoint weaker at 5% after the same correction, *conflicts* when it names the
-other, and never heads the report.
+weaker minus stronger, with its 95% interval) and how surely (the p-value Holm-corrected over the pairs
+of the primary question; :mod:`advaudit.compare.stats`). Every other metric is evidence: it *supports* the
+primary verdict when it names the same checkpoint weaker at 5% after Holm over the evidence's own tests,
+*conflicts* when it names the other, and never heads the report.
 
 Two cases give no verdict, whatever the p-value:
 
@@ -29,8 +29,8 @@ from typing import Any
 
 from advaudit.compare.metrics import Metric
 from advaudit.compare.records import RunRecord
-from advaudit.compare.stats import ALPHA
-from advaudit.core.intervals import format_interval
+from advaudit.compare.stats import ALPHA, no_test_words
+from advaudit.core.intervals import format_interval, format_p
 from advaudit.errors import require
 
 #: float32 softmax probabilities carry about 7 significant digits; two exports of one model's weights
@@ -127,12 +127,12 @@ def oriented(row: dict[str, Any], weaker: str | None) -> tuple[str, str, str]:
 
 def _p(row: dict[str, Any], tests: int) -> str:
     if not math.isfinite(row.get("p", float("nan"))):
-        return "no paired test possible"
-    return f"{row['test']} p = {_fmt_p(row['p'])}, Holm-corrected over {tests} tests {_fmt_p(row['p_holm'])}"
+        return no_test_words(row)
+    size = int(row.get("family_size", tests))
+    family = {"primary": f"over the {size} pair{'s' if size != 1 else ''} of the primary question",
+              "evidence": f"over the evidence's {size} tests"}.get(str(row.get("family")), f"over {size} tests")
+    return f"{row['test']} p = {format_p(row['p'])}, Holm-corrected {family} {format_p(row['p_holm'])}"
 
-
-def _fmt_p(p: float) -> str:
-    return "nan" if not math.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}")
 
 
 def primary_sentence(row: dict[str, Any], metric: Metric, names: dict[str, str], means: dict[str, float],
@@ -224,5 +224,6 @@ def answer_lines(group: dict[str, Any]) -> list[str]:
     lines = []
     for answer in group.get("answers", []):
         lines.append(f"- **{answer['text']}**")
+        lines += [f"  - why: {answer['why']}"] if answer.get("why") else []
         lines += [f"  - {s['relation']}: {s['text']}" for s in answer["secondary"]]
     return lines

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.stats import ks_2samp, permutation_test
 from statsmodels.stats.multitest import multipletests
+from advaudit.core.intervals import format_p
 
 ALPHA = 0.05
 WINDOW = 0.2     # a region is a fifth of the factor's range wide
@@ -190,13 +191,9 @@ def region_words(factor: str, region: Sequence[float], unit: str = "") -> str:
 def test_words(test: FactorTest, alpha: float = ALPHA) -> str:
     """One sentence on a pair's strongest factor test and what it proposes."""
     where = region_words(test.factor, test.region, test.unit)
-    numbers = (f"{test.test} p = {_p(test.p)}, Holm-corrected over the factors {_p(test.p_holm)}; "
+    numbers = (f"{test.test} p = {format_p(test.p)}, Holm-corrected over the factors {format_p(test.p_holm)}; "
                f"{100 * test.share_suspect:.0f}% of {test.suspect}'s worst cases in {where}, "
                f"{100 * test.share_other:.0f}% of {test.other}'s")
     if test.proposed(alpha):
         return f"Their worst cases lie differently in {test.factor}: region proposed, {where} ({numbers})."
     return f"No factor separates where their worst cases lie at {alpha:.0%} (strongest: {test.factor}; {numbers})."
-
-
-def _p(p: float) -> str:
-    return "nan" if not math.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}")

@@ -23,9 +23,10 @@ def sensitivity_plot(record: dict[str, Any], path: str | Path) -> Path:
     rows = max(1, math.ceil(len(factors) / columns))
     fig, axes = plt.subplots(rows, columns, figsize=(3.3 * columns, 2.5 * rows + 0.8), squeeze=False,
                              layout="constrained")
-    said = {(r["factor"], r["fifth"]) for r in record["pairs"] if r["said"]}
+    said = {(r["factor"], r["fifth"]) for r in record["pairs"] if r["said"] and r.get("kind", "fifth") == "fifth"}
+    ends = {r["factor"] for r in record["pairs"] if r["said"] and r.get("kind") == "band" and r["fifth"] > 0}
     for ax, factor in zip(axes.flat, factors):
-        cells = [r for r in record["checkpoints"] if r["factor"] == factor["name"]]
+        cells = [r for r in record["checkpoints"] if r["factor"] == factor["name"] and r.get("kind", "fifth") == "fifth"]
         centres = [(r["low"] + r["high"]) / 2 for r in cells if r["target"] == names[0]]
         width = (factor["high"] - factor["low"]) / 5
         for k, centre in enumerate(centres):
@@ -40,7 +41,8 @@ def sensitivity_plot(record: dict[str, Any], path: str | Path) -> Path:
             ax.errorbar(np.array(centres) + offset, mean, yerr=np.clip(errors, 0, None), marker="o", markersize=3,
                         capsize=2, linewidth=1.2, color=f"C{j}", label=name)
         unit = f" ({factor['unit']})" if factor["unit"] else ""
-        ax.set_title(factor["name"] + unit, fontsize=9)
+        ax.set_title(factor["name"] + unit + (" (* away from its reference)" if factor["name"] in ends else ""),
+                     fontsize=9, color="tab:red" if factor["name"] in ends else "black")
         ax.set_xlim(factor["low"], factor["high"])
         ax.set_xticks(np.linspace(factor["low"], factor["high"], 6))
         ax.tick_params(labelsize=7)

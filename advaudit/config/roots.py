@@ -74,6 +74,9 @@ class CompareConf:
     # metric is evidence for or against it. null: the audit's own headline metric, audit.metric
     # (worst_case: examine/E_T; error_search: search/sdr@20; fault_tests: faults/generator/success)
     primary: Optional[str] = None
+    # groups of factors of your own that the comparison's why section sets to their reference together, beside
+    # the world's own groups: {light: [brightness, gamma]} (advaudit.compare.why)
+    factor_groups: Optional[Dict[str, List[str]]] = None
 
 
 # -- roots ---------------------------------------------------------------------------------------

@@ -103,3 +103,8 @@ def format_summary(summary: Mapping[str, float] | None, digits: int = 2, missing
     if not summary or summary.get("n", 1) == 0:
         return missing
     return format_interval(summary[centre], summary["lo"], summary["hi"], digits)
+
+
+def format_p(p: float) -> str:
+    """A p-value as every report writes it: two significant digits, scientific below 1e-4, ``nan`` when undefined."""
+    return "nan" if not math.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}")

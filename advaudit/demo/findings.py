@@ -7,6 +7,8 @@ computes no statistics of its own; per worst-case group (examiner) it reads:
 
 - **the answer**: the primary verdict (``answers``: the audit's declared metric, E_T for RL and BO)
   with the secondary metrics' relation to it (supports, conflicts, floor, ...);
+- **why**: the comparison's why section (:mod:`advaudit.compare.why`): the headline of each pair, the factor
+  or group of factors whose reference value closes the gap;
 - **where**: the comparison's where section (:mod:`advaudit.compare.where_section`): the region a
   between-checkpoint test on the worst cases proposed and its **confirmation** on held-out instances
   under new random conditions there, and the **per-fifth sensitivity** (accuracy per fifth of each
@@ -68,6 +70,7 @@ class Findings:
     located: list[Located] = field(default_factory=list)
     where_words: list[str] = field(default_factory=list)   # the where sections' sentences, each said once
     planted: dict[str, Any] = field(default_factory=dict)  # {checkpoint, factor, trained, unseen, period}
+    why_words: list[str] = field(default_factory=list)     # the why sections' headlines, each said once
 
     @property
     def weaker(self) -> str | None:
@@ -161,12 +164,22 @@ def read_where(comparison: dict[str, Any]) -> tuple[list[Located], list[str]]:
                 located.append(Located("confirmed", method, checkpoint_name(check["weaker"]), str(check["factor"]),
                                        (float(check["region"][0]), float(check["region"][1])), str(check["words"])))
         for row in (section.get("sensitivity") or {}).get("pairs", []):
-            if row.get("said"):
+            if row.get("said") and row.get("kind", "fifth") == "fifth":   # a band's bounds are distances, not values
                 weaker = row["a"] if row["diff"] < 0 else row["b"]
                 located.append(Located("per fifth", method, checkpoint_name(weaker), str(row["factor"]),
                                        (float(row["low"]), float(row["high"])), str(row["words"])))
         words += [s for s in section.get("sentences", []) if s not in words]
     return located, words
+
+
+def read_why(comparison: dict[str, Any]) -> list[str]:
+    """The why sections' headline per pair (the cause of the gap, or that none is said), each once."""
+    words: list[str] = []
+    for group in comparison["groups"]:
+        for pair in (group.get("why") or {}).get("pairs", []):
+            if pair.get("headline_words") and pair["headline_words"] not in words:
+                words.append(pair["headline_words"])
+    return words
 
 
 def _world_of(examine_dir: Path) -> list[Any]:
@@ -199,7 +212,7 @@ def analyse_examination(train_dir: Path, examine_dir: Path) -> Findings:
     comparison = read_comparison(examine_dir)
     trained = read_trained(train_dir, world)
     located, words = read_where(comparison)
-    findings = Findings(trained, read_answers(comparison), located, words)
+    findings = Findings(trained, read_answers(comparison), located, words, why_words=read_why(comparison))
     planted = [t for t in trained if t.narrowed]
     if len(planted) == 1 and len(planted[0].narrowed) == 1:
         factor, bounds = next(iter(planted[0].narrowed.items()))

@@ -1,4 +1,4 @@
-"""The demo's closing lines: what accuracy said, the comparison's answer, where, and where the files are.
+"""The demo's closing lines: what accuracy said, the comparison's answer, where, why, and where the files are.
 
 Every sentence after the first is the comparison's own (:mod:`advaudit.compare`): the demo adds
 only which examiner said it and whether it is the weakness planted in training.
@@ -60,6 +60,11 @@ def where_line(findings: Findings) -> str:
     return "Where: " + " ".join(said[:MAX_WHERE]) + more
 
 
+def why_line(findings: Findings) -> str | None:
+    """Line 4: why, by intervention: the why section's headline (the report has every intervention)."""
+    return ("Why: " + " ".join(findings.why_words[:1])) if findings.why_words else None
+
+
 def planted_line(findings: Findings) -> str | None:
     """Line 4: whether that is the weakness planted in training."""
     planted = findings.planted
@@ -76,7 +81,7 @@ def summary_lines(findings: Findings, root: Path, wandb_group: str) -> list[str]
     accuracy = ", ".join(f"{t.name} {t.test_acc:.3f}" for t in findings.trained)
     gap = abs(findings.trained[0].test_acc - findings.trained[1].test_acc) if len(findings.trained) == 2 else float("nan")
     lines = [f"Accuracy said: test accuracy {accuracy} on the same held-out renders ({100 * gap:.1f} points apart).",
-             answer_line(findings), where_line(findings), planted_line(findings)]
+             answer_line(findings), where_line(findings), why_line(findings), planted_line(findings)]
     here = _short(root)
     lines.append(f"Files: report {here}/examine/comparison/comparison.html (and .md; PNGs beside it; worst cases at 96 px "
                  f"in {here}/examine/*/worst_cases.png); offline W&B runs under {here} (group {wandb_group}; "

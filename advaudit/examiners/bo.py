@@ -163,13 +163,16 @@ class BOExaminer(HistoryMixin):
 
         Raises :class:`~advaudit.errors.AdvauditError` if the installed BoTorch builds a GP that the
         grown factor does not reproduce (:func:`~advaudit.examiners.gp_factor.require_reproducible_gp`)."""
-        from botorch.models import SingleTaskGP  # BoTorch: only the BO examiner needs it
+        from botorch.exceptions.warnings import InputDataWarning  # BoTorch: only the BO examiner needs it
+        from botorch.models import SingleTaskGP
         from botorch.models.transforms.outcome import Standardize
 
         batch = torch.Size([self.n_instances])
         covar = circular_rbf_module(self.n_dims, batch, self.periodic) if bool(self.periodic.any()) else None
-        model = SingleTaskGP(X.to(self.device), Y.to(self.device).unsqueeze(-1), covar_module=covar,
-                             outcome_transform=Standardize(m=1, batch_shape=batch))
+        with warnings.catch_warnings():  # a constant y (every proposal so far outside S, no loss) is expected
+            warnings.filterwarnings("ignore", category=InputDataWarning)
+            model = SingleTaskGP(X.to(self.device), Y.to(self.device).unsqueeze(-1), covar_module=covar,
+                                 outcome_transform=Standardize(m=1, batch_shape=batch))
         if not self._gp_checked:
             require_reproducible_gp(model, self.n_dims)
             self._gp_checked = True
@@ -189,7 +192,7 @@ class BOExaminer(HistoryMixin):
 
     def _fit(self) -> None:
         """Refit the hyperparameters (warm start); a failure keeps the previous ones, loudly."""
-        from botorch.exceptions.warnings import OptimizationWarning  # BoTorch: only the BO examiner needs it
+        from botorch.exceptions.warnings import InputDataWarning, OptimizationWarning  # BoTorch: only BO needs it
         from botorch.fit import fit_gpytorch_mll
         from gpytorch.mlls import ExactMarginalLogLikelihood
 
@@ -198,11 +201,14 @@ class BOExaminer(HistoryMixin):
         before = _hyper_state(model)
         mll = ExactMarginalLogLikelihood(model.likelihood, model)
         try:
-            if self.fit == "per_instance":  # each instance's own L-BFGS: a shard fits as one job does
-                fit_per_instance(model, mll, self.fit_maxiter)
-            else:
-                with warnings.catch_warnings():  # L-BFGS stopping at maxiter is expected with warm starts
-                    warnings.filterwarnings("ignore", category=OptimizationWarning)
+            with warnings.catch_warnings():  # L-BFGS stopping at maxiter is expected with warm starts
+                warnings.filterwarnings("ignore", category=OptimizationWarning)
+                # an instance whose proposals so far all lay outside S (audit.validity.in_loss=barrier: no loss) has
+                # a constant y, which Standardize cannot scale to unit variance: expected, not a data problem
+                warnings.filterwarnings("ignore", category=InputDataWarning)
+                if self.fit == "per_instance":  # each instance's own L-BFGS: a shard fits as one job does
+                    fit_per_instance(model, mll, self.fit_maxiter)
+                else:
                     fit_gpytorch_mll(mll, optimizer_kwargs={"options": {"maxiter": self.fit_maxiter}})
             self.hyperparameters = _hyper_state(model)
         except Exception as error:  # noqa: BLE001 - any fit failure must keep the examination going

@@ -15,6 +15,7 @@ pairing is recorded in ``target.meta["class_alignment"]`` for reports to state.
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -28,6 +29,7 @@ from advaudit.errors import AdvauditError, require
 OTHER_CLASS = "(other)"
 #: how a target block may ask its classes to be paired with the data's
 MATCHES = ("name", "position")
+log = logging.getLogger(__name__)
 _SEPARATORS = re.compile(r"[\s_\-]+")
 
 
@@ -76,7 +78,8 @@ class ClassAlignment:
 
 
 def align_classes(model_names: Sequence[str], data_names: Sequence[str], renames: Mapping[str, str] | None = None,
-                  match: str = "name", data_label: str = "the data") -> ClassAlignment:
+                  match: str = "name", data_label: str = "the data", names_key: str = "target.class_names"
+                  ) -> ClassAlignment:
     """Pair ``model_names`` (the target's outputs, in output order; may end in :data:`OTHER_CLASS`) with
     ``data_names`` (the data's labels, in label order).
 
@@ -84,6 +87,7 @@ def align_classes(model_names: Sequence[str], data_names: Sequence[str], renames
         renames: ``{model name: data name}`` for classes called differently (``target.class_alignment``).
         match: ``"name"`` (default) or ``"position"`` (only where the user asked for it).
         data_label: how errors name the data (``"the world"``, ``"audit.dataset"``).
+        names_key: the key of the target block the model's names come from (``target.class_map`` for a map's keys).
 
     Raises:
         AdvauditError: one line naming the class that has no partner, the closest names and the fix.
@@ -102,7 +106,7 @@ def align_classes(model_names: Sequence[str], data_names: Sequence[str], renames
         pairs = {c: data[k] for k, (_, c) in enumerate(named)}
         columns = [i for i, _ in named]
     else:
-        partner = _partners(named, data, dict(renames or {}), data_label)
+        partner = _partners(named, data, dict(renames or {}), data_label, names_key)
         missing = [d for d in data if d not in partner.values()]
         if missing:
             raise AdvauditError(
@@ -115,7 +119,8 @@ def align_classes(model_names: Sequence[str], data_names: Sequence[str], renames
     return ClassAlignment(tuple(columns + other), tuple(data + [OTHER_CLASS] * len(other)), pairs, match)
 
 
-def _partners(named: list[tuple[int, str]], data: list[str], renames: dict[str, str], data_label: str) -> dict[str, str]:
+def _partners(named: list[tuple[int, str]], data: list[str], renames: dict[str, str], data_label: str,
+              names_key: str = "target.class_names") -> dict[str, str]:
     """Model name -> data name by the renames, else by normalised name; refuses a name with no partner."""
     model = [c for _, c in named]
     for key, value in renames.items():
@@ -129,7 +134,8 @@ def _partners(named: list[tuple[int, str]], data: list[str], renames: dict[str, 
             close = difflib.get_close_matches(name, data, n=2, cutoff=0.5)
             hint = f" (closest: {', '.join(repr(c) for c in close)})" if close else f" (its classes: {data})"
             raise AdvauditError(
-                f"the target's class {name!r} is not a class of {data_label}{hint}; fix target.class_names, or "
+                f"the target's class {name!r} is not a class of {data_label}{hint}; fix "
+                f"{'the key ' + repr(name) + ' of ' if names_key == 'target.class_map' else ''}{names_key}, or "
                 f"say the rename with target.class_alignment={{{name}: {close[0] if close else '<data class>'}}}, "
                 "or pair by position with target.match_classes=position")
         taken = [m for m, d in partner.items() if d == found]
@@ -192,8 +198,10 @@ def align_target(target: Any, data_names: Sequence[str], data_label: str = "the 
     """
     meta = target.meta
     done = meta.get("class_alignment")  # aligned before: its classes are data names now, renames spent
+    mapped = isinstance(meta.get("source"), Mapping) and meta["source"].get("class_map") is not None
     alignment = align_classes(meta["class_names"], data_names, None if done else meta.get("class_renames"),
-                              "name" if done else str(meta.get("match_classes") or "name"), data_label)
+                              "name" if done else str(meta.get("match_classes") or "name"), data_label,
+                              "target.class_map" if mapped else "target.class_names")
     columns = alignment.columns
     unmoved = columns == tuple(range(len(columns)))
     if done and unmoved and list(alignment.data_names) == list(meta["class_names"]):
@@ -210,6 +218,8 @@ def align_target(target: Any, data_names: Sequence[str], data_label: str = "the 
         meta["model_class_names"] = meta.get("model_class_names") or list(meta["class_names"])
     meta["class_names"] = list(alignment.data_names)
     meta["class_alignment"] = alignment.record()
+    if alignment.describe():  # said on the terminal too, not only in result.json
+        log.info("%s: %s", data_label, alignment.describe())
     return target
 
 

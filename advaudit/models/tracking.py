@@ -3,13 +3,16 @@
 A training run logs its checkpoint as an output artifact (:func:`finish_training_run`,
 :func:`log_checkpoint_output`); an audit's run (:func:`open_wandb`) declares the checkpoints it
 reads (``cfg.target``, ``cfg.generator``) as inputs, under the same artifact name, with the
-metadata read from the checkpoint (architecture, classes, input shape, dataset, training metrics).
+metadata read from the checkpoint (architecture, classes, input shape, dataset, training metrics);
+a model on an inference server is an ``endpoint`` artifact (:func:`endpoint_artifact`). A comparison's
+run declares the checkpoints or endpoints and the audit runs it read (:func:`declare_comparison_inputs`).
 The W&B settings, tags and run wrappers these use are :mod:`advaudit.core.wandb_run`'s.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +25,7 @@ from advaudit.core.wandb_run import LoggedRun, NullRun, resolved_config, run_tag
 from advaudit.errors import AdvauditError
 from advaudit.models.checkpoint import load_checkpoint
 from advaudit.models.formats import identify
-from advaudit.models.imported.spec import file_sha256
+from advaudit.models.imported.spec import endpoint_label, file_sha256
 from advaudit.models.imported.store import trust_record
 
 
@@ -49,7 +52,11 @@ def open_wandb(cfg: DictConfig, job_type: str, name: str | None = None) -> Itera
     failed = True
     try:
         for key in ("target", "generator"):
-            path, extra = input_file(OmegaConf.select(cfg, key, default=None))
+            value = OmegaConf.select(cfg, key, default=None)
+            if isinstance(value, DictConfig) and value.get("endpoint") is not None:  # a served model
+                declare_input(run, endpoint_artifact(OmegaConf.to_container(value.endpoint, resolve=True)))
+                continue
+            path, extra = input_file(value)
             if path is not None:
                 declare_checkpoint_input(run, path, extra)
         yield LoggedRun(run)
@@ -63,9 +70,9 @@ def input_file(value: Any) -> tuple[Path | None, dict[str, Any]]:
     if isinstance(value, str):
         path = Path(value).expanduser()
         return (path, {}) if path.is_file() else (None, {})
-    if isinstance(value, DictConfig) and value.get("path") is not None:
-        path = Path(str(value.path)).expanduser()
-        block = OmegaConf.to_container(value, resolve=True)
+    if isinstance(value, (DictConfig, Mapping)) and value.get("path") is not None:
+        path = Path(str(value["path"])).expanduser()
+        block = OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig) else dict(value)
         return (path, {"target_block": block, "loading": trust_record(block)}) if path.is_file() else (None, {})
     return None, {}
 
@@ -103,19 +110,76 @@ def checkpoint_artifact(path: Path, aliases_metadata: Mapping[str, Any] | None =
     return artifact
 
 
-def declare_checkpoint_input(run: Any, path: Path, metadata: Mapping[str, Any] | None = None) -> Any:
-    """Declare the checkpoint at ``path`` an input of ``run`` (lineage), online or offline.
+def declare_checkpoint_input(run: Any, path: Path, metadata: Mapping[str, Any] | None = None,
+                             aliases: list[str] | None = None) -> Any:
+    """Declare the checkpoint at ``path`` an input of ``run`` (lineage), online or offline (:func:`declare_input`)."""
+    return declare_input(run, checkpoint_artifact(path, metadata), aliases)
+
+
+def declare_input(run: Any, artifact: Any, aliases: list[str] | None = None) -> Any:
+    """Declare ``artifact`` an input of ``run`` with the alias ``latest`` and ``aliases``.
 
     Online this is ``run.use_artifact``. Offline, ``use_artifact`` refuses (wandb 0.31: "Cannot
     use artifact when in offline mode"), so the artifact is written as a record flagged
     ``use_after_commit`` (what ``use_artifact`` itself does for a new artifact): ``wandb sync``
     then creates the artifact version and marks it as this run's input.
     """
-    artifact = checkpoint_artifact(path, metadata)
+    aliases = list(dict.fromkeys(["latest", *(aliases or [])]))
     if run.settings.mode != "offline":
-        return run.use_artifact(artifact)
-    run._log_artifact(artifact, aliases=["latest"], is_user_created=True, use_after_commit=True)
+        return run.use_artifact(artifact, aliases=aliases)
+    run._log_artifact(artifact, aliases=aliases, is_user_created=True, use_after_commit=True)
     return artifact
+
+
+def endpoint_artifact(block: Mapping[str, Any], record: Mapping[str, Any] | None = None) -> Any:
+    """A W&B model Artifact for a model on a server: ``endpoint.json`` with its address, model and the version
+    the server reported (the names of credential variables at most, never their values)."""
+    import wandb  # optional at run time (W&B disabled): imported when an artifact is made
+
+    address = endpoint_label(block)
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{block.get('model')}").strip("-")
+    digest = hashlib.sha1(address.encode()).hexdigest()[:8]
+    described = {"endpoint": address, "model": block.get("model"), "version": block.get("version"),
+                 **{k: (record or {}).get(k) for k in ("model_version", "server")}}
+    described = {k: v for k, v in described.items() if v not in (None, {}, "")}
+    artifact = wandb.Artifact(f"endpoint-{readable}-{digest}"[:120], type="model", metadata=described,
+                              description=f"advaudit target on an inference server: {address}")
+    with artifact.new_file("endpoint.json") as handle:
+        handle.write(json.dumps(described, indent=1))
+    return artifact
+
+
+def audit_run_artifact(run_dir: Path, audit: str | None, target: str | None) -> Any:
+    """A W&B Artifact (type ``audit``) holding an audit run's ``result.json``: what a comparison read."""
+    import wandb  # optional at run time (W&B disabled): imported when an artifact is made
+
+    artifact = wandb.Artifact(artifact_name(Path(run_dir) / "result.json", "audit"), type="audit",
+                              metadata={"run_dir": str(Path(run_dir).resolve()), "audit": audit, "target": target},
+                              description=f"advaudit {audit} run {Path(run_dir).name}")
+    artifact.add_file(str(Path(run_dir) / "result.json"), name="result.json")
+    return artifact
+
+
+def declare_comparison_inputs(run: Any, records: list[Any], aliases: Mapping[str, list[str]] | None = None) -> None:
+    """Declare what a comparison read as ``run``'s inputs: each audited checkpoint file or endpoint once (with
+    ``aliases[target]``, e.g. the alias of a candidate that passed the gate) and each audit run's result.json.
+    ``records``: :class:`advaudit.compare.records.RunRecord`-like (``ok``, ``run_dir``, ``audit``, ``target``,
+    ``config``, ``result``)."""
+    aliases, seen = dict(aliases or {}), set()
+    for record in records:
+        if not record.ok:
+            continue
+        value = record.config.get("target")
+        if record.target not in seen:
+            seen.add(record.target)
+            extra = list(aliases.get(str(record.target), []))
+            if isinstance(value, Mapping) and isinstance(value.get("endpoint"), Mapping):
+                declare_input(run, endpoint_artifact(value["endpoint"], record.result.get("endpoint")), extra)
+            else:
+                path, metadata = input_file(value)
+                if path is not None:
+                    declare_checkpoint_input(run, path, metadata, extra)
+        declare_input(run, audit_run_artifact(record.run_dir, record.audit, record.target))
 
 
 def log_checkpoint_output(run: Any, path: Path, aliases: list[str], metadata: Mapping[str, Any]) -> Any:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from advaudit.compare.records import discover_runs
 from advaudit.compare.report import compare_records
 from advaudit.core.records import write_json
 from advaudit.core.wandb_run import log_comparison
+from advaudit.models.tracking import declare_comparison_inputs
 from advaudit.errors import AdvauditError
 
 log = logging.getLogger("advaudit.sweep")
@@ -82,7 +84,8 @@ class SweepEnd(Callback):
         log.info("comparison of %d runs: %s", summary["runs"], summary["files"]["md"])
         if self.wandb:
             try:
-                log_comparison(summary, sweep_dir / "comparison", config, sweep_id=sweep_dir.name)
+                log_comparison(summary, sweep_dir / "comparison", config, sweep_id=sweep_dir.name,
+                               declare_inputs=partial(declare_comparison_inputs, records=records))
             except Exception as error:
                 log.warning("logging the comparison to W&B failed: %s", error)
         if self.gate is None:

@@ -91,7 +91,13 @@ class Instances:
 
 
 class World(Protocol):
-    """A parametric input space (see the module docstring)."""
+    """A parametric input space (see the module docstring).
+
+    Optional, read where present: ``reference_values() -> {factor: value | None}`` (each factor's value that
+    does nothing out of the ordinary, None where there is none) and ``factor_groups() -> {group: [factor, ...]}``
+    (factors that belong together): the comparison's interventions set them to their reference
+    (:mod:`advaudit.worlds.references`, :mod:`advaudit.compare.why`). A world without them has no references.
+    """
 
     factors: Sequence[Factor]
     class_names: list[str]

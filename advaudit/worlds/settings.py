@@ -21,6 +21,13 @@ class PaddingMode(str, Enum):
 # -- validity ------------------------------------------------------------------------------------
 
 
+class InLoss(str, Enum):
+    """How a proposal the validity check throws out enters the loss the examiner is told."""
+
+    barrier = "barrier"  # as no loss at all (the model held): the examiner searches the label-keeping set S
+    none = "none"        # not at all: the examiner is told the raw loss, valid or not (it may walk out of S)
+
+
 #: ``audit.validity.reference`` naming the world's own reference judge (``world.reference_judge()``)
 WORLD_REFERENCE = "world"
 
@@ -51,6 +58,11 @@ class ValidityConf(Ranged):
     # (`world.reference_min_prob`: ShapeWorld 0.99, TransformWorld its measured one; 0.99 where a world
     # declares none, advaudit.worlds.validity.min_prob)
     reference_min_prob: Optional[float] = ranged(None, low=0, high=1)
+    # how an invalid proposal enters the loss the examiner is told: `barrier` (the model held there: loss 0),
+    # so the examiner searches inside the label-keeping set S, as the paper's examiner does (its S keeps the
+    # label by construction); every proposal is then judged. `none`: the raw loss, valid or not (before
+    # advaudit 0.2; BO then put 54-59% of its proposals outside S on a user's recipe): docs/results/worst-case.md
+    in_loss: InLoss = InLoss.barrier
     # the worst-case audit asks the reference judge only about the proposals that can change a reported
     # number (advaudit/audits/lazy_validity.py: the same result.json as judging all; the others get no
     # reference verdict in steps.jsonl); false: judge every proposal

@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from advaudit.errors import require
+from advaudit.worlds.references import TRANSFORM_GROUPS, TRANSFORM_REFERENCES
 from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors, unit_to_factor
 from advaudit.runtime import resolve_device
 
@@ -146,6 +147,14 @@ class TransformWorld:
                         and all(f.name in JUDGE_BOX and JUDGE_BOX[f.name][0] <= f.low and f.high <= JUDGE_BOX[f.name][1]
                                 for f in self.factors))
         return REFERENCE_JUDGE if trained_here else None
+
+    def reference_values(self) -> dict[str, float | None]:
+        """Every factor's reference: the identity transform (:data:`advaudit.worlds.references.TRANSFORM_REFERENCES`)."""
+        return {f.name: TRANSFORM_REFERENCES[f.name] for f in self.factors}
+
+    def factor_groups(self) -> dict[str, list[str]]:
+        """The translations, the geometric factors, the photometric ones and (RGB) the colour ones."""
+        return {name: list(members) for name, members in TRANSFORM_GROUPS.items()}
 
     def instances(self, split: str) -> Instances:
         data = self.datamodule.split(split)

@@ -57,7 +57,8 @@ examine() {  # name, examiner, "T..." , overrides... (a finished run with a smal
   local name=$1 ex=$2 ts=$3; shift 3
   read -r budget report <<< "$(budgets "$ex" $ts)"
   for seed in $SEEDS; do
-    finished "$OUT/${name}_${ex}_s$seed" "$budget" || $RUN $PY examine.py examiner="$ex" seed="$seed" threads=1 \
+    paper=(); [ "$ex" = rl ] && paper=(examiner.q=32 examiner.lr=0.001)   # the paper's RL, not advaudit's default
+    finished "$OUT/${name}_${ex}_s$seed" "$budget" || $RUN $PY examine.py examiner="$ex" "${paper[@]}" seed="$seed" threads=1 \
       audit.budget="$budget" "audit.report_budgets=$report" "$@" hydra.run.dir="$OUT/${name}_${ex}_s$seed" logger=none
   done
 }

@@ -36,7 +36,7 @@ runs=()
 for target in control "weak_$FACTOR"; do for ex in $EXAMINERS; do for seed in $SEEDS; do
   dir="$OUT/examine_${target}_${ex}_s$seed"
   b=$(budget "$ex") options=()
-  [ "$ex" = rl ] && options=("examiner.lr=$RL_LR")
+  [ "$ex" = rl ] && options=("examiner.lr=$RL_LR" examiner.q=32)
   [ -f "$dir/result.json" ] || $PY examine.py experiment=examiner/planted_weakness examiner="$ex" "${options[@]}" seed="$seed" threads=1 \
     audit.budget="$b" "audit.report_budgets=[0,$((b / 2)),$b]" \
     target="$OUT/train_$target/checkpoints/target.pt" hydra.run.dir="$dir" logger=none

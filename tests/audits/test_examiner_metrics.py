@@ -32,6 +32,17 @@ def test_worst_ignores_invalid_proposals_and_is_nan_without_any() -> None:
     assert m.worst(P, VALID, 6, strength=True)[0] == 0.9
     np.testing.assert_allclose(m.worst_curve(P, VALID)[0], [0.9, 0.7, 0.7, 0.4, 0.4, 0.4])
     assert list(m.worst_index(P, VALID)) == [3, -1]
+
+
+def test_e_t_inside_s_averages_the_valid_proposals_of_a_final_window_of_32(monkeypatch) -> None:
+    assert m.final_window(32, 500, 500) == slice(480, 500)     # RL, random search: their (partial) last iteration
+    assert m.final_window(1, 500, 500) == slice(468, 500)      # BO's one proposal per iteration: its last 32
+    assert m.final_window(8, 64, 500) == slice(32, 64)          # q = 8: the last 4 iterations up to query 64
+    assert m.final_window(1, 0, 500) == slice(0, 1)             # T = 0: the first proposal
+    monkeypatch.setattr(m, "WINDOW", 4)                          # two iterations of q = 2
+    np.testing.assert_allclose(m.e_t_valid(P, VALID, 2, 4), [(0.9 + 0.7 + 0.4) / 3, np.nan])  # 0.2 was invalid
+    np.testing.assert_allclose(m.e_t_valid(P, VALID, 2, 6), [(0.4 + 0.6 + 0.8) / 3, np.nan])
+    monkeypatch.setattr(m, "WINDOW", 2)                          # one iteration: the paper's l^T on valid proposals
     np.testing.assert_allclose(m.e_t_valid(P, VALID, 2, 4), [0.4, np.nan])
 
 

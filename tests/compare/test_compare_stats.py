@@ -40,12 +40,15 @@ def test_clearly_weaker_checkpoint_is_named_worse_and_equal_ones_are_not(tmp_pat
                 and {r["a"], r["b"]} == {"ckpt/twin/target.pt", "ckpt/strong/target.pt"})
     assert twin["p_holm"] > 0.05 and twin["verdict"].startswith("No difference")
     assert twin["lo"] < 0 < twin["hi"]
-    # one Holm family over every test of the group (3 pairs x every metric with a p-value): it never
-    # lowers a p-value and multiplies the smallest by the number of tests
+    # two Holm families: the primary question over its 3 pairs, the evidence over the rest (3 pairs x every
+    # other metric with a p-value); each never lowers a p-value and multiplies its smallest by its size
     rows = [r for r in group["pairs"] if np.isfinite(r["p"])]
-    assert len(rows) > 3 * 2
-    smallest = min(rows, key=lambda r: r["p"])
-    assert smallest["p_holm"] == pytest.approx(min(1.0, len(rows) * smallest["p"]))
+    for family in ("primary", "evidence"):
+        members = [r for r in rows if r["family"] == family]
+        assert len(members) == (3 if family == "primary" else len(rows) - 3) and len(members) >= 3
+        smallest = min(members, key=lambda r: r["p"])
+        assert smallest["p_holm"] == pytest.approx(min(1.0, len(members) * smallest["p"]))
+        assert all(r["family_size"] == len(members) and r["p_holm"] >= r["p"] for r in members)
     assert all(r["p_holm"] >= r["p"] for r in rows)
     text = (tmp_path / "out" / "comparison.md").read_text()
     assert text.splitlines()[2].startswith("## Answer") and "Paired differences" in text

@@ -1,5 +1,5 @@
-"""Checkpoints that share a name are still compared, and runs that differ only in how they were executed are
-compared together."""
+"""Checkpoint files that share a name are one recipe compared over its files, and runs that differ only in how they
+were executed are compared together."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import ttest_ind
 
 from advaudit.compare.design import group_runs
 from advaudit.compare.labels import distinguishing_parts, parse_recipes
+from advaudit.compare.metrics import Metric
 from advaudit.compare.records import discover_runs
 from advaudit.compare.replay import target_value
+from advaudit.compare.stats import recipe_difference
 from advaudit.errors import AdvauditError
 from tests.compare.fixtures import write_worst_case
 
@@ -25,13 +28,34 @@ def _named_block_run(run_dir: Path, name: str, weights: str, worst: float, **aud
     path.write_text(json.dumps(result))
 
 
-def test_two_checkpoints_named_alike_are_two_checkpoints_with_a_note(tmp_path: Path) -> None:
+def test_two_checkpoint_files_named_alike_are_one_recipe_of_two_files_with_a_note(tmp_path: Path) -> None:
     _named_block_run(tmp_path / "a", "plain", "/ckpt/plain_s0/weights.pt", 0.2)
     _named_block_run(tmp_path / "b", "plain", "/ckpt/plain_s1/weights.pt", 0.4)
     [group] = group_runs(discover_runs([tmp_path]))
-    assert group.targets == ["plain (plain_s0)", "plain (plain_s1)"]
-    assert any("2 different checkpoints are all named 'plain'" in note for note in group.notes)
+    assert group.targets == ["plain"] and group.is_recipe("plain")
+    assert group.files("plain") == ["/ckpt/plain_s0/weights.pt", "/ckpt/plain_s1/weights.pt"]
+    assert len(group.runs_at("plain", 0)) == 2
+    assert any("'plain' is 2 checkpoint files (plain_s0, plain_s1): compared as one recipe" in note
+               for note in group.notes)
     assert not any("was run 2 times" in note for note in group.notes)
+
+
+def test_recipes_trained_with_different_seeds_and_examined_at_one_seed_compare_over_their_files(
+        tmp_path: Path) -> None:
+    """Item 6 of the issue: plain trained with seeds 0-2, rot with 3-5, every file examined at seed 0."""
+    for recipe, seeds, worst in (("plain", (0, 1, 2), 0.2), ("rot", (3, 4, 5), 0.4)):
+        for train_seed in seeds:
+            _named_block_run(tmp_path / f"{recipe}{train_seed}", recipe, f"/ckpt/{recipe}_s{train_seed}/weights.pt",
+                             worst + 0.01 * train_seed)
+    [group] = group_runs(discover_runs([tmp_path]))
+    assert group.targets == ["plain", "rot"] and [len(group.files(t)) for t in group.targets] == [3, 3]
+    metric = Metric("examine/worst", True, "worst")
+    row = recipe_difference(group, "plain", "rot", metric)
+    plain, rot = [0.2 + 0.01 * s for s in (0, 1, 2)], [0.4 + 0.01 * s for s in (3, 4, 5)]
+    assert row["diff"] == pytest.approx(np.mean(plain) - np.mean(rot)) and row["units"] == "files"
+    expected = ttest_ind(plain, rot, equal_var=False)
+    assert row["p"] == pytest.approx(expected.pvalue) and row["lo"] == pytest.approx(expected.confidence_interval().low)
+    assert row["interval_over"] == "files (training seeds): 3 and 3"
 
 
 def test_one_checkpoint_run_twice_keeps_its_name(tmp_path: Path) -> None:
@@ -66,7 +90,8 @@ def test_one_file_per_seed_under_one_name_is_a_recipe_over_seeds(tmp_path: Path)
             path.write_text(json.dumps(result))
     [group] = group_runs(discover_runs([tmp_path]))
     assert group.targets == ["plain", "rot"] and group.common_seeds() == [0, 1]
-    assert any("'plain' is 2 checkpoint files, one per seed" in note for note in group.notes)
+    assert any("'plain' is 2 checkpoint files (plain_s0, plain_s1): compared as one recipe" in note
+               for note in group.notes)
 
 
 def test_a_value_written_literally_and_one_computed_by_an_interpolation_do_not_split(tmp_path: Path) -> None:
@@ -98,7 +123,7 @@ def test_recipe_patterns_make_unnamed_runs_recipes_over_seeds(tmp_path: Path) ->
     recipes = parse_recipes(["control=*/control/*", "narrowed=*/narrowed/*"])
     [group] = group_runs(discover_runs([tmp_path], recipes))
     assert group.targets == ["control", "narrowed"] and group.common_seeds() == [0, 1]
-    assert any("'control' is 2 checkpoint files, one per seed" in note for note in group.notes)
+    assert any("'control' is 2 checkpoint files (s0, s1): compared as one recipe" in note for note in group.notes)
     assert target_value(group, "control", 1) == "/runs/s1/control/checkpoints/target.pt"  # each seed's own file
 
 

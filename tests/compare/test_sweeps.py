@@ -64,10 +64,11 @@ def test_sweep_end_compares_lists_failures_and_exits_non_zero(tmp_path: Path) ->
     failures = json.loads((sweep / "failures.json").read_text())
     assert [Path(f["run_dir"]).name for f in failures] == ["2"] and "does not exist" in failures[0]["error"]
     text = (sweep / "comparison" / "comparison.md").read_text()
-    # 8 instances all 0.3 lower: the exact Wilcoxon two-sided p is 2 / 2^8, Holm over E_T, worst and
-    # failure (McNemar, p = 1) multiplies it by 3
+    # 8 instances all 0.3 lower: the exact Wilcoxon two-sided p is 2 / 2^8; the primary question (E_T) is its
+    # own Holm family over its one pair, and the evidence (worst, failure: McNemar p = 1) another of 2 tests
     assert "Failed runs" in text and "A is weaker than B on E_T" in text and "p = 0.0078" in text
-    assert "Holm-corrected over 3 tests 0.023" in text
+    assert "Holm-corrected over the 1 pair of the primary question 0.0078" in text
+    assert "Holm-corrected over the evidence's 2 tests 0.016" in text
     killed = sweep / "3" / ".hydra"                                  # a job killed before writing a result
     killed.mkdir(parents=True)
     (killed / "overrides.yaml").write_text("[]\n")

@@ -22,6 +22,24 @@ class SmallNet(nn.Module):
         return self.head(self.features(x).flatten(1))
 
 
+class DenseHeadCNN(nn.Module):
+    """A user's own CNN with a dense head (no global pooling): ``[B, 1, 28, 28]`` -> logits ``[B, classes]``.
+
+    Two conv blocks (``width``, ``2 * width`` channels, each halving the side), then the flattened
+    ``[B, 2 * width * 7 * 7]`` map through a hidden dense layer of ``hidden`` units: where a pattern sits in the
+    frame matters to it, as it does to many models users bring."""
+
+    def __init__(self, classes: int = 10, width: int = 16, hidden: int = 128) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                      nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(2 * width * 7 * 7, hidden), nn.ReLU(),
+                                  nn.Linear(hidden, classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
 class LitNet(pl.LightningModule):
     """A user's LightningModule that holds its network as ``self.net`` (keys ``net.*`` in its .ckpt)."""
 

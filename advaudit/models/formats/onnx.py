@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from advaudit.errors import AdvauditError, one_line, require
+from advaudit.errors import AdvauditError, clipped, one_line, require
 from advaudit.models.chunks import in_fixed_batches
 from advaudit.models.formats.probe import FileKind, Probe
 
@@ -109,7 +109,7 @@ def onnx_predict(model_bytes: bytes, device: str = "cpu") -> Callable[[Any], Any
                                        providers=[p for p in providers if p in ort.get_available_providers()])
     except Exception as error:  # noqa: BLE001 - a broken file is the user's
         raise AdvauditError(f"onnxruntime cannot load the ONNX model, which is damaged or uses operators it lacks: "
-                            f"{one_line(error)[:300]}; export it again (torch.onnx.export)") from None
+                            f"{clipped(error, 300)}; export it again (torch.onnx.export)") from None
     first = session.get_inputs()[0]
     batch = first.shape[0] if first.shape and isinstance(first.shape[0], int) else None
     input_name, output_name = first.name, session.get_outputs()[0].name

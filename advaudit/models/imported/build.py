@@ -1,7 +1,7 @@
 """A :class:`~advaudit.models.imported.spec.TargetSpec` -> a ready, verified target.
 
 Code runs only where the spec names it: ``model`` (Hydra ``_target_``), ``lightning_module`` and
-``function``. A file the spec names is loaded by its format's module (:mod:`advaudit.models.formats`),
+``function``; an ``endpoint`` is queried, never run here. A file the spec names is loaded by its format's module (:mod:`advaudit.models.formats`),
 without running code (TorchScript, ``torch.export``, ONNX through onnxruntime, skops with
 scikit-learn's safe types), except pickle / joblib files and whole pickled modules, which load only
 with ``trusted: true``. Whatever the source, the target is checked before any audit uses it
@@ -22,12 +22,13 @@ from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 from advaudit.confutil import locate
-from advaudit.errors import AdvauditError, one_line, require
+from advaudit.errors import AdvauditError, clipped, one_line, require
 from advaudit.models.calibration import fit_temperature
+from advaudit.models import endpoint
 from advaudit.models.classes import class_pairing
 from advaudit.models.formats import FileKind, format_of, how_to_audit, identify, lightning, pickled
 from advaudit.models.imported.adapters import ClassMap, InputAdapter, as_scores
-from advaudit.models.imported.spec import TargetSpec
+from advaudit.models.imported.spec import TargetSpec, check_shapes
 from advaudit.models.imported.targets import BlackBoxTarget, ImportedTorchTarget, ModelPipeline
 from advaudit.models.imported.weights import load_weights, strip_prefix
 
@@ -58,6 +59,10 @@ def build_model(spec: TargetSpec, device: str = "cpu") -> tuple[nn.Module | None
     """
     if spec.source == "function":
         return None, _function(spec.function), "function"
+    if spec.source == "endpoint":  # a model on a server: its metadata may give the input shape
+        _, predict = endpoint.load(spec)
+        check_shapes(spec)
+        return None, predict, "endpoint"
     path = Path(str(spec.path)).expanduser()
     if spec.source == "lightning_module":
         return lightning.load_module(spec, path), None, "lightning"
@@ -147,7 +152,7 @@ def _count_outputs(module: nn.Module | None, predict: Callable | None, adapter: 
     except Exception as error:  # noqa: BLE001 - the model refusing its input is the config's problem
         adapted = f" (resized from {list(spec.resize_from)})" if spec.resize_from else ""
         raise AdvauditError(f"the model does not run on inputs of shape {[2, *spec.input_shape]}{adapted}: "
-                            f"{one_line(error)[:240]}; check target.input_shape (and target.resize_from)") from None
+                            f"{clipped(error)}; check target.input_shape (and target.resize_from)") from None
     require(scores.dim() == 2 and len(scores) == 2, f"the model returned scores of shape {list(scores.shape)} for 2 "
             "inputs; it must return [batch, classes]")
     return int(scores.shape[1])

@@ -16,8 +16,9 @@ weights are and what auditing it needs::
 
 Exactly one source names the model: ``model`` (an ``nn.Module`` built by Hydra, weights from
 ``path``), ``lightning_module`` (a LightningModule class whose ``load_from_checkpoint`` reads
-``path``), ``function`` (a callable from inputs to probabilities), or a file in ``path`` alone
-(TorchScript, ``torch.export`` .pt2, ONNX, skops, or a pickle/joblib file with ``trusted: true``).
+``path``), ``function`` (a callable from inputs to probabilities), ``endpoint`` (a model on an Open
+Inference Protocol server: :mod:`advaudit.models.endpoint`), or a file in ``path`` alone (TorchScript,
+``torch.export`` .pt2, ONNX, skops, or a pickle/joblib file with ``trusted: true``).
 Every key is checked here, with a "did you mean" for a misspelt one.
 """
 
@@ -35,7 +36,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from advaudit.confutil import locate, plain
+from advaudit.confutil import locate, plain, refuse_unknown_keys
 from advaudit.errors import AdvauditError, one_line, require
 from advaudit.models.classes import MATCHES, OTHER_CLASS
 
@@ -58,6 +59,7 @@ class TargetSpec:
     model: Any = None
     lightning_module: str | None = None
     function: Any = None
+    endpoint: Any = None
     class_names: list[str] | None = None
     class_map: dict[str, list[Any]] | None = None
     class_alignment: dict[str, str] | None = None
@@ -79,13 +81,15 @@ class TargetSpec:
     # -- derived ----------------------------------------------------------------------------------
     @property
     def source(self) -> str:
-        """Which of the four sources names the model: ``module``, ``lightning_module``, ``function``, ``file``."""
+        """Which source names the model: ``module``, ``lightning_module``, ``function``, ``endpoint``, ``file``."""
         if self.model is not None:
             return "module"
         if self.lightning_module is not None:
             return "lightning_module"
         if self.function is not None:
             return "function"
+        if self.endpoint is not None:
+            return "endpoint"
         return "file"
 
     @property
@@ -95,6 +99,8 @@ class TargetSpec:
             return str(self.name)
         if self.path:
             return str(self.path)
+        if isinstance(self.endpoint, Mapping):
+            return endpoint_label(self.endpoint)
         code = self.function if isinstance(self.function, str) else _get_target(self.function)
         return f"function:{code}"
 
@@ -120,12 +126,7 @@ def parse_target_spec(node: Any, seed: int = 0) -> TargetSpec:
     """
     data = plain(node)
     require(isinstance(data, dict), f"target must be a path or a mapping, not {type(data).__name__}")
-    known = [f.name for f in fields(TargetSpec)]
-    for key in data:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f"; did you mean target.{close[0]}?" if close else f"; known keys: {', '.join(known)}"
-            raise AdvauditError(f"target.{key} is not a target setting{hint}")
+    refuse_unknown_keys(data, [f.name for f in fields(TargetSpec)], "target", "a target setting")
     spec = TargetSpec(**data)
     _check_spec(spec)
     if isinstance(spec.dataset, str):
@@ -136,7 +137,7 @@ def parse_target_spec(node: Any, seed: int = 0) -> TargetSpec:
 
 
 def _check_spec(spec: TargetSpec) -> None:
-    sources = [k for k in ("model", "lightning_module", "function") if getattr(spec, k) is not None]
+    sources = [k for k in ("model", "lightning_module", "function", "endpoint") if getattr(spec, k) is not None]
     require(len(sources) <= 1, f"target names the model {len(sources)} ways ({', '.join(sources)}); keep one")
     require(spec.format in FORMATS, f"target.format={spec.format!r}; use one of {', '.join(FORMATS)}")
     require(spec.outputs is None or spec.outputs in OUTPUTS,
@@ -147,8 +148,8 @@ def _check_spec(spec: TargetSpec) -> None:
                 "ONNX, skops or Lightning file), or target.model={_target_: ...} with target.path to its weights, "
                 "or target.function" if spec.source == "file" else
                 "target.lightning_module needs target.path: the Lightning .ckpt to load_from_checkpoint")
-    if spec.source == "function":
-        require(spec.path is None, "target.function is a black box with no file; drop target.path")
+    if spec.source in ("function", "endpoint"):
+        require(spec.path is None, f"target.{spec.source} is a black box with no file; drop target.path")
     require(spec.class_names is not None or spec.class_map is not None,
             "target needs class_names: [...] (one per model output, in order) or a class_map "
             "{audit class: [model outputs]}")
@@ -160,6 +161,17 @@ def _check_spec(spec: TargetSpec) -> None:
         require(isinstance(spec.class_map, dict) and all(isinstance(v, list) and v for v in spec.class_map.values()),
                 "target.class_map must map each audit class to a non-empty list of model outputs (indices or "
                 "output_names), e.g. {chair: [423, 559, 765]}")
+    t = spec.temperature
+    require(t == "calibrate" or (isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0),
+            f"target.temperature={t!r}; give a number > 0 or 'calibrate' (fit on the dataset's validation split)")
+    if t == "calibrate":
+        require(spec.dataset is not None, "target.temperature=calibrate needs target.dataset (its validation split)")
+    if spec.input_shape is not None or spec.source != "endpoint":  # an endpoint's model says its shape
+        check_shapes(spec)
+
+
+def check_shapes(spec: TargetSpec) -> None:
+    """Refuse an input shape, resize or normalisation that cannot work (one line naming the key)."""
     require(spec.input_shape is not None and all(isinstance(d, int) and d > 0 for d in spec.input_shape),
             f"target.input_shape={spec.input_shape}; give the shape the model takes, e.g. [3, 224, 224] or [13]")
     if spec.resize_from is not None:
@@ -169,6 +181,10 @@ def _check_spec(spec: TargetSpec) -> None:
                 f"target.resize_from has {spec.resize_from[0]} channels and the model takes {spec.input_shape[0]}; "
                 "only 1 -> C (grey repeated) or equal channel counts are adapted")
     norm = spec.normalization
+    if len(spec.input_shape) == 1:  # a table: features in the data's own units, no channels, no [0, 1]
+        require(norm == "model" or (isinstance(norm, dict) and set(norm) == {"mean", "std"}),
+                "target.normalization is required: 'model' when the model takes the table's features in the data's "
+                "own units (a scikit-learn pipeline scales them itself), or {mean: [...], std: [...]} per feature")
     require(norm == "model" or (isinstance(norm, dict) and set(norm) == {"mean", "std"}),
             "target.normalization is required: {mean: [...], std: [...]} per channel (applied after any resize), "
             "or 'model' when the model normalises its raw [0, 1] inputs itself")
@@ -180,11 +196,6 @@ def _check_spec(spec: TargetSpec) -> None:
                     f"takes {channels} channels/features")
         require(all(float(s) > 0 for s in (norm["std"] if isinstance(norm["std"], list) else [norm["std"]])),
                 "target.normalization.std must be > 0")
-    t = spec.temperature
-    require(t == "calibrate" or (isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0),
-            f"target.temperature={t!r}; give a number > 0 or 'calibrate' (fit on the dataset's validation split)")
-    if t == "calibrate":
-        require(spec.dataset is not None, "target.temperature=calibrate needs target.dataset (its validation split)")
 
 
 def named_dataset(name: str, seed: int) -> dict[str, Any]:
@@ -244,8 +255,16 @@ def target_label(value: Any) -> str | None:
         return str(data["name"])
     if data.get("path"):
         return str(data["path"])
+    if isinstance(data.get("endpoint"), Mapping):
+        return endpoint_label(data["endpoint"])
     function = data.get("function")
     return f"function:{function if isinstance(function, str) else _get_target(function)}"
+
+
+def endpoint_label(block: Mapping[str, Any]) -> str:
+    """How a target on a server is named in tables: ``<url>/v2/models/<model>[/versions/<v>]``."""
+    version = f"/versions/{block['version']}" if block.get("version") else ""
+    return f"{str(block.get('url', '')).rstrip('/')}/v2/models/{block.get('model')}{version}"
 
 
 def channels_of(shape: list[int] | tuple[int, ...]) -> int:

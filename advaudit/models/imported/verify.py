@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from advaudit.errors import AdvauditError, one_line, require
+from advaudit.errors import AdvauditError, clipped, require
 
 
 def probe_batch(shape: list[int] | tuple[int, ...], n: int = 8, seed: int = 0) -> Tensor:
@@ -30,7 +30,7 @@ def verify_target(target: Any, probe: Tensor | None = None) -> None:
         raise
     except Exception as error:  # noqa: BLE001 - a model that fails on its own input shape is a config problem
         raise AdvauditError(f"the target does not run on a probe batch of shape {list(probe.shape)}: "
-                            f"{one_line(error)[:240]}; check target.input_shape") from None
+                            f"{clipped(error)}; check target.input_shape") from None
     require(tuple(probs.shape) == (len(probe), target.num_classes), f"the target gave probabilities of shape "
             f"{list(probs.shape)} for {len(probe)} inputs and {target.num_classes} classes")
     require(bool(torch.allclose(probs.sum(1), torch.ones(len(probe)), atol=1e-3)),

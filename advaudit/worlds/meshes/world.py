@@ -22,6 +22,7 @@ from advaudit.worlds.meshes.layouts import MeshRecord, discover
 from advaudit.worlds.meshes.loading import NormalisedMesh, load_mesh
 from advaudit.worlds.meshes.renderer import MitsubaRenderer
 from advaudit.worlds.protocol import Instances, check_in_bounds, configure_factors, unit_to_factor
+from advaudit.worlds.references import SHAPE_GROUPS, SHAPE_REFERENCES
 from advaudit.worlds.settings import MeshWorldConf
 from advaudit.worlds.shapes.world import DEFAULT_FACTORS, hsv_to_rgb
 from advaudit.runtime import resolve_device
@@ -159,6 +160,14 @@ class MeshWorld:
             return list(record.albedo)
         h, s, v = (torch.tensor([_unit_hash(k, self.seed, record.name)]) for k in ("hue", "sat", "val"))
         return hsv_to_rgb(h, 0.35 + 0.55 * s, 0.45 + 0.5 * v)[0].tolist()
+
+    def reference_values(self) -> dict[str, float | None]:
+        """Each factor's reference, or None where it has none (:data:`advaudit.worlds.references.SHAPE_REFERENCES`)."""
+        return {f.name: SHAPE_REFERENCES.get(f.name) for f in self.factors}
+
+    def factor_groups(self) -> dict[str, list[str]]:
+        """The camera's factors and the lights' energies and distance (:data:`advaudit.worlds.references.SHAPE_GROUPS`)."""
+        return {name: list(members) for name, members in SHAPE_GROUPS.items()}
 
     def instances(self, split: str) -> Instances:
         require(split in SPLITS, f"unknown split {split!r}; use {list(SPLITS)}")

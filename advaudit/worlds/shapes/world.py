@@ -14,6 +14,7 @@ from torch import Tensor
 from advaudit.config.ranges import require_within
 from advaudit.errors import require
 from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors, unit_to_factor
+from advaudit.worlds.references import SHAPE_GROUPS, SHAPE_REFERENCES
 from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS, build_primitives
 from advaudit.worlds.shapes.renderer import render_scenes
 from advaudit.worlds.settings import ShapesWorldConf
@@ -118,6 +119,14 @@ class ShapeWorld:
         trained_here = self.class_names == list(CLASSES) and self.shadows and all(
             within[f.name][0] <= f.low and f.high <= within[f.name][1] for f in self.factors)
         return REFERENCE_JUDGE if trained_here else None
+
+    def reference_values(self) -> dict[str, float | None]:
+        """Each factor's reference, or None where it has none (:data:`advaudit.worlds.references.SHAPE_REFERENCES`)."""
+        return {f.name: SHAPE_REFERENCES.get(f.name) for f in self.factors}
+
+    def factor_groups(self) -> dict[str, list[str]]:
+        """The camera's factors and the lights' energies and distance (:data:`advaudit.worlds.references.SHAPE_GROUPS`)."""
+        return {name: list(members) for name, members in SHAPE_GROUPS.items()}
 
     def instances(self, split: str) -> Instances:
         require(split in SPLIT_OFFSETS, f"unknown split {split!r}; use {list(SPLIT_OFFSETS)}")

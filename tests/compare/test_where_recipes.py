@@ -1,5 +1,6 @@
-"""A recipe replicated over training seeds (one checkpoint file per seed under one name): replay and the where
-section score each seed's own file, and the report says first what every seed agrees on."""
+"""Recipes of several checkpoint files (training seeds) under one name each: the where section scores every file on
+the same held-out renders, tests each cell over the recipes' files and says a cell only when every pair of files
+agrees; the strongest said cell is confirmed on other held-out instances."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from advaudit.compare import compare_runs
@@ -21,12 +23,15 @@ MODULE = __name__
 
 
 def predict_weak_t_seed1(x: Tensor) -> Tensor:
-    """Seed 1 of the weak recipe: the same weakness in another file (another function)."""
-    return plane.predict_weak_t(x)
+    """Seed 1 of the weak recipe: the same weakness in another file, from t >= 0.75."""
+    t = x.reshape(len(x), 3)[:, 0]
+    return plane._probs(x, torch.where(t >= 0.75, 0.25, 0.9))
 
 
 def predict_strong_seed1(x: Tensor) -> Tensor:
-    return plane.predict_strong(x)
+    """Seed 1 of the strong recipe: wrong on a sliver of t the other file gets right."""
+    t = x.reshape(len(x), 3)[:, 0]
+    return plane._probs(x, torch.where((t > 0.3) & (t < 0.33), 0.2, 0.9))
 
 
 def _block(name: str, function: str) -> dict[str, object]:
@@ -55,38 +60,35 @@ def _recipes(root: Path, weak_in_seed1: bool) -> None:
     _write(root / "s1", "base", f"{MODULE}.predict_strong_seed1", 1, False, rng)
 
 
-def test_a_weakness_in_every_seed_is_said_about_the_recipe(tmp_path: Path) -> None:
+def test_a_weakness_in_every_file_is_said_about_the_recipe_and_confirmed_on_other_instances(tmp_path: Path) -> None:
     _recipes(tmp_path / "runs", weak_in_seed1=True)
     [group] = compare_runs([tmp_path / "runs"], tmp_path / "out", where=Settings(instances=20))["groups"]
-    assert group["targets"] == ["base", "cand"] or sorted(group["targets"]) == ["base", "cand"]
-    assert any("'cand' is 2 checkpoint files, one per seed" in note for note in group["notes"])
+    assert sorted(group["targets"]) == ["base", "cand"]
+    assert any("'cand' is 2 checkpoint files" in note and "compared as one recipe" in note for note in group["notes"])
     where = group["where"]
-    assert sorted(where["per_seed"]) == ["0", "1"]
-    [check] = where["recipe_checks"]
+    said = [r for r in where["sensitivity"]["pairs"] if r["said"]]
+    assert said and {(r["factor"], r["kind"], r["fifth"]) for r in said} == {("t", "fifth", 4)}
+    assert all(r["design"] == "recipes" and r["agree"] == r["pairs"] == 4 for r in said)
+    [check] = where["recipe_checks"]                       # confirmed on instances its sensitivity did not see
     assert (check["factor"], check["region"], check["weaker"]) == ("t", [0.8, 1.0], "cand")
-    assert sorted(check["checks"]) == ["0", "1"]
-    for seed, seed_check in check["checks"].items():   # confirmed on instances its sensitivity did not see
-        assert seed_check["weaker"] == "cand" and seed_check["p_holm"] < 0.05
-        assert not set(seed_check["instances"]) & set(where["per_seed"][seed]["sensitivity"]["instances"])
-    assert where["sentences"][0].startswith("Checked in each training seed on held-out instances other than those "
-                                            "that proposed it, under new random conditions with t 0.8-1: cand is "
-                                            "the weaker checkpoint there in every training seed (2 of 2; seed 0: ")
-    first = where["sentences"][1]
-    assert first.startswith("In every training seed (2 of 2), at t 0.8-1 cand is the less accurate; ")
-    assert "points worse there than base" in first
-    assert any(s.startswith("Training seed 1: At t 0.8-1 cand is the less accurate") for s in where["sentences"])
+    assert check["test"] == "Welch t over files" and check["agree"] == 4
+    assert not set(check["instances"]) & set(where["sensitivity"]["instances"])
+    assert any(s.startswith("Over their files (2 and 2), at t 0.8-1 cand is the less accurate")
+               for s in where["sentences"])
+    assert any(s.startswith("Over the recipes' files: Checked on held-out instances under new random conditions with "
+                            "t 0.8-1: cand is the weaker checkpoint there") for s in where["sentences"])
 
 
-def test_a_weakness_in_one_seed_only_is_not_said_about_the_recipe(tmp_path: Path) -> None:
+def test_a_weakness_in_one_file_only_is_not_said_about_the_recipe(tmp_path: Path) -> None:
     _recipes(tmp_path / "runs", weak_in_seed1=False)
-    [group] = compare_runs([tmp_path / "runs"], tmp_path / "out")["groups"]
+    [group] = compare_runs([tmp_path / "runs"], tmp_path / "out", where=Settings(instances=20))["groups"]
     where = group["where"]
-    assert where["recipe_checks"] == []   # nothing agreed, nothing to confirm
-    assert where["sentences"][0].startswith("No fifth of any factor is said in all 2 training seeds")
-    assert any(s.startswith("Training seed 0: At t 0.8-1 cand is the less accurate") for s in where["sentences"])
-    assert not any(s.startswith("Training seed 1: At t 0.8-1 cand is the less accurate") for s in where["sentences"])
+    assert where["recipe_checks"] == []                     # nothing said, nothing to confirm
+    assert not any(r["said"] and r["factor"] == "t" for r in where["sensitivity"]["pairs"])
+    cell = next(r for r in where["sensitivity"]["pairs"] if (r["factor"], r["kind"], r["fifth"]) == ("t", "fifth", 4))
+    assert cell["agree"] < cell["pairs"]                     # one of cand's files has the weakness, the other not
 
-    # replay and the where checks load each seed's own file
+    # replay loads each seed's own file
     [runs] = group_runs(discover_runs([tmp_path / "runs"]))
     assert target_value(runs, "cand", 1)["function"].endswith("predict_strong_seed1")
     assert target_value(runs, "cand", 0)["function"].endswith("predict_weak_t")

@@ -1,0 +1,137 @@
+"""The comparison's why section for one worst-case group: every pair's gap attributed by intervention.
+
+Held-out instances (the split the examination did not use, drawn with the group's seed) each get random
+conditions uniform over S, rendered once as drawn and once per intervention, and every checkpoint file of the
+group scores the same images (:mod:`advaudit.compare.why.measure`). Each pair of checkpoints (or of recipes, over
+their files) gets its attribution (:mod:`advaudit.compare.why.attribution`). A recipe pair's said interventions
+are then **confirmed** on as many *other* held-out instances (the next ones of the same draw) under new
+conditions: Welch over files again, Holm over the pair's checks, the same sign and every pair of files agreeing.
+Between single files no confirmation is run: a control pair (two seeds of one recipe) would confirm its own
+difference as readily, so such a finding is said to be about the files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from advaudit.compare.confirm import Settings, choose_instances, holm_rows, uniform_conditions
+from advaudit.compare.design import Group
+from advaudit.compare.units import checks_of, units_of
+from advaudit.compare.why.attribution import Sides, attribute, explained_by, headline_of
+from advaudit.compare.why.measure import Measured, measure
+from advaudit.compare.why.plan import Intervention, interventions
+from advaudit.compare.why.plot import attribution_plot
+from advaudit.compare.why.words import FILES_CAVEAT, confirmation_words, gap_words, nothing_words, row_words
+from advaudit.worlds.references import references_of
+
+
+_MEASURED: dict[str, Measured] = {}   # the renders of the last (world, files, instances, seed, plan): groups share it
+
+
+def user_groups(group: Group, settings: Settings) -> dict[str, list[str]]:
+    """The user's groups: the runs' ``compare.factor_groups`` and the command line's (``settings.factor_groups``)."""
+    declared = (group.runs[0].config.get("compare") or {}).get("factor_groups") or {}
+    return {**{str(k): [str(f) for f in v] for k, v in dict(declared).items()},
+            **{name: list(members) for name, members in settings.factor_groups}}
+
+
+def why_section(group: Group, names: dict[str, str], out: Path, slug: str,
+                settings: Settings = Settings()) -> dict[str, Any] | None:
+    """The section (module docstring) for a worst-case group of two or more checkpoints, else None."""
+    started = time.perf_counter()
+    setup = checks_of(group)
+    if setup is None:
+        return None
+    config, world, split, calibrated, seed = setup.config, setup.world, setup.split, setup.calibrated, setup.seed
+    plan = interventions(world, user_groups(group, settings))
+    units = units_of(group, names)
+    sides, recipes = units.sides, units.recipes
+    available = len(world.instances(split))
+    n = max(1, min(settings.why_instances, available // 2 if recipes else available))
+    m = max(1, math.ceil(settings.why_renders / n))
+    section: dict[str, Any] = {"split": split, "seed": seed, "instances": n, "conditions_per_instance": m,
+                               "interventions": [k.as_dict() for k in plan], "files": units.short, "pairs": []}
+    if not plan:
+        section["sentences"] = [nothing_words({"rows": []}, 0)]
+        return section
+    loaded = units.load(world)
+    z = choose_instances(world, split, n, seed)
+    key = json.dumps([config["world"], calibrated, units.values, split, seed, n, m, [k.as_dict() for k in plan]],
+                     sort_keys=True, default=str)
+    if key not in _MEASURED:          # the RL and BO groups of the same checkpoints render the same conditions
+        _MEASURED.clear()
+        _MEASURED[key] = measure(world, z, uniform_conditions(list(world.factors), len(z), m, seed + 3), plan,
+                                 loaded, calibrated, settings.batch)
+    measured = _MEASURED[key]
+    section["cost"] = {"renders": measured.renders, "seconds": 0.0}
+    for a, b in group.name_pairs(names):
+        result = attribute(measured, plan, Sides(a, b, sides[a], sides[b]), settings.alpha, settings.why_min_points)
+        section["pairs"].append(result)
+    confirm_recipes(section, world, plan, loaded, split, seed, calibrated, settings)
+    section["references"] = {k: v for k, v in references_of(world).items() if v is not None}
+    section["sentences"] = sentences(section, world, plan)
+    section["plot"] = str(attribution_plot(section, out / f"why_{slug}.png"))
+    section["cost"]["seconds"] = round(time.perf_counter() - started, 2)   # loading, rendering, scoring, tests, figure
+    return section
+
+
+def confirm_recipes(section: dict[str, Any], world: Any, plan: list[Intervention], loaded: dict[str, Any],
+                    split: str, seed: int, calibrated: bool, settings: Settings) -> None:
+    """Each recipe pair's said interventions measured again on the next held-out instances (module docstring)."""
+    n, m = section["instances"], section["conditions_per_instance"]
+    by_name = {k.name: k for k in plan}
+    wanted = [(result, row) for result in section["pairs"] if result["design"] == "recipes"
+              for row in result["rows"] if row["said"]]
+    if not wanted:
+        return
+    z = choose_instances(world, split, n, seed, skip=n)
+    if len(z) < 2:
+        for result, row in wanted:
+            row["confirmation"] = None
+        return
+    needed = [by_name[name] for name in dict.fromkeys(row["name"] for _, row in wanted)]
+    measured = measure(world, z, uniform_conditions(list(world.factors), len(z), m, seed + 4), needed, loaded,
+                       calibrated, settings.batch)
+    section["cost"]["renders"] += measured.renders
+    for result in {id(r): r for r, _ in wanted}.values():
+        sides = Sides(result["a"], result["b"], tuple(result["files"][result["a"]]), tuple(result["files"][result["b"]]))
+        checks = [explained_by(measured, sides, by_name[row["name"]]) for row in result["rows"] if row["said"]]
+        holm_rows(checks)
+        for row, check in zip([r for r in result["rows"] if r["said"]], checks):
+            same = (check["diff"] > 0) == (row["diff"] > 0)
+            check.update(n_instances=len(z), relation=row["relation"],
+                         confirmed=bool(check["p_holm"] < settings.alpha and same and check["agree"] == check["pairs"]))
+            row["confirmation"] = {k: v for k, v in check.items() if k != "gain"}
+        # between recipes the headline is a finding confirmed on the other instances
+        headline = headline_of([r for r in result["rows"] if (r.get("confirmation") or {}).get("confirmed")])
+        result["headline"] = headline["name"] if headline else None
+
+
+def sentences(section: dict[str, Any], world: Any, plan: list[Intervention]) -> list[str]:
+    """What the section says, per pair: the gap, its headline and every other said intervention, the caveat."""
+    references = references_of(world)
+    units = {f.name: str(getattr(f, "unit", "") or "") for f in world.factors}
+    by_name = {k.name: k for k in plan}
+    lines = []
+    for result in section["pairs"]:
+        lines.append(gap_words(result, section["instances"], section["conditions_per_instance"]))
+        said = sorted((r for r in result["rows"] if r["said"]),
+                      key=lambda r: (r["name"] != result["headline"], -abs(r["diff"])))
+        for row in said:
+            lines.append(row_words(row, result, by_name[row["name"]], references, units, len(result["rows"])))
+            if row["name"] == result["headline"]:
+                result["headline_words"] = lines[-1]
+            if row.get("confirmation"):
+                lines.append(confirmation_words(row["confirmation"], by_name[row["name"]], references, units))
+        if not said:
+            lines.append(nothing_words(result, len(result["rows"])))
+        elif result["design"] == "files":
+            lines.append(FILES_CAVEAT)
+        result.setdefault("headline_words", lines[-1] if not said else
+                          "No factor is said to explain the gap (and, between recipes, confirmed on other held-out "
+                          "instances); see the why section.")
+    return lines

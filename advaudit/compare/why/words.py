@@ -1,0 +1,88 @@
+"""The why section's sentences: the gap, what explains or hides it, and (recipes) its confirmation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advaudit.compare.why.plan import Intervention
+from advaudit.core.intervals import format_interval, format_p
+
+
+def points(value: float) -> str:
+    """An accuracy difference in signed points: ``-4.0``."""
+    return f"{100 * value:+.1f}"
+
+
+def interval_points(row: dict[str, Any], sign: float = 1.0) -> str:
+    """``4.7 [3.2, 6.1]`` points of ``row`` (``diff``, ``lo``, ``hi`` in accuracy), multiplied by ``sign``."""
+    lo, hi = sorted((sign * row["lo"], sign * row["hi"]))
+    return format_interval(100 * sign * row["diff"], 100 * lo, 100 * hi, 1)
+
+
+def test_words(row: dict[str, Any], design: str, tests: int | None = None) -> str:
+    """``Wilcoxon p = ..., Holm over 14 interventions ...`` / ``Welch t over files p = ...``."""
+    name = "Welch t over files" if design == "recipes" else "Wilcoxon"
+    holm = f", Holm over {tests} interventions {format_p(row['p_holm'])}" if tests else ""
+    return f"{name} p = {format_p(row['p'])}{holm}"
+
+
+def gap_words(result: dict[str, Any], n: int, m: int) -> str:
+    """The gap as drawn: each side's accuracy on the same renders and their difference."""
+    a, b, gap = result["a"], result["b"], result["gap"]
+    unit = (f"over their files ({len(result['files'][a])} and {len(result['files'][b])}, {gap['test']})"
+            if result["design"] == "recipes" else f"over instances ({gap['test']})")
+    return (f"On {n} held-out instances x {m} random conditions, rendered once and scored by both, {a} is right on "
+            f"{100 * gap['accuracy'][a]:.1f}% and {b} on {100 * gap['accuracy'][b]:.1f}%: {a} − {b} = "
+            f"{interval_points(gap)} points {unit}, p = {format_p(gap['p'])}.")
+
+
+def reference_words(k: Intervention, references: dict[str, float | None], units: dict[str, str]) -> str:
+    """``brightness, contrast and gamma at their reference (0, 1, 1)``."""
+    if k.kind == "all":
+        listed = f" ({k.words.split('(', 1)[1]}" if "(" in k.words else ""
+        return f"every factor that has a reference set to it{listed}"
+    values = ", ".join(f"{references[f]:g}" + (f" {units[f]}" if units.get(f) and k.kind == "factor" else "")
+                       for f in k.factors)
+    return f"{k.words} at {'their' if k.plural else 'its'} reference ({values})"
+
+
+def row_words(row: dict[str, Any], result: dict[str, Any], k: Intervention, references: dict[str, float | None],
+              units: dict[str, str], tests: int) -> str:
+    """One said intervention: how the gap moves with it taken away and the part it explains or hides."""
+    gap, design = result["gap"], result["design"]
+    head = f"With {reference_words(k, references, units)}"
+    move = (f"the gap between {result['a']} and {result['b']} "
+            + ("falls" if abs(row["remaining"]) < abs(gap["diff"]) else "widens")
+            + f" from {points(gap['diff'])} to {points(row['remaining'])} points")
+    verb = {"explains": "explain" if k.plural else "explains", "hides": "hide" if k.plural else "hides",
+            "opens": "change it by"}[row["relation"]]
+    sign = 1.0 if row["relation"] != "hides" else -1.0
+    agree = f"; in all {row['pairs']} pairs of files" if design == "recipes" else ""
+    pronoun = "they" if k.plural else "it"
+    part = "of it" if row["relation"] == "hides" else ""
+    return (f"{head}, {move}: {pronoun} {verb} {interval_points(row, sign)} points {part}".rstrip()
+            + f" ({test_words(row, design, tests)}{agree}).")
+
+
+def nothing_words(result: dict[str, Any], tests: int) -> str:
+    """When no intervention is said."""
+    if not tests:
+        return "No factor of this world has a reference value, so no intervention can explain the gap (see where)."
+    strongest = min(result["rows"], key=lambda r: r.get("p_holm", 1.0))
+    return (f"No factor or group of factors explains or hides the gap between {result['a']} and {result['b']} at 5% "
+            f"after Holm over {tests} interventions (strongest: {strongest['name']}, "
+            f"{interval_points(strongest)} points, {test_words(strongest, result['design'])}).")
+
+
+def confirmation_words(check: dict[str, Any], k: Intervention, references: dict[str, float | None],
+                       units: dict[str, str]) -> str:
+    """A said recipe finding checked on other held-out instances."""
+    sign = 1.0 if check["relation"] != "hides" else -1.0
+    verdict = "confirmed" if check["confirmed"] else "not confirmed"
+    return (f"{verdict.capitalize()} on {check['n_instances']} other held-out instances: with "
+            f"{reference_words(k, references, units)} the gap moves by {interval_points(check, sign)} points "
+            f"({test_words(check, 'recipes')}; {check['agree']} of {check['pairs']} pairs of files agree).")
+
+
+FILES_CAVEAT = ("Between two files, an explanation is about these files: two training seeds of one recipe can "
+                "differ as much. Compare several files (training seeds) per recipe to attribute it to the recipe.")

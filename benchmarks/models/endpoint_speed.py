@@ -1,0 +1,161 @@
+"""What does auditing a model through its inference server cost, against the same model file audited locally?
+
+One MLServer (advaudit.models.endpoint.serve, on 127.0.0.1, one torch thread, sharing the machine with
+the client) serves two TorchScript models: a small CNN on 28-px Fashion-MNIST inputs and a ResNet-18
+on 224-px inputs (random weights: speed does not depend on them).
+
+28 px: the same worst-case examination (TransformWorld, random search, ``--instances`` x
+``--budget`` queries in iterations of q = 10, so every step scores one batch of ``instances x 10``
+inputs) of the local TorchScript file and of the served model, with ``max_batch`` equal to that
+batch (one request per step: the same batch size on both sides), interleaved ``--repeats``
+times. The examination's own clock (``seconds_examination``: render, forward, examiner, records)
+is compared; beside it the seconds the client waited on the server and the server's own inference
+time (the runtime reports it in each answer's ``parameters``).
+
+224 px: one batch of ``--batch`` images sent ``--repeats`` times, its cost split into encoding (the
+client writing the JSON body and reading the answer), the server's own inference, and the rest of
+the request (transfer on loopback plus the server's JSON parsing); binary tensors
+(the binary tensor data extension): the client's encoding, as MLServer does not offer the extension.
+
+    OMP_NUM_THREADS=1 WANDB_MODE=disabled .venv/bin/python benchmarks/models/endpoint_speed.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from advaudit.confutil import override_value  # noqa: E402
+from advaudit.models.endpoint.client import EndpointClient  # noqa: E402
+from advaudit.models.endpoint.protocol import encode_request  # noqa: E402
+from advaudit.models.endpoint.serve import LocalServer, ServedModel  # noqa: E402
+from advaudit.models.endpoint.settings import EndpointSettings  # noqa: E402
+from advaudit.runtime import configure_threads  # noqa: E402
+
+NAMES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle-boot"]
+DATASET = {"_target_": "advaudit.data.fashion_mnist.FashionMNISTDataModule", "limit": {"train": 100, "val": 60,
+                                                                                        "test": 500}}
+
+
+def small_cnn() -> nn.Module:
+    """A Fashion-MNIST CNN of advaudit's size (two conv blocks, 16/32 channels): ``[B, 1, 28, 28]`` -> ``[B, 10]``."""
+    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
+                         nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 7 * 7, 10)).eval()
+
+
+def write_models(root: Path) -> tuple[Path, Path]:
+    import torchvision
+
+    torch.manual_seed(0)
+    cnn, resnet = root / "cnn28.pt", root / "resnet224.pt"
+    torch.jit.save(torch.jit.trace(small_cnn(), torch.rand(2, 1, 28, 28)), str(cnn))
+    torch.jit.save(torch.jit.trace(torchvision.models.resnet18(num_classes=10).eval(), torch.rand(2, 3, 224, 224)),
+                   str(resnet))
+    return cnn, resnet
+
+
+def examination(block: dict, run_dir: Path, instances: int, budget: int) -> dict:
+    import advaudit.registry  # noqa: F401  (registers the schemas)
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from advaudit.tasks import examine
+
+    overrides = [f"target={override_value(block)}", "audit=worst_case", "world=transforms", "examiner=random",
+                 "examiner.q=10", "audit.selection=random", f"audit.n_instances={instances}", f"audit.budget={budget}",
+                 f"audit.report_budgets=[0,{budget}]", "audit.validity.reference=null", "logger=none", "threads=1",
+                 f"paths.root_dir={run_dir}", f"paths.output_dir={run_dir}"]
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[2] / "conf"), version_base="1.3"):
+        cfg = compose(config_name="examine", overrides=overrides)
+    GlobalHydra.instance().clear()
+    return examine(cfg)
+
+
+def at_28px(server: LocalServer, cnn: Path, root: Path, args: argparse.Namespace) -> list[dict]:
+    batch = args.instances * 10
+    local = {"path": str(cnn), "class_names": NAMES, "input_shape": [1, 28, 28], "normalization": "model",
+             "dataset": DATASET}
+    served = {"endpoint": {"url": server.url, "model": "cnn28", "max_batch": batch, "concurrency": 1},
+              "class_names": NAMES, "normalization": "model", "dataset": DATASET}
+    rows = []
+    for repeat in range(args.repeats):
+        for name, block in (("local file", local), ("endpoint", served)):
+            result = examination(block, root / f"{name.replace(' ', '_')}_{repeat}", args.instances, args.budget)
+            record = result.get("endpoint", {})
+            rows.append({"form": name, "repeat": repeat, "seconds": result["seconds_examination"],
+                         "waiting": record.get("seconds_waiting"), "server": record.get("server_seconds"),
+                         "encoding": (record.get("seconds_encoding") or 0) + (record.get("seconds_decoding") or 0)
+                         if record else None, "inputs": record.get("inputs")})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def at_224px(server: LocalServer, args: argparse.Namespace) -> dict:
+    client = EndpointClient(EndpointSettings(url=server.url, model="resnet224", max_batch=args.batch, concurrency=1))
+    client.connect()
+    x = np.random.default_rng(0).random((args.batch, 3, 224, 224), dtype=np.float32)
+    client.predict(x, "input", "FP32")  # warm-up
+    parts: dict[str, list[float]] = {k: [] for k in ("wall", "encoding", "server", "rest", "binary_encoding")}
+    for _ in range(args.repeats):
+        before = dict(client.stats), client.server_seconds or 0.0
+        start = time.perf_counter()
+        client.predict(x, "input", "FP32")
+        wall = time.perf_counter() - start
+        encoding = sum(client.stats[k] - before[0][k] for k in ("seconds_encoding", "seconds_decoding"))
+        server_time = (client.server_seconds or 0.0) - before[1]
+        parts["wall"].append(wall)
+        parts["encoding"].append(encoding)
+        parts["server"].append(server_time)
+        parts["rest"].append(wall - encoding - server_time)
+        start = time.perf_counter()
+        body, _ = encode_request(x, "input", "FP32", binary=True)
+        parts["binary_encoding"].append(time.perf_counter() - start)
+    json_bytes = len(encode_request(x, "input", "FP32", binary=False)[0])
+    out = {k: statistics.median(v) for k, v in parts.items()}
+    return {**out, "json_bytes": json_bytes, "binary_bytes": len(body), "batch": args.batch}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--instances", type=int, default=50)
+    parser.add_argument("--budget", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=8, help="224-px images per request")
+    args = parser.parse_args()
+    configure_threads(1)
+    root = Path(tempfile.mkdtemp(prefix="endpoint_speed_"))
+    cnn, resnet = write_models(root)
+    models = [ServedModel("cnn28", cnn, [1, 28, 28]), ServedModel("resnet224", resnet, [3, 224, 224])]
+    with LocalServer(models, root / "repository") as server:
+        rows = at_28px(server, cnn, root, args)
+        split = at_224px(server, args)
+    local = statistics.median(r["seconds"] for r in rows if r["form"] == "local file")
+    served = [r for r in rows if r["form"] == "endpoint"]
+    median = {k: statistics.median(r[k] for r in served) for k in ("seconds", "waiting", "server", "encoding")}
+    print(f"\n28 px, {args.instances} instances x {args.budget} queries, batches of {args.instances * 10} "
+          f"(median of {args.repeats}):")
+    print(f"  local file {local:.2f} s; endpoint {median['seconds']:.2f} s ({median['seconds'] / local:.2f}x); "
+          f"waiting on the server {median['waiting']:.2f} s, of which the server's own inference "
+          f"{median['server']:.2f} s; client encoding and decoding {median['encoding']:.2f} s")
+    print(f"224 px, {split['batch']} images per request (median of {args.repeats}): {split['wall']:.3f} s = encoding "
+          f"{split['encoding']:.3f} + server inference {split['server']:.3f} + transfer and server-side parsing "
+          f"{split['rest']:.3f}; JSON {split['json_bytes'] / 1e6:.1f} MB; binary body {split['binary_bytes'] / 1e6:.1f} "
+          f"MB encoded in {split['binary_encoding']:.4f} s (MLServer does not offer the binary extension)")
+    (Path("outputs") / "endpoint_speed.json").parent.mkdir(exist_ok=True)
+    Path("outputs/endpoint_speed.json").write_text(json.dumps({"rows": rows, "split_224": split}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -33,13 +33,35 @@ def test_the_shards_fresh_records_join_into_the_whole_examinations() -> None:
     n, k = 7, 3
     whole = {"gallery": torch.rand(n, 1, 4, 4), "random_free": torch.rand(n, k, 2), "random_s": torch.rand(n, k, 5),
              "random_valid": torch.rand(n * k) > 0.5, "random_ok": torch.rand(n * k) > 0.5,
-             "judge_worst": torch.rand(n) > 0.5, "judge_random": torch.rand(n * k) > 0.5}
+             "random_true_prob": torch.rand(n * k), "judge_worst": torch.rand(n) > 0.5, "judge_random": torch.rand(n * k) > 0.5}
     rows = [torch.arange(s, n, 3) for s in range(3)]
     conditions = [(r[:, None] * k + torch.arange(k)).reshape(-1) for r in rows]
     parts = [{key: value[c if value.shape[0] == n * k else r] for key, value in whole.items()}
              for r, c in zip(rows, conditions)]
     joined = join_fresh_conditions(parts, rows)
     assert set(joined) == set(whole) and all(torch.equal(joined[key], whole[key]) for key in whole)
+
+
+#: what issue 46 added to a worst-case result: E_T inside S, T = 0 and the movement from it, and per instance the
+#: accuracy under the random conditions (a merge that dropped or mis-joined one of them must fail, not pass as
+#: "equal" because neither run has it)
+MOVEMENT_KEYS = ("examine/E_T_valid", "examine/E_T_valid_random", "examine/E_T_valid_moved",
+                 "examine/E_T_valid_moved/lo", "examine/E_T_valid_moved/hi", "examine/E_T_valid_moved/p",
+                 "examine/E_T_moved", "examine/E_T_moved/p", "examiner_moved", "examiner_moved_words")
+PER_INSTANCE_KEYS = ("E_T_valid", "E_T_valid_random", "random_accuracy", "random_valid_accuracy")
+
+
+def assert_same_examination(merged: dict[str, Any], whole: dict[str, Any]) -> None:
+    """``merged`` (the shards' merge) equals ``whole`` (one job) in every key but timings, issue 46's included."""
+    assert _numbers(merged) == _numbers(whole)
+    budgets = [b["queries"] for b in whole["budgets"]]
+    for key in (*MOVEMENT_KEYS, *(f"examine/E_T_valid@{b}" for b in budgets)):
+        assert key in merged and merged[key] == whole[key], key
+    assert merged["examine/E_T_valid"] is not None and isinstance(merged["examiner_moved_words"], str)
+    for row, one in zip(merged["per_instance"], whole["per_instance"]):
+        assert all(key in row and row[key] == one[key] for key in PER_INSTANCE_KEYS), row["instance"]
+    accuracies = [row["random_accuracy"] for row in merged["per_instance"]]
+    assert all(0 <= a <= 1 for a in accuracies) and len(set(accuracies)) > 1  # per instance, not one copied value
 
 
 def _shard(path: Path, shard: int, shards: int, finished: bool, command: str | None) -> Path:
@@ -98,11 +120,35 @@ def test_two_bo_shards_merge_to_one_job_without_loading_the_target(tiny_shapes_t
         assert "report" not in part and not (run_dir / "report.md").exists()  # a shard only examines
         assert read_json(run_dir / SHARD_FILE)["finished"]
     merged = _merge_without_a_target(dirs, tmp_path / "merged", monkeypatch)
-    assert _numbers(merged) == _numbers(read_json(tmp_path / "whole" / "result.json"))
+    assert_same_examination(merged, read_json(tmp_path / "whole" / "result.json"))
     assert merged["examine/E_T"] == whole["examine/E_T"] and merged["n_instances"] == whole["n_instances"]
     assert (tmp_path / "merged" / "steps.jsonl").read_text() == (tmp_path / "whole" / "steps.jsonl").read_text()
     for png in ("worst_cases.png", "tsne.png", "true_prob_vs_queries.png"):
         assert (tmp_path / "merged" / png).is_file()
+    with pytest.raises(AdvauditError, match="pass every shard"):
+        merge_shards(dirs[:1], tmp_path / "half")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["random", "rl"])
+def test_two_shards_merge_to_the_unsharded_examination(tiny_shapes_target: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    from advaudit.tasks import examine
+
+    overrides = worst_case_overrides(tiny_shapes_target, f"examiner={name}", "audit.budget=16",
+                                     "audit.report_budgets=[0,8,16]")
+    examine(compose_config("examine", [*overrides, f"paths.output_dir={tmp_path / 'whole'}"], tmp_path))
+    whole = read_json(tmp_path / "whole" / "result.json")
+    dirs = [tmp_path / f"shard{k}" for k in (1, 0)]
+    for run_dir in dirs:
+        part = examine(compose_config("examine", [*overrides, "audit.shards=2", f"audit.shard={run_dir.name[-1]}",
+                                                  f"paths.output_dir={run_dir}"], tmp_path))
+        assert part["n_instances"] == 5
+    merged = _merge_without_a_target(dirs, tmp_path / "merged", monkeypatch)
+    assert_same_examination(merged, whole)
+    assert read_jsonl(tmp_path / "merged" / "steps.jsonl") == read_jsonl(tmp_path / "whole" / "steps.jsonl")
+    fresh = [torch.load(tmp_path / run / "fresh_conditions.pt", weights_only=True) for run in ("merged", "whole")]
+    assert set(fresh[0]) == set(fresh[1]) and all(torch.equal(fresh[0][k], fresh[1][k]) for k in fresh[1])
     with pytest.raises(AdvauditError, match="pass every shard"):
         merge_shards(dirs[:1], tmp_path / "half")
 

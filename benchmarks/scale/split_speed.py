@@ -15,7 +15,7 @@ alike; ``--order`` alternates them):
 Worst case: ``--audit worst_case --examiner rl`` with ``--instances`` and ``--budget`` (ShapeWorld, stratified
 instances); error search: ``--audit error_search`` with the overrides its experiment needs (``--set``).
 Each finished arm is appended to ``<out>/rows.jsonl``; the table is printed at the end (and written to
-``<out>/table.md``), with each arm's headline number (E_T, SDR@20) to show the arms examined the same.
+``<out>/table.md``), with each arm's headline number (E_T inside S, SDR@20) to show the arms examined the same.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/scale/split_speed.py --mode sequential --shards 8 \\
         --audit worst_case --examiner rl --target advaudit/demo/checkpoints/control.pt --instances 80 \\
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-HEADLINE = {"worst_case": "examine/E_T", "error_search": "search/sdr@20"}
+HEADLINE = {"worst_case": "examine/E_T_valid", "error_search": "search/sdr@20"}
 
 
 def _env() -> dict[str, str]:

@@ -51,6 +51,7 @@ def same_numbers(a: dict[str, Any], b: dict[str, Any], prefix: str) -> None:
         assert b[key] == pytest.approx(a[key], abs=1e-5), key
 
 
+@pytest.mark.slow  # about a minute on 2 cores: make test stays under 15 minutes; run with -m slow
 def test_worst_case_on_shapes_scores_a_permuted_list_by_name_and_replays_it(tiny_shapes_target: Path, tmp_path: Path) -> None:
     twin = permuted_twin(tiny_shapes_target, tmp_path / "permuted" / "checkpoints" / "target.pt")
     examined = {}

@@ -60,6 +60,7 @@ def imported_resnet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "team.pt"
 
 
+@pytest.mark.slow  # about a minute on 2 cores: make test stays under 15 minutes; run with -m slow
 def test_imported_resnet_is_evaluated_examined_and_compared_with_an_advaudit_checkpoint(
         imported_resnet: Path, tiny_fmnist_target: Path, tmp_path: Path) -> None:
     evaluated = run_examine(tmp_path, "evaluate", imported_resnet, "audit=evaluate")

@@ -152,6 +152,7 @@ def test_a_signal_after_two_steps_keeps_exactly_those_steps_and_the_rerun_ends_a
     assert json.loads((run_dir / "result.failed.json").read_text())["error_kind"] == "user"
 
 
+@pytest.mark.slow  # about a minute on 2 cores: make test stays under 15 minutes; run with -m slow
 def test_an_interrupted_training_run_resumes_from_its_last_epoch(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     resume = run_dir / "checkpoints" / "resume.ckpt"

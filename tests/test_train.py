@@ -99,6 +99,7 @@ def test_train_py_unknown_model_and_user_errors_are_one_line(tmp_path: Path) -> 
     assert "Traceback" not in missing.stderr
 
 
+@pytest.mark.slow  # about a minute on 2 cores: make test stays under 15 minutes; run with -m slow
 def test_multirun_2x2_writes_four_results(tmp_path: Path) -> None:
     env = {**os.environ, "WANDB_MODE": "disabled", "ADVAUDIT_PROGRESS": "0"}
     cmd = [sys.executable, "train.py", "-m", "model=cnn,mlp", "seed=1,2", "debug=fast",

@@ -50,17 +50,22 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--label", default=None, help="only the runs of this checkpoint label (the recipe's name)")
+    parser.add_argument("--part", default="0/1", help="I/N: compute only the splits k with k %% N == I (run N such "
+                        "processes side by side, then once without --part for the summary)")
     args = parser.parse_args()
     runs = [r for r in discover_runs(args.roots) if r.ok and (args.label is None or r.target == args.label)]
     files = sorted({checkpoint_source(r) for r in runs})
     if len(files) < 2 * args.size:
         raise SystemExit(f"{len(files)} files under {args.roots}; need at least {2 * args.size}")
     draw = random.Random(args.seed)
+    part, parts = (int(v) for v in args.part.split("/"))
     rows = []
     for k in range(args.splits):
         chosen = draw.sample(files, 2 * args.size)
         side = {f: "a" for f in chosen[:args.size]} | {f: "b" for f in chosen[args.size:]}
         out = args.out / f"split_{k:02d}"
+        if k % parts != part:
+            continue
         if not (out / "comparison.json").exists():
             records = [r for r in discover_runs(args.roots) if r.ok and checkpoint_source(r) in side
                        and (args.label is None or r.target == args.label)]
@@ -78,6 +83,8 @@ def main() -> None:
                "with_factor_confirmed": sum(bool(r["why_confirmed"]) for r in rows),
                "with_cell_said": sum(bool(r["where_said"]) for r in rows),
                "with_region_confirmed": sum(bool(r["where_confirmed"]) for r in rows), "rows": rows}
+    if parts > 1:
+        return
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print({k: v for k, v in summary.items() if k != "rows"})
 

@@ -163,6 +163,47 @@ def test_the_comparison_says_why_in_words_with_a_figure(tmp_path: Path) -> None:
     assert "### Why one checkpoint is weaker" in text and "![why](why_" in text
 
 
+def predict_weak_ad(x: Tensor) -> Tensor:
+    """Wrong where |a| > 0.5 or |d| > 0.5: a cause that spans two factors of no common group."""
+    a, d = x.reshape(len(x), 5)[:, 0], x.reshape(len(x), 5)[:, 2]
+    return _probs(x, ~((a.abs() > 0.5) | (d.abs() > 0.5)))
+
+
+def predict_right(x: Tensor) -> Tensor:
+    return _probs(x, torch.ones(len(x), dtype=torch.bool))
+
+
+def test_a_cause_across_groups_is_named_by_its_leading_combination_once_confirmed(tmp_path: Path) -> None:
+    """a and d each explain a third of the gap alone (-0.75: weak_ad 0.25, right 1.0), no group holds both, every
+    factor holds b too: the leading combination "a + d" is rendered, confirmed on the other 200 instances and
+    heads the section; b is not in it."""
+    _write(tmp_path / "runs" / "weak", "weak_ad", "weak_ad")
+    _write(tmp_path / "runs" / "right", "right", "right")
+    [group] = compare_runs([tmp_path / "runs"], tmp_path / "out")["groups"]
+    why = group["why"]
+    [result] = why["pairs"]
+    rows = {r["name"]: r for r in result["rows"]}
+    sign = 1 if result["a"] == "right" else -1                                         # right − weak_ad = +0.75
+    assert sign * result["gap"]["diff"] == pytest.approx(0.75, abs=0.04)
+    assert sign * rows["a"]["diff"] == pytest.approx(0.25, abs=0.04) and sign * rows["d"]["diff"] == pytest.approx(0.25, abs=0.04)
+    leading_row = rows.get("a + d") or rows["d + a"]
+    assert leading_row["kind"] == "leading" and sign * leading_row["diff"] == pytest.approx(0.75, abs=0.04)
+    assert leading_row["confirmation"]["confirmed"] and result["headline"] == leading_row["name"]
+    assert why["cost"]["renders"] == 800 * 6 + 800 + 800 * 2     # as drawn + 5 planned, 1 leading; confirmation: as drawn + it
+    assert any(s.startswith("Confirmed on 200 other held-out instances (the factors that explain most alone")
+               for s in why["sentences"])
+
+
+def test_a_leading_combination_is_only_what_explains_and_never_a_planned_set() -> None:
+    from advaudit.compare.why.plan import leading
+    plan = interventions(KnobWorld())
+    rows = [{"kind": "factor", "factors": [f], "relation": rel, "diff": diff}
+            for f, rel, diff in (("a", "explains", -0.1), ("b", "hides", 0.2), ("d", "explains", -0.3))]
+    assert [(k.name, k.factors) for k in leading(rows, plan)] == [("d + a", ("d", "a"))]
+    rows[1]["relation"] = "explains"                          # a, b, d: every factor's set, already planned
+    assert [k.name for k in leading(rows, plan)] == ["d + b"]
+
+
 def predict_u_shaped(x: Tensor) -> Tensor:
     """Wrong on about a quarter of the views with |a| > 0.6, at both ends of a's range (pseudo-random per view)."""
     a, b = x.reshape(len(x), 5)[:, 0], x.reshape(len(x), 5)[:, 1]

@@ -35,14 +35,17 @@ class Measured:
 
 
 def measure(world: Any, z: Any, s: Tensor, plan: Sequence[Intervention], units: dict[str, Any],
-            calibrated: bool = False, batch: int = 512) -> Measured:
+            calibrated: bool = False, batch: int = 512, into: Measured | None = None) -> Measured:
     """Render ``z`` under ``s`` ``[n, m, C]`` as drawn and under each intervention of ``plan`` (the same conditions
     with its factors at their reference), score every unit of ``units`` (``{unit: loaded target}``) on the same
-    images."""
+    images. With ``into`` (an earlier measurement of the same ``z`` and ``s``), only the interventions it lacks are
+    rendered and added to it."""
     started = time.perf_counter()
     references = references_of(world)
-    out = Measured()
-    keys = [(AS_DRAWN, s)] + [(k.name, with_references(s, list(world.factors), k.factors, references)) for k in plan]
+    out = into if into is not None else Measured()
+    keys = [(AS_DRAWN, s)] * (into is None)
+    keys += [(k.name, with_references(s, list(world.factors), k.factors, references)) for k in plan
+             if k.name not in out.correct]
     bar = progress(total=len(keys) * s.shape[0] * s.shape[1], desc="why: rendering interventions", unit="render")
     for key, conditions in keys:
         scores = score(world, z, conditions, units, calibrated, batch)
@@ -51,5 +54,5 @@ def measure(world: Any, z: Any, s: Tensor, plan: Sequence[Intervention], units: 
         out.renders += int(conditions.shape[0] * conditions.shape[1])
         bar.update(int(conditions.shape[0] * conditions.shape[1]))
     bar.close()
-    out.seconds = time.perf_counter() - started
+    out.seconds += time.perf_counter() - started
     return out

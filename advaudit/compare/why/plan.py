@@ -15,7 +15,8 @@ EVERY_FACTOR = "every factor"
 @dataclass(frozen=True)
 class Intervention:
     """``factors`` set to their reference values; ``kind``: ``factor`` (one), ``group`` (a world's or a user's
-    group) or ``all`` (every factor that has a reference)."""
+    group), ``all`` (every factor that has a reference) or ``leading`` (the factors that explain most of a pair's
+    gap alone, combined: chosen from the renders, so said only once confirmed on other instances)."""
 
     name: str
     factors: tuple[str, ...]
@@ -51,4 +52,26 @@ def interventions(world: Any, extra_groups: Mapping[str, Sequence[str]] | None =
             out.append(Intervention(group, kept, "group"))
     if len(ranged) >= 2:
         out.append(Intervention(EVERY_FACTOR, tuple(ranged), "all"))
+    return out
+
+
+#: the most factors a leading combination holds
+LEADING_MAX = 3
+
+
+def leading(rows: Sequence[Mapping[str, Any]], plan: Sequence[Intervention],
+            max_factors: int = LEADING_MAX) -> list[Intervention]:
+    """The combinations a pair's single-factor rows point at: the ``k`` factors that explain most of the gap alone
+    (``relation`` ``explains``, largest ``|diff|`` first), for ``k`` = 2 .. ``max_factors``, each unless its set of
+    factors is already planned (a group, every factor). A cause that spans factors of different groups (rotation
+    and brightness) is then one intervention, not two partial ones; which factors are in it was read off these
+    renders, so its test on them is biased and it is said only once confirmed on other held-out instances."""
+    singles = sorted((r for r in rows if r["kind"] == "factor" and r["relation"] == "explains" and r["diff"] != 0),
+                     key=lambda r: -abs(r["diff"]))
+    planned = {frozenset(k.factors) for k in plan}
+    out = []
+    for k in range(2, min(max_factors, len(singles)) + 1):
+        factors = tuple(r["factors"][0] for r in singles[:k])
+        if frozenset(factors) not in planned:
+            out.append(Intervention(" + ".join(factors), factors, "leading"))
     return out

@@ -16,7 +16,8 @@ def why_markdown(section: dict[str, Any] | None) -> list[str]:
     lines = ["", "### Why one checkpoint is weaker: the gap by intervention", "",
              f"Held-out {section['split']} instances ({section['instances']}, seed {section['seed']}) under "
              f"{section['conditions_per_instance']} random conditions each, rendered as drawn and again with each "
-             "factor, and each group of factors, at its reference value; every checkpoint file scores the same images"
+             "factor, each group of factors and each pair's leading combination (the factors that explain most alone) "
+             "at its reference value; every checkpoint file scores the same images"
              + (f" ({cost['renders']} renders, {cost['seconds']:.1f} s)." if cost else "."), ""]
     lines += [f"- {s}" for s in section["sentences"]]
     for result in section["pairs"]:
@@ -24,7 +25,15 @@ def why_markdown(section: dict[str, Any] | None) -> list[str]:
                   "explained (points, 95% interval) | p | p (Holm) | said |", "|---|---|---|---|---|---|"]
         lines += [f"| {row['name']} | {100 * row['remaining']:+.1f} | "
                   f"{format_interval(100 * row['diff'], 100 * row['lo'], 100 * row['hi'], 1)} | {format_p(row['p'])} | "
-                  f"{format_p(row['p_holm'])} | {row['relation'] if row['said'] else '–'} |" for row in result["rows"]]
+                  f"{format_p(row['p_holm'])} | {said_cell(row)} |" for row in result["rows"]]
     if section.get("plot"):
         lines += ["", f"![why]({Path(section['plot']).name})"]
     return lines
+
+
+def said_cell(row: dict[str, Any]) -> str:
+    """``explains`` / ``hides`` / ``–``, with ``, confirmed`` or ``, not confirmed`` where it was checked again."""
+    if not row["said"]:
+        return "–"
+    check = row.get("confirmation")
+    return row["relation"] + ("" if not check else ", confirmed" if check["confirmed"] else ", not confirmed")

@@ -76,12 +76,16 @@ def nothing_words(result: dict[str, Any], tests: int) -> str:
 
 def confirmation_words(check: dict[str, Any], k: Intervention, references: dict[str, float | None],
                        units: dict[str, str]) -> str:
-    """A said recipe finding checked on other held-out instances."""
+    """A said finding checked on other held-out instances (between recipes; a leading combination between files)."""
     sign = 1.0 if check["relation"] != "hides" else -1.0
     verdict = "confirmed" if check["confirmed"] else "not confirmed"
-    return (f"{verdict.capitalize()} on {check['n_instances']} other held-out instances: with "
+    design = check.get("design", "recipes")
+    agree = f"; {check['agree']} of {check['pairs']} pairs of files agree" if design == "recipes" else ""
+    chosen = (" (the factors that explain most alone, combined: chosen from the renders above, so tested on new ones)"
+              if k.kind == "leading" else "")
+    return (f"{verdict.capitalize()} on {check['n_instances']} other held-out instances{chosen}: with "
             f"{reference_words(k, references, units)} the gap moves by {interval_points(check, sign)} points "
-            f"({test_words(check, 'recipes')}; {check['agree']} of {check['pairs']} pairs of files agree).")
+            f"({test_words(check, design)}{agree}).")
 
 
 FILES_CAVEAT = ("Between two files, an explanation is about these files: two training seeds of one recipe can "

@@ -40,10 +40,7 @@ def check_worst_case(audit: DictConfig, context: Context) -> None:
                         f"{budget}] ({unit}); report at budgets within it (e.g. audit.report_budgets={inside}) or "
                         f"raise audit.budget to {max(outside + [budget])}")
         context.warn(len(set(reports)) != len(reports), f"audit.report_budgets={reports} repeats a budget")
-    shard, shards = get(audit, "shard"), get(audit, "shards")
-    if isinstance(shard, int) and isinstance(shards, int):
-        context.require(shard < shards, f"audit.shard={shard} is not one of the {shards} shards (audit.shards); "
-                        f"use audit.shard in 0..{shards - 1}")
+    check_shards(audit, context)
     if str(get(audit, "selection")) == "random":
         context.require(get(audit, "n_instances") is not None,
                         "audit.selection=random needs audit.n_instances=<how many instances to draw>")
@@ -65,8 +62,21 @@ def check_gallery(audit: DictConfig, context: Context) -> None:
                                "audit.base_overrides")
 
 
+def check_shards(audit: DictConfig, context: Context) -> None:
+    """``audit.shard`` is one of the ``audit.shards`` shards."""
+    shard, shards = get(audit, "shard"), get(audit, "shards")
+    if isinstance(shard, int) and isinstance(shards, int):
+        context.require(shard < shards, f"audit.shard={shard} is not one of the {shards} shards (audit.shards); "
+                        f"use audit.shard in 0..{shards - 1}")
+
+
 def check_error_search(audit: DictConfig, context: Context) -> None:
-    """Budget within the pool, report points within the budget, the search methods named, ``audit.dataset``."""
+    """Budget within the pool, report points within the budget, the search methods named, ``audit.dataset``,
+    shards (not with a person as the oracle)."""
+    check_shards(audit, context)
+    shards = get(audit, "shards")
+    context.require(not (isinstance(shards, int) and shards > 1 and get(context.cfg, "oracle") == "cli"),
+                    f"audit.shards={shards} with oracle=cli: a person answers one search in one job; use audit.shards=1")
     pool_size, budget = get(audit, "pool_size"), get(audit, "budget")
     # each tie needs its keys inside their own rules (budget >= 1, pool_size >= 1), reported by ranges
     ok_pool = isinstance(pool_size, int) and pool_size >= 1

@@ -29,11 +29,13 @@ from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
 from advaudit.audits.error_search_report import write_report
-from advaudit.audits.lifecycle import RunDir
+from advaudit.audits.lifecycle import RunDir, fingerprint
+from advaudit.audits.shards import finish_shard, start_shard
 from advaudit.config import typed
 from advaudit.audits.settings import ErrorSearchAuditConf
 from advaudit.core.records import append_jsonl
 from advaudit.data.split import class_index
+from advaudit.errors import require
 from advaudit.models.tracking import open_wandb
 from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import ScoreOrder
@@ -87,11 +89,17 @@ class Search:
         return self.split.y[self.index] != self.critical
 
 
-def run(cfg: DictConfig) -> dict[str, Any]:
-    """Search ``cfg.target``'s confident mistakes with ``cfg.search.name`` and ``audit.compare``; returns the summary."""
+def run(cfg: DictConfig, resumed: dict[str, int] | None = None) -> dict[str, Any]:
+    """Search ``cfg.target``'s confident mistakes with ``cfg.search.name`` and ``audit.compare``; returns the summary.
+
+    With ``audit.shards`` > 1 the job scores its chunks of the eligible items only (:func:`_score_shard`). The
+    merge of the shards (:mod:`advaudit.audits.error_search_merge`) runs the whole search on their scores, saying
+    how many items each scorer's shards had found scored already (``resumed``)."""
     run_dir = RunDir(Path(cfg.paths.output_dir), cfg, SECTIONS)
     out = run_dir.out
-    search = _set_up(cfg, out)
+    if typed(ErrorSearchAuditConf, cfg.audit).shards > 1:
+        return _score_shard(cfg, out)
+    search = _set_up(cfg, out, resumed or {})
     audit = search.audit
     generator = torch.Generator().manual_seed(int(cfg.seed))
     replications = 1 if search.interactive else audit.replications
@@ -121,8 +129,41 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     return summary
 
 
-def _set_up(cfg: DictConfig, out: Path) -> Search:
+def _set_up(cfg: DictConfig, out: Path, resumed: dict[str, int]) -> Search:
     """Load the target, keep the eligible items of its split, build every method and score the items once."""
+    search = _eligible(cfg)
+    inputs = _score_inputs(search)
+    for name, scorer in search.scorers.items():
+        search.distances[name], search.facts[name] = scorer.item_values(inputs, out / "scores" / name)
+        if name in resumed:  # a merge: the items the shards had found scored, not the ones the merge read
+            search.facts[name]["resumed_items"] = resumed[name]
+    return search
+
+
+def _score_shard(cfg: DictConfig, out: Path) -> dict[str, Any]:
+    """Shard ``audit.shard`` of ``audit.shards``: every scorer attacks its chunks of the eligible items
+    (:meth:`advaudit.search.scorers.AttackScorer.score_part`) into ``<out>/scores``; the pools, the methods and the
+    report come once, in the merge."""
+    audit = typed(ErrorSearchAuditConf, cfg.audit)
+    search = _eligible(cfg)
+    unsplit = [name for name, scorer in search.scorers.items() if not hasattr(scorer, "score_part")]
+    require(not unsplit, f"the scorers {unsplit} cannot score a part of the items (no score_part); use audit.shards=1")
+    chunks = {name: -(-len(search.index) // scorer.chunk) for name, scorer in search.scorers.items()}
+    for name, count in chunks.items():
+        require(audit.shards <= count, f"audit.shards={audit.shards} but {name} attacks the {len(search.index)} eligible "
+                f"items in {count} chunks of {search.scorers[name].chunk}; use audit.shards <= {count} or smaller chunks "
+                f"(search.{name}.attack.chunk, the same in the one-job run you compare with)")
+    start_shard(out, "error_search", audit.shard, audit.shards, fingerprint(cfg, SECTIONS, keep=()))
+    inputs = _score_inputs(search)
+    facts = {name: scorer.score_part(inputs, out / "scores" / name, audit.shard, audit.shards)
+             for name, scorer in search.scorers.items()}
+    finish_shard(out, scorers=facts)
+    return {"shard": audit.shard, "shards": audit.shards, "search/eligible": len(search.index),
+            **{f"search/{name}/chunks": count for name, count in chunks.items()}}
+
+
+def _eligible(cfg: DictConfig) -> Search:
+    """Load the target, keep the eligible items of its split and build every method (nothing scored yet)."""
     audit, search_cfg = typed(ErrorSearchAuditConf, cfg.audit), cfg.search
     target = load_audit_target(cfg)
     split = target_datamodule(target, audit.dataset).splits[audit.split.value]
@@ -138,10 +179,12 @@ def _set_up(cfg: DictConfig, out: Path) -> Search:
     search.methods = [str(search_cfg.name)] + [m for m in audit.compare if m != search_cfg.name]
     search.makers = {name: build_method(search_cfg, name) for name in search.methods}
     search.scorers = {name: method for name, make in search.makers.items() if is_scorer(method := make(), name)}
-    inputs = ScoreInputs(search.items, index, split.x, predicted, search.low, search.high, critical, target)
-    for name, scorer in search.scorers.items():
-        search.distances[name], search.facts[name] = scorer.item_values(inputs, out / "scores" / name)
     return search
+
+
+def _score_inputs(search: Search) -> ScoreInputs:
+    return ScoreInputs(search.items, search.index, search.split.x, search.predicted, search.low, search.high,
+                       search.critical, search.target)
 
 
 def _run_methods(run_dir: RunDir, search: Search, budget: int, generator: torch.Generator) -> dict[str, dict[str, Any]]:

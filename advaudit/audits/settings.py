@@ -119,8 +119,9 @@ class WorstCaseAuditConf(Ranged, Part):
     # 32 px, 41 at 224 px); results agree to the network's float rounding at any value (docs/real-size.md)
     chunk: Optional[int] = ranged(None, low=1, integer=True)
     # one examination over several jobs: this job examines every `shards`-th instance from `shard`
-    # (0 <= shard < shards); `python -m advaudit.merge <shard run dirs> --out DIR` gives the unsharded
-    # result (docs/scaling-out.md). Examiners whose instances search independently only (not BO)
+    # (0 <= shard < shards) and records what its instances' report needs; `python -m advaudit.merge <shard run
+    # dirs> --out DIR` (or the multirun's end) writes the unsharded result and report once (docs/scaling-out.md).
+    # Examiners that search each instance alone split: random, RL, TPE, CMA-ES, and BO with examiner.fit=per_instance
     shards: int = ranged(1, low=1, integer=True)
     shard: int = ranged(0, low=0, integer=True)
     stop_after_steps: Optional[int] = ranged(None, low=0, integer=True)  # testing aid: stop (as if killed) after this many steps
@@ -193,6 +194,12 @@ class ErrorSearchAuditConf(Ranged, Part):
     # true: pools of min(pool_size, eligible items), the largest the data allow; false: more than the
     # eligible items is an error
     clamp_pool_size: bool = False
+    # one error search over several jobs: this job scores every `shards`-th chunk of the eligible items from
+    # `shard` (0 <= shard < shards), the costly part; `python -m advaudit.merge <shard run dirs> --out DIR` (or
+    # the multirun's end) draws the pools and runs every method once, equal to the unsharded run
+    # (docs/scaling-out.md). Scorers that can score a part only (adversarial distance, GAD)
+    shards: int = ranged(1, low=1, integer=True)
+    shard: int = ranged(0, low=0, integer=True)
 
     @classmethod
     def check(cls, node: Any, path: str, context: Context) -> None:

@@ -30,12 +30,14 @@ from advaudit.audits.common import load_audit_target
 from advaudit.audits.instance_selection import select_instances
 from advaudit.audits.lazy_validity import LazyJudging
 from advaudit.audits.lifecycle import RunDir, fingerprint
+from advaudit.audits.shards import finish_shard, shard_rows, start_shard
 from advaudit.audits.worst_case_fresh import record_fresh_conditions
+from advaudit.audits.worst_case_record import ExaminationRecord, save_history
 from advaudit.audits.worst_case_report import load_history, summarise_and_report
 from advaudit.config import typed
 from advaudit.audits.settings import BudgetUnit, Mode, WorstCaseAuditConf
 from advaudit.core.progress import progress
-from advaudit.core.records import append_jsonl, read_jsonl, write_json
+from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.errors import AdvauditError, require
 from advaudit.examiners import build_examiner
 from advaudit.worlds import build_world, fit_target_to_world
@@ -45,7 +47,7 @@ from advaudit.worlds.validity import REFERENCE_CHECK, ValidityJudge
 
 BUDGET_UNITS = ("queries", "iterations")
 
-STATE_FILE, STEPS_FILE, SHARD_FILE = "examiner_state.pt", "steps.jsonl", "shard.json"
+STATE_FILE, STEPS_FILE = "examiner_state.pt", "steps.jsonl"
 
 
 class ConditionSpace:
@@ -94,8 +96,9 @@ SECTIONS = WorstCaseAuditConf.card.sections  # the config sections besides the a
 
 
 def examination_key(cfg: DictConfig) -> str:
-    """The key of the whole examination a shard belongs to (the same for every shard; the merge groups by it)."""
-    return fingerprint(cfg, SECTIONS, _LENGTH_KEYS, keep=())
+    """The key of the whole examination a shard belongs to (the same for every shard, different for another budget;
+    the merge groups by it)."""
+    return fingerprint(cfg, SECTIONS, keep=())
 
 
 def _resume(out: Path, examiner: Any, budget: int) -> tuple[int, float]:
@@ -190,26 +193,23 @@ def prepare(cfg: DictConfig, shard: int | None = None) -> Examination:
     return Examination(cfg, audit, out, target, world, z, space, judge, device, rows, n_all)
 
 
-def shard_rows(n: int, shard: int, shards: int) -> Tensor:
-    """``[n_shard]`` rows of shard ``shard`` of ``shards`` among ``n`` instances: every ``shards``-th row
-    from ``shard`` (so a stratified selection's classes spread over the shards)."""
-    require(shards <= n, f"audit.shards={shards} but the examination has only {n} instances; use audit.shards <= {n}")
-    return torch.arange(shard, n, shards)
-
-
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Examine ``cfg.target`` in ``cfg.world`` with ``cfg.examiner``; returns the examination's metrics."""
     ex = prepare(cfg)
     audit, z, out = ex.audit, ex.z, ex.out
     examiner = build_examiner(cfg.examiner, ex.n_all, len(ex.space.free), seed=int(cfg.seed), device=ex.device,
                               periodic=periodic_mask(ex.space.free_factors))
-    if len(ex.rows) < ex.n_all:
+    sharded = len(ex.rows) < ex.n_all
+    if sharded:
         require(hasattr(examiner, "restrict"), f"examiner {cfg.examiner.name} cannot examine a shard of the instances "
                 "alone (its instances' searches are not independent); use audit.shards=1 or another examiner")
         examiner.restrict(ex.rows)
     budget, report_budgets = budget_in_queries(audit, examiner.q)
     steps = math.ceil(budget / examiner.q)
     RunDir(out, cfg, SECTIONS, _LENGTH_KEYS)
+    if sharded:
+        start_shard(out, "worst_case", audit.shard, audit.shards, examination_key(cfg), rows=ex.rows.tolist(),
+                    n_instances=ex.n_all)
     start_step, seconds_before = _resume(out, examiner, budget)
     lazy = None
     if ex.judge.reference is not None and audit.validity.lazy and audit.validity.in_loss != InLoss.barrier:
@@ -231,12 +231,15 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             _checkpoint(out, examiner, step + 1, budget, seconds_before + time.perf_counter() - started)
     bar.close()
     seconds = seconds_before + time.perf_counter() - started
-    if len(ex.rows) < ex.n_all:
-        write_json(out / SHARD_FILE, {"shard": audit.shard, "shards": audit.shards, "rows": ex.rows.tolist(),
-                                      "ids": z.ids.tolist(), "n_instances": ex.n_all, "q": examiner.q,
-                                      "seconds": seconds, "key": examination_key(cfg)})
-    record_fresh_conditions(ex, load_history(out, len(z)), examiner.q)
-    return summarise_and_report(ex, seconds, examiner.q, report_budgets)
+    history = load_history(out, len(z))
+    record_fresh_conditions(ex, history, examiner.q)
+    record = ExaminationRecord.of(ex)
+    if sharded:  # the report of the whole examination is written once, by the merge, from the shards' records
+        save_history(history, out)
+        finish_shard(out, q=examiner.q, seconds=seconds, record=record.facts())
+        return {"shard": audit.shard, "shards": audit.shards, "n_instances": len(z), "q": examiner.q,
+                "queries_per_instance": budget, "seconds_examination": round(seconds, 2)}
+    return summarise_and_report(record, seconds, examiner.q, report_budgets, history)
 
 
 def examine_step(ex: Examination, examiner: Any, step: int, take: int, lazy: LazyJudging | None,

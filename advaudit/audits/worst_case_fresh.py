@@ -81,15 +81,20 @@ def record_fresh_conditions(ex: Any, history: dict[str, Any], q: int) -> dict[st
     (unit cube), ``random_s`` ``[N, k, C]``, ``random_valid`` and ``random_ok`` ``[N*k]`` bool (the
     validity checks' verdict; the target's prediction is the true class), ``random_true_prob`` ``[N*k]`` (the
     target's true-class probability there: T = 0 of E_T, the standard protocol) and, with ``audit.judge``,
-    ``judge_worst`` ``[N]`` bool and ``judge_random`` (a 0-d tensor: the judge's accuracy under the random
-    conditions).
+    ``judge_worst`` ``[N]`` bool and ``judge_random`` ``[N*k]`` bool (the judge names the true class under each
+    random condition).
+
+    A shard of an examination (``ex.rows`` of its ``ex.n_all`` instances) draws the random conditions of the
+    whole examination and keeps its rows, so the shards' records put together are the one job's
+    (:func:`join_fresh_conditions`).
     """
     audit, z, space, device = ex.audit, ex.z, ex.space, ex.device
     labels = z.labels.cpu().numpy()
     worst = worst_cases(history, audit.mode == Mode.strength)
     gallery = gallery_world(ex.world).render(z, worst.s.unsqueeze(1).to(device)).cpu()
     k = fresh_count(q, history["true_prob"].shape[1])
-    random_free = torch.rand(len(labels), k, len(space.free), generator=torch.Generator().manual_seed(int(ex.cfg.seed) + 7))
+    random_free = torch.rand(ex.n_all, k, len(space.free), generator=torch.Generator().manual_seed(int(ex.cfg.seed) + 7))
+    random_free = random_free[ex.rows] if len(ex.rows) < ex.n_all else random_free
     random_s = space.assemble(random_free)
     random_x, random_valid, _ = ex.judge.render(z, random_s.to(device))
     probs = ex.target.predict_proba(random_x, calibrated=audit.calibrated).cpu()
@@ -100,13 +105,42 @@ def record_fresh_conditions(ex: Any, history: dict[str, Any], q: int) -> dict[st
               "random_true_prob": probs.gather(1, torch.as_tensor(np.repeat(labels, k))[:, None]).squeeze(1)}
     if audit.judge:
         judge_worst, judge_random = independent_verdicts(ex.world, audit.judge, z, worst.s, random_s, device)
-        record.update(judge_worst=judge_worst.cpu(), judge_random=torch.tensor(judge_random, dtype=torch.float64))
-    path = Path(ex.out) / FRESH_FILE
-    torch.save(record, path.with_suffix(".tmp"))
-    path.with_suffix(".tmp").replace(path)
+        record.update(judge_worst=judge_worst.cpu(), judge_random=judge_random.reshape(-1).cpu())
+    save_fresh_conditions(record, Path(ex.out))
     return record
 
 
 def read_fresh_conditions(out: Path) -> dict[str, Any]:
     """The record :func:`record_fresh_conditions` saved in the run dir ``out``."""
     return torch.load(Path(out) / FRESH_FILE, weights_only=True)
+
+
+def save_fresh_conditions(record: dict[str, Any], out: Path) -> Path:
+    """Save ``record`` as the run dir ``out``'s :data:`FRESH_FILE` (atomically)."""
+    path = Path(out) / FRESH_FILE
+    torch.save(record, path.with_suffix(".tmp"))
+    path.with_suffix(".tmp").replace(path)
+    return path
+
+
+#: per instance ``[N, ...]`` (one row each) and per random condition ``[N*k]`` (``k`` rows each)
+_PER_INSTANCE = ("gallery", "random_free", "random_s", "judge_worst")
+_PER_CONDITION = ("random_valid", "random_ok", "random_true_prob", "judge_random")
+
+
+def join_fresh_conditions(parts: list[dict[str, Any]], rows: list[Tensor]) -> dict[str, Any]:
+    """The record of the whole examination from its shards' records ``parts``, whose instances sit at
+    ``rows`` (``[n_k]`` each) of it: every tensor put back in the examination's order."""
+    n = sum(len(r) for r in rows)
+    k = parts[0]["random_free"].shape[1]
+    joined: dict[str, Any] = {}
+    for key in parts[0]:
+        per_condition = key in _PER_CONDITION
+        width = k if per_condition else 1
+        first = parts[0][key]
+        whole = first.new_empty((n * width, *first.shape[1:]))
+        for part, where in zip(parts, rows):
+            index = (where[:, None] * width + torch.arange(width)).reshape(-1) if per_condition else where
+            whole[index] = part[key]
+        joined[key] = whole
+    return joined

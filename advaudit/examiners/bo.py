@@ -67,10 +67,11 @@ from torch.quasirandom import SobolEngine
 from advaudit.config import typed
 from advaudit.errors import require
 from advaudit.examiners.bo_batch import hallucinated_picks
+from advaudit.examiners.gp_fit import fit_per_instance
 from advaudit.examiners.gp_factor import (GrowingFactor, circular_rbf_module, denormals_flushed, rbf_kernel,
                                           require_reproducible_gp, scaled_features)
 from advaudit.examiners.protocol import HistoryMixin, keep_in_space, periodic_dims
-from advaudit.examiners.settings import BOExaminerConf
+from advaudit.examiners.settings import BOExaminerConf, GPFit
 
 __all__ = ["BOExaminer", "circular_rbf_module", "rbf_kernel", "scaled_features"]
 
@@ -120,6 +121,7 @@ class BOExaminer(HistoryMixin):
         fit_maxiter, fit_max_points, raw_samples, restarts = s.fit_maxiter, s.fit_max_points, s.raw_samples, s.restarts
         refine, local_scales, local_samples, adam_steps = s.refine, s.local_scales, s.local_samples, s.adam_steps
         adam_lr, acquisition_dtype = s.adam_lr, s.acquisition_dtype
+        self.fit = GPFit(s.fit).value
         require(q <= raw_samples, f"q={q} proposals per step need raw_samples >= q; got raw_samples={raw_samples}")
         require(acquisition_dtype in _DTYPES, f"acquisition_dtype={acquisition_dtype!r}; use one of {sorted(_DTYPES)}")
         require(refine in _REFINE, f"refine={refine!r}; use one of {list(_REFINE)}")
@@ -183,7 +185,7 @@ class BOExaminer(HistoryMixin):
         n = self.X.shape[1]
         if n <= self.fit_max_points:
             return self.X, self.Y
-        priority = torch.rand(self.n_instances, n, generator=self.generator, dtype=torch.float64)
+        priority = self._draw(torch.rand, n, dtype=torch.float64)
         priority[torch.arange(self.n_instances), self.Y.argmax(1)] = 2.0
         index = priority.topk(self.fit_max_points, dim=1).indices
         return (self.X.gather(1, index.unsqueeze(-1).expand(-1, -1, self.n_dims)), self.Y.gather(1, index))
@@ -204,7 +206,10 @@ class BOExaminer(HistoryMixin):
                 # an instance whose proposals so far all lay outside S (audit.validity.in_loss=barrier: no loss) has
                 # a constant y, which Standardize cannot scale to unit variance: expected, not a data problem
                 warnings.filterwarnings("ignore", category=InputDataWarning)
-                fit_gpytorch_mll(mll, optimizer_kwargs={"options": {"maxiter": self.fit_maxiter}})
+                if self.fit == "per_instance":  # each instance's own L-BFGS: a shard fits as one job does
+                    fit_per_instance(model, mll, self.fit_maxiter)
+                else:
+                    fit_gpytorch_mll(mll, optimizer_kwargs={"options": {"maxiter": self.fit_maxiter}})
             self.hyperparameters = _hyper_state(model)
         except Exception as error:  # noqa: BLE001 - any fit failure must keep the examination going
             self.failed_fits += 1
@@ -263,7 +268,7 @@ class BOExaminer(HistoryMixin):
         sobol = SobolEngine(self.n_dims, scramble=True, seed=int(torch.randint(0, 2**31, (1,), generator=self.generator)))
         raw = sobol.draw(self.raw_samples).to(self.device, dtype).expand(self.n_instances, -1, -1)
         best = f.X[rows, f.Y.argmax(1)].to(dtype)
-        noise = torch.randn(self.n_instances, 16, self.n_dims, generator=self.generator, dtype=torch.float64)
+        noise = self._draw(torch.randn, 16, self.n_dims, dtype=torch.float64)
         local = keep_in_space(best[:, None] + 0.05 * noise.to(self.device, dtype), self.periodic)
         raw = torch.cat([raw, local], 1)
         mu, var, v = self._posterior(raw, context)
@@ -275,8 +280,8 @@ class BOExaminer(HistoryMixin):
         moving to the best of ``local_samples`` perturbations when it is better. Returns both updated."""
         lengthscale = self._factor.lengthscale.to(x.dtype)[:, None]                      # [N, 1, 1, d]
         for scale in self.local_scales:
-            noise = torch.randn(self.n_instances, x.shape[1], self.local_samples, self.n_dims,
-                                generator=self.generator, dtype=torch.float64).to(self.device, x.dtype)
+            noise = self._draw(torch.randn, x.shape[1], self.local_samples, self.n_dims,
+                               dtype=torch.float64).to(self.device, x.dtype)
             step = (scale * lengthscale).clamp_max(_MAX_LOCAL_STD)
             cand = keep_in_space(x[:, :, None] + step * noise, self.periodic)            # [N, R, S, d]
             values = self._ucb(cand, context)                                            # [N, R, S]
@@ -303,7 +308,7 @@ class BOExaminer(HistoryMixin):
 
     def ask(self) -> Tensor:
         if self.X.shape[1] < self.n_init:
-            return torch.rand(self.n_instances, self.q, self.n_dims, generator=self.generator)
+            return self._draw(torch.rand, self.q, self.n_dims)
         with denormals_flushed():
             self._sync_posterior()
             with torch.no_grad():
@@ -339,6 +344,27 @@ class BOExaminer(HistoryMixin):
 
     def tell(self, s: Tensor, loss: Tensor) -> None:
         self._record(s, loss)
+
+    # -- shards -------------------------------------------------------------------------------------
+    def restrict(self, rows: Tensor) -> None:
+        """Examine only the instances at ``rows`` ``[n]`` of the N (a shard of an examination). Each instance
+        then searches as in the whole examination: its random draws are made for all N and kept at its row,
+        and with ``fit=per_instance`` its hyperparameters are fitted by its own L-BFGS
+        (:mod:`advaudit.examiners.gp_fit`); the rest of BO (Sobol screen, factor, acquisition) is per instance."""
+        require(self.fit == "per_instance", "examiner.fit=joint fits every instance's GP hyperparameters in one "
+                "L-BFGS run, so a shard of the instances would not search as they do in one job; use "
+                "examiner.fit=per_instance (in the one-job run too) or audit.shards=1")
+        require(self.X.shape[1] == 0, "restrict a BO examiner before its first step")
+        self._restrict_history(rows)
+        self.beta = self.beta[rows]
+        self._factor = GrowingFactor(self.n_instances, self.device, self.acquisition_dtype, self.periodic)
+
+    def _draw(self, sample: Any, *shape: int, dtype: torch.dtype = torch.float32) -> Tensor:
+        """``sample(N, *shape)`` (``torch.rand`` / ``torch.randn``) from the examiner's generator: drawn for every
+        instance of the whole examination and kept at this examiner's rows when it examines a shard."""
+        rows = getattr(self, "rows", None)
+        drawn = sample(self.n_instances if rows is None else self.n_all, *shape, generator=self.generator, dtype=dtype)
+        return drawn if rows is None else drawn[rows]
 
     def state_dict(self) -> dict[str, Any]:
         return {**self._history_state(), "rng": self.generator.get_state(),

@@ -23,6 +23,11 @@ def query_budget(context: Context) -> int | None:
     return budget if unit == "queries" and isinstance(budget, int) and budget >= 1 else None
 
 
+class GPFit(str, Enum):
+    joint = "joint"
+    per_instance = "per_instance"
+
+
 class RLBaseline(str, Enum):
     ema = "ema"
     batch_mean = "batch_mean"
@@ -86,6 +91,10 @@ class BOExaminerConf(Part):
     refit_every: int = ranged(10, low=1, integer=True)  # refit hyperparameters (warm-started) when the data grew by >= 10 points
     refit_growth: float = ranged(1.3, low=1)  # ... and by >= 30% since the last fit (~14 fits over 500 queries)
     fit_maxiter: int = ranged(40, low=1, integer=True)
+    # joint: BoTorch's fit_gpytorch_mll, one L-BFGS-B run over every instance's hyperparameters together (an
+    # instance's fit depends on the others); per_instance: each instance's own L-BFGS, batched
+    # (advaudit.examiners.gp_fit), so a shard of the instances (audit.shards) searches as in one job
+    fit: GPFit = GPFit.joint
     fit_max_points: int = ranged(128, low=1, integer=True)  # hyperparameters fitted on <= 128 points per instance (posterior uses all)
     raw_samples: int = ranged(256, low=1, integer=True)  # Sobol points screened per step (plus 16 around each instance's best point)
     restarts: int = ranged(4, low=1, integer=True)  # best screened points refined per instance
@@ -106,6 +115,11 @@ class BOExaminerConf(Part):
         if isinstance(raw, int) and isinstance(restarts, int):
             context.require(raw >= restarts, f"{path}.raw_samples={raw} < {path}.restarts={restarts}; "
                             f"set {path}.raw_samples>={restarts}")
+        shards, fit = get(context.cfg.get("audit"), "shards"), get(node, "fit")
+        context.require(not (isinstance(shards, int) and shards > 1 and fit == GPFit.joint.value),
+                        f"audit.shards={shards} with {path}.fit=joint: the joint fit of every instance's GP "
+                        f"hyperparameters would not be reproduced by a shard of the instances; set {path}.fit=per_instance "
+                        "(in the one-job run you compare with too) or audit.shards=1")
         budget, n_init, q = query_budget(context), get(node, "n_init"), get(node, "q")
         if budget is not None and n_init is not None:
             q = q if isinstance(q, int) and q >= 1 else 1  # an invalid q is named by its range rule

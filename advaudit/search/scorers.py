@@ -78,33 +78,12 @@ class AttackScorer:
     def item_values(self, inputs: ScoreInputs, cache: Path) -> tuple[Tensor, dict[str, Any]]:
         """``[n]`` (log-)MAE to the adversarial of every eligible item (NaN where the attack failed),
         resuming from ``<cache>.jsonl``; also facts about the run (queries, failures, seconds)."""
-        path = cache.with_name(cache.name + ".jsonl")
-        done = {int(r["item"]): r for r in read_jsonl(path)} if path.exists() else {}
-        keys = inputs.item_index.tolist()
-        todo = torch.tensor([i for i, key in enumerate(keys) if key not in done], dtype=torch.long)
-        facts: dict[str, Any] = {"resumed_items": len(keys) - len(todo)}
-        started = time.perf_counter()
-        if len(todo):
-            self.prepare(inputs, cache, facts)
-        else:
-            self.resumed(cache, facts)
-        queries = 0
-        scale = (inputs.high - inputs.low).clamp_min(1e-12)
-        with progress(total=len(todo), desc=f"{cache.name} attack", unit="item") as bar:
-            for start in range(0, len(todo), self.chunk):
-                index = todo[start:start + self.chunk]
-                result = self.attack(inputs.items[index], index, inputs)
-                queries += result.queries
-                mae = ((inputs.items[index] - result.adversarial) / scale).abs().flatten(1).mean(1)
-                append_jsonl(path, [{"item": keys[i], "mae": float(m) if ok else None, "ok": bool(ok)}
-                                    for i, m, ok in zip(index.tolist(), mae.tolist(), result.ok.tolist())])
-                for i, m, ok in zip(index.tolist(), mae.tolist(), result.ok.tolist()):
-                    done[keys[i]] = {"mae": m if ok else None, "ok": ok}
-                bar.update(len(index))
-        values = torch.tensor([float("nan") if done[k]["mae"] is None else done[k]["mae"] for k in keys],
-                              dtype=torch.float64)
-        facts.update({"queries_per_item": queries / max(1, len(todo)), "attack_failures": int(values.isnan().sum()),
-                      "attack_seconds": round(time.perf_counter() - started, 2)})
+        facts = self.score_part(inputs, cache, 0, 1)
+        done = {int(r["item"]): r for r in read_jsonl(cache.with_name(cache.name + ".jsonl"))}
+        values = torch.tensor([float("nan") if done[k]["mae"] is None else done[k]["mae"]
+                               for k in inputs.item_index.tolist()], dtype=torch.float64)
+        facts.update(self.chunk_facts(cache))
+        facts["attack_failures"] = int(values.isnan().sum())
         succeeded = int((~values.isnan()).sum())
         require(succeeded >= 3, f"the {cache.name} attack succeeded on only {succeeded} of {len(values)} items, too "
                 f"few to fit F(p); {self.hint(f'search.{cache.name}', facts)}")
@@ -112,6 +91,48 @@ class AttackScorer:
             log.warning("%s: the attack failed on %d of %d items; they are kept, marked, out of the LOWESS fit "
                         "and ranked last", cache.name, facts["attack_failures"], len(values))
         return distance_values(values, self.lowess.log), facts
+
+    def score_part(self, inputs: ScoreInputs, cache: Path, shard: int, shards: int) -> dict[str, Any]:
+        """Attack the eligible items of chunks ``shard``, ``shard + shards``, ... (chunks of ``chunk`` items in the
+        eligible items' order, as one job cuts them, each attacked with the same seed there), skipping those
+        ``<cache>.jsonl`` holds already; each finished chunk is appended to it and its queries and seconds to
+        ``<cache>_chunks.jsonl``. Returns ``resumed_items`` (this part's items found done) and what
+        :meth:`prepare` or :meth:`resumed` said."""
+        path = cache.with_name(cache.name + ".jsonl")
+        done = {int(r["item"]) for r in read_jsonl(path)}
+        keys = inputs.item_index.tolist()
+        mine = [i for i in range(len(keys)) if (i // self.chunk) % shards == shard]
+        todo = torch.tensor([i for i in mine if keys[i] not in done], dtype=torch.long)
+        facts: dict[str, Any] = {"resumed_items": len(mine) - len(todo)}
+        if len(todo):
+            self.prepare(inputs, cache, facts)
+        else:
+            self.resumed(cache, facts)
+        scale = (inputs.high - inputs.low).clamp_min(1e-12)
+        with progress(total=len(todo), desc=f"{cache.name} attack", unit="item") as bar:
+            for chunk in torch.unique_consecutive(todo // self.chunk).tolist():
+                started = time.perf_counter()
+                index = todo[todo // self.chunk == chunk]
+                result = self.attack(inputs.items[index], index, inputs)
+                mae = ((inputs.items[index] - result.adversarial) / scale).abs().flatten(1).mean(1)
+                append_jsonl(path, [{"item": keys[i], "mae": float(m) if ok else None, "ok": bool(ok)}
+                                    for i, m, ok in zip(index.tolist(), mae.tolist(), result.ok.tolist())])
+                append_jsonl(self._chunk_record(cache), {"chunk": chunk, "items": len(index), "queries": result.queries,
+                                                         "seconds": round(time.perf_counter() - started, 3)})
+                bar.update(len(index))
+        return facts
+
+    def chunk_facts(self, cache: Path) -> dict[str, Any]:
+        """``queries_per_item`` and ``attack_seconds`` over every chunk the cache holds (each chunk's record once,
+        however many runs or shards attacked them)."""
+        chunks = {int(r["chunk"]): r for r in read_jsonl(self._chunk_record(cache))}
+        items = sum(int(r["items"]) for r in chunks.values())
+        return {"queries_per_item": sum(int(r["queries"]) for r in chunks.values()) / max(1, items),
+                "attack_seconds": round(sum(float(r["seconds"]) for r in chunks.values()), 2)}
+
+    @staticmethod
+    def _chunk_record(cache: Path) -> Path:
+        return cache.with_name(cache.name + "_chunks.jsonl")
 
     def pool_scores(self, values: Tensor, confidence: Tensor, pools: Tensor) -> Tensor:
         """``[R, P]`` adversarial distance of every pool item (lower = query first; failed attacks last)

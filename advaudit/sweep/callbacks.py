@@ -3,8 +3,9 @@
 Configured in ``conf/hydra/default.yaml`` as ``hydra.callbacks.sweep_end``. A failed job has
 written ``result.json`` with ``"status": "failed"`` (the task wrapper) and returned, so the other
 jobs ran; a job killed before it could write one is found by its Hydra folder without a result.
-At the end the shards of a sharded examination (``audit.shards``) are merged into
-``<sweep dir>/merged/<examination>/`` (:mod:`advaudit.audits.worst_case_merge`) and the comparison
+At the end the shards of a sharded audit (``audit.shards``) are merged into
+``<sweep dir>/merged/<audit key>/`` (:mod:`advaudit.audits.merging`: an unfinished shard is named with the
+command that finishes it) and the comparison
 (``advaudit.compare``, of the merged runs in place of their shards) is written into ``<sweep dir>/comparison`` when
 the sweep examined checkpoints, ``<sweep dir>/failures.json`` lists the failures, and the process
 exits with 2 when every failure was a user error (bad path, bad value) and 1 otherwise, so a
@@ -26,8 +27,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from advaudit.compare.gate import run_gate
-from advaudit.audits.worst_case import SHARD_FILE
-from advaudit.audits.worst_case_merge import merge_sweep
+from advaudit.audits.merging import merge_sweep
+from advaudit.audits.shards import SHARD_FILE
 from advaudit.compare.records import discover_runs
 from advaudit.compare.report import compare_records
 from advaudit.core.records import write_json
@@ -54,8 +55,8 @@ class SweepEnd(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir))
-        for merged in merge_sweep(sweep_dir):  # sharded examinations (audit.shards): one run each
-            log.info("merged the shards of one examination into %s", merged)
+        for merged in merge_sweep(sweep_dir):  # sharded audits (audit.shards): one run each
+            log.info("merged the shards of one audit into %s", merged)
         try:
             records = discover_runs([sweep_dir])
         except AdvauditError:

@@ -146,16 +146,16 @@ def reference_path(world: World, reference: str | None) -> Path | None:
 
 
 def independent_verdicts(world: World, judge_path: str | Path, z: Instances, worst_s: Tensor, random_s: Tensor,
-                         device: str | torch.device = "cpu") -> tuple[Tensor, float]:
+                         device: str | torch.device = "cpu") -> tuple[Tensor, Tensor]:
     """An independent judge's own verdicts (argmax = true class; no geometric check, no threshold):
-    on each instance's worst condition ``worst_s`` ``[N, C]`` -> ``[N]`` bool, and its accuracy on the
-    same instances under ``random_s`` ``[N, R, C]`` (its baseline)."""
+    on each instance's worst condition ``worst_s`` ``[N, C]`` -> ``[N]`` bool, and on the same instances under
+    ``random_s`` ``[N, R, C]`` -> ``[N, R]`` bool (its baseline: their mean is its accuracy there)."""
     rules = ValidityConf(in_frame=False, min_extent=0.0, min_content_kept=0.0, reference=str(judge_path),
                          reference_min_prob=0.0)
     judge = ValidityJudge(world, rules, device=device)
     _, _, checks = judge.render(z, worst_s.unsqueeze(1).to(device))
     _, _, random_checks = judge.render(z, random_s.to(device))
-    return checks[REFERENCE_CHECK][:, 0], float(random_checks[REFERENCE_CHECK].float().mean())
+    return checks[REFERENCE_CHECK][:, 0], random_checks[REFERENCE_CHECK]
 
 
 def mask_checks(masks: Tensor, min_extent: float) -> dict[str, Tensor]:

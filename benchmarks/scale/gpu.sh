@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# advaudit's GPU figures in one go (<= 8 minutes on one GPU): the CUDA tests (precision against float32, BO's GP
+# advaudit's GPU figures in one go (<= 10 minutes on one GPU): the CUDA tests (precision against float32, BO's GP
 # batch, rendering and attacks on the device), the demo on CUDA, BO against random search at 55 instances x 500
-# queries on the demo's control checkpoint (end to end, one run), and every figure of
-# benchmarks/scale/real_size.py --device cuda; one results folder with a summary table (summary.md).
+# queries on the demo's control checkpoint (end to end, one run), every figure of
+# benchmarks/scale/real_size.py --device cuda, and one RL examination (80 instances x 500 queries) as one job
+# against 8 shards in parallel on the GPU's machine (benchmarks/scale/split_speed.py); one results folder with a
+# summary table (summary.md).
 #
 #   benchmarks/scale/gpu.sh [--out DIR] [--parallel] [--dry-run] [--cpu-smoke]
 #
@@ -14,8 +16,8 @@
 #   --cpu-smoke   the same steps at tiny sizes on the CPU (checks the script's logic; numbers mean nothing)
 #
 # Environment: PY (python, default .venv/bin/python), TARGET (a target.pt for BO instead of the demo's shipped
-# control checkpoint), TESTS_S / DEMO_S / BO_S / REAL_S (each step's time limit in seconds; default 90 / 150 / 150 /
-# 120, at most 510 in a row, 240 with --parallel).
+# control checkpoint), TESTS_S / DEMO_S / BO_S / REAL_S / SPLIT_S (each step's time limit in seconds; default 90 /
+# 150 / 150 / 120 / 120, at most 630 in a row, 360 with --parallel).
 # A step that fails or runs out of time is marked in the summary and the next one still runs.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,8 +38,10 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 BO_TARGET=${TARGET:-advaudit/demo/checkpoints/control.pt}
 if [ "$SMOKE" = 1 ]; then
   DEVICE=cpu INSTANCES=3 BUDGET=12 DEMO_ARGS=(--quick) REAL_ARGS=(--quick --models resnet50 --worlds shapes --examiners random)
+  SPLIT_ARGS=(--shards 2 --instances 4 --budget 64)
 else
   DEVICE=cuda INSTANCES=55 BUDGET=500 DEMO_ARGS=() REAL_ARGS=()
+  SPLIT_ARGS=(--shards 8 --instances 80 --budget 500)
   if [ "$DRY" = 0 ] && ! "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)'; then
     echo "error: torch sees no CUDA GPU here; run on a GPU machine, or use --cpu-smoke to check the script" >&2
     exit 2
@@ -47,7 +51,7 @@ else
     echo "note: mitsuba is not importable here, so real_size.py runs ShapeWorld and TransformWorld only"
   fi
 fi
-TESTS_S=${TESTS_S:-90} DEMO_S=${DEMO_S:-150} BO_S=${BO_S:-150} REAL_S=${REAL_S:-120}
+TESTS_S=${TESTS_S:-90} DEMO_S=${DEMO_S:-150} BO_S=${BO_S:-150} REAL_S=${REAL_S:-120} SPLIT_S=${SPLIT_S:-120}
 
 step() {  # step NAME LIMIT_S COMMAND...: run under a time limit; its status and wall seconds go to $OUT/steps/NAME
   local name=$1 limit=$2; shift 2
@@ -76,6 +80,7 @@ fi
 # 1. the demo (the shipped checkpoints, examination, comparison) on CUDA: device=auto takes the GPU
 # 2. BO against random search, same target, seed and instances, one after the other in one run
 # 3. every figure of benchmarks/scale/real_size.py on the device
+# 4. one RL examination as one job against 8 shards at once (one thread each, the GPU shared): the whole multirun
 run_steps() {
   step demo "$DEMO_S" "$PY" -m advaudit.demo --out "$OUT/demo" "${DEMO_ARGS[@]}" &
   [ "$PARALLEL" = 1 ] || wait
@@ -86,6 +91,8 @@ run_steps() {
   step real_size "$REAL_S" "$PY" benchmarks/scale/real_size.py --device "$DEVICE" --out "$OUT/real_size" \
     "${REAL_ARGS[@]}" &
   wait
+  step split "$SPLIT_S" "$PY" benchmarks/scale/split_speed.py --mode parallel --audit worst_case --examiner rl \
+    --target "$BO_TARGET" "${SPLIT_ARGS[@]}" --set "device=$DEVICE" --out "$OUT/split"
 }
 run_steps
 
@@ -97,7 +104,7 @@ run_steps
   echo
   echo "| step | status | wall s | log |"
   echo "|---|---|---|---|"
-  for name in cuda_tests demo bo_vs_random real_size; do
+  for name in cuda_tests demo bo_vs_random real_size split; do
     [ -f "$OUT/steps/$name" ] && IFS='|' read -r n s t l <"$OUT/steps/$name" && echo "| $n | $s | $t | $l |"
   done
   echo
@@ -108,6 +115,10 @@ run_steps
   echo "## real_size.py"
   echo
   cat "$OUT/real_size/real_size.md" 2>/dev/null || echo "(no table: see the step's log)"
+  echo
+  echo "## one job against shards (split_speed.py)"
+  echo
+  cat "$OUT/split/table.md" 2>/dev/null || echo "(no table: see the step's log)"
   echo
   echo "## CUDA tests (last lines)"
   echo

@@ -42,7 +42,8 @@ def judge_run(run_dir: Path, judge_path: Path, n_random: int, seed: int) -> dict
     world = build_world(config["world"])
     z, s, _ = render_worst(world, record, split)  # instances by id [N], worst conditions [N, C]
     random_s = world.random_conditions(len(s), n_random, generator=torch.Generator().manual_seed(seed))
-    correct, random_accuracy = independent_verdicts(world, judge_path, z, s, random_s)
+    correct, random_verdicts = independent_verdicts(world, judge_path, z, s, random_s)
+    random_accuracy = float(random_verdicts.float().mean())
     named = correct.new_ones(len(s))  # whether the judge names the instance unchanged (where the world can say)
     if hasattr(world, "identity_conditions"):
         named = independent_verdicts(world, judge_path, z, world.identity_conditions(len(s))[:, 0], random_s[:, :1])[0]

@@ -1,4 +1,5 @@
-"""The reference judge asked lazily gives the eager result; a sharded examination merges to the unsharded one."""
+"""The reference judge asked lazily gives the eager result; a shard's examiner proposes what the whole one does
+(the merge of shards: tests/audits/test_split_audits.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,7 @@ import pytest
 import torch
 
 from advaudit.audits.lazy_validity import LazyJudging, share_sample
-from advaudit.audits.worst_case_merge import merge_shards
-from advaudit.core.records import read_json, read_jsonl, to_plain
-from advaudit.errors import AdvauditError
+from advaudit.core.records import read_jsonl, to_plain
 from advaudit.examiners import build_examiner
 from advaudit.tasks import examine
 from tests.conftest import worst_case_overrides
@@ -84,24 +83,3 @@ def test_the_lazy_judge_gives_the_eager_result(make_cfg, tiny_shapes_target: Pat
     assert 0 < unjudged < sum(len(r["true_prob"]) for r in records)  # it skipped some, not all
     eager_records = read_jsonl(tmp_path / "eager" / "steps.jsonl")
     assert [r["true_prob"] for r in records] == [r["true_prob"] for r in eager_records]  # the examiner saw the same
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["random", "rl"])
-def test_two_shards_merge_to_the_unsharded_examination(make_cfg, tiny_shapes_target: Path, tmp_path: Path,
-                                                       name: str) -> None:
-    overrides = worst_case_overrides(tiny_shapes_target, f"examiner={name}", "audit.budget=16",
-                                     "audit.report_budgets=[0,8,16]")
-    examine(make_cfg("examine", [*overrides, f"paths.output_dir={tmp_path / 'whole'}"]))
-    whole = read_json(tmp_path / "whole" / "result.json")
-    dirs = []
-    for shard in (1, 0):
-        dirs.append(tmp_path / f"shard{shard}")
-        part = examine(make_cfg("examine", [*overrides, "audit.shards=2", f"audit.shard={shard}",
-                                            f"paths.output_dir={dirs[-1]}"]))
-        assert part["n_instances"] == 5
-    merged = merge_shards(dirs, tmp_path / "merged")
-    assert _numbers(merged) == _numbers(whole)
-    assert read_jsonl(tmp_path / "merged" / "steps.jsonl") == read_jsonl(tmp_path / "whole" / "steps.jsonl")
-    with pytest.raises(AdvauditError, match="pass every shard"):
-        merge_shards(dirs[:1], tmp_path / "half")

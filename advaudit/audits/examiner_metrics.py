@@ -66,6 +66,16 @@ def final_window(q: int, b: int, queries: int) -> slice:
     return slice(max(0, it - per) * q, min(it * q, queries))
 
 
+def window_iterations(q: int, budgets: list[int], queries: int) -> set[int]:
+    """The iterations (0-based) whose proposals lie in the final window (:func:`final_window`) of any of
+    ``budgets``: the ones whose validity E_T inside S reads."""
+    out: set[int] = set()
+    for b in budgets:
+        cols = final_window(q, b, queries)
+        out.update(range(cols.start // q, math.ceil(cols.stop / q)))
+    return out
+
+
 def e_t_valid(true_prob: np.ndarray, valid: np.ndarray, q: int, b: int) -> np.ndarray:
     """``[N]`` E_T inside S: the mean true-class probability of the *valid* proposals of the final window at
     budget ``b`` (:func:`final_window`; NaN for an instance with none valid there)."""

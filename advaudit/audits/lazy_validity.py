@@ -11,8 +11,9 @@ per step, in query order):
   is exact too;
 - it is below the instance's running raw minimum (the raw worst whose validity the report gives);
 - it is misclassified while the instance has no valid misclassified proposal yet (the failure rate);
-- it passes the geometric checks and belongs to the last iteration (``examine/E_T_valid``, the last
-  iteration's invalid share);
+- it passes the geometric checks and belongs to the final window of a report budget (the iterations
+  that make its last 32 queries: ``examine/E_T_valid`` and ``E_T_valid@b``, the last iteration's invalid
+  share);
 - it is in the **share sample**: a fixed, seeded share of every instance's queries
   (``audit.validity.share_sample``, drawn from the instance id and the query's index, so it does not
   depend on the examiner, on resuming or on sharding). The shares of invalid proposals over all
@@ -68,12 +69,13 @@ class LazyJudging:
         self.raw_min = torch.full((n,), torch.inf, dtype=torch.float64)
         self.failed = torch.zeros(n, dtype=torch.bool)
 
-    def needed(self, first_query: int, true_prob: Tensor, wrong: Tensor, geometric: Tensor, last: bool) -> Tensor:
+    def needed(self, first_query: int, true_prob: Tensor, wrong: Tensor, geometric: Tensor, in_window: bool) -> Tensor:
         """``[N, q]`` bool: the proposals of this step (queries ``first_query ..``) the judge must see, from
-        their true-class probabilities, misclassification and geometric verdicts (each ``[N, q]``)."""
+        their true-class probabilities, misclassification and geometric verdicts (each ``[N, q]``);
+        ``in_window``: the step lies in a report budget's final window (all of it is judged)."""
         n, q = true_prob.shape
         sampled = torch.from_numpy(share_sample(self.ids, range(first_query, first_query + q), self.seed, self.rate))
-        if last:  # a proposal the geometric checks throw out is invalid whatever the judge says
+        if in_window:  # a proposal the geometric checks throw out is invalid whatever the judge says
             return geometric | sampled
         p = true_prob.double()
         beats = p > self.best_valid[:, None] if self.strength else p < self.best_valid[:, None]

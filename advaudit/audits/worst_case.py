@@ -27,6 +27,7 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from advaudit.audits.common import load_audit_target
+from advaudit.audits.examiner_metrics import window_iterations
 from advaudit.audits.instance_selection import select_instances
 from advaudit.audits.lazy_validity import LazyJudging
 from advaudit.audits.lifecycle import RunDir, fingerprint
@@ -206,6 +207,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         examiner.restrict(ex.rows)
     budget, report_budgets = budget_in_queries(audit, examiner.q)
     steps = math.ceil(budget / examiner.q)
+    windows = window_iterations(examiner.q, report_budgets, budget)   # judged in full when lazy: E_T inside S
     RunDir(out, cfg, SECTIONS, _LENGTH_KEYS)
     if sharded:
         start_shard(out, "worst_case", audit.shard, audit.shards, examination_key(cfg), rows=ex.rows.tolist(),
@@ -225,7 +227,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             bar.close()
             raise KeyboardInterrupt(f"stopped after {stop_after} steps (audit.stop_after_steps)")
         take = min(examiner.q, budget - step * examiner.q)  # a partial last iteration honours the budget
-        append_jsonl(out / STEPS_FILE, examine_step(ex, examiner, step, take, lazy, step + 1 == steps))
+        append_jsonl(out / STEPS_FILE, examine_step(ex, examiner, step, take, lazy, step in windows))
         bar.update(take * len(z))
         if (step + 1) % audit.checkpoint_every == 0 or step + 1 == steps:
             _checkpoint(out, examiner, step + 1, budget, seconds_before + time.perf_counter() - started)
@@ -243,8 +245,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
 
 def examine_step(ex: Examination, examiner: Any, step: int, take: int, lazy: LazyJudging | None,
-                 last: bool) -> list[dict[str, Any]]:
-    """One iteration for every instance: ask, render, judge, predict, tell; returns its records."""
+                 in_window: bool) -> list[dict[str, Any]]:
+    """One iteration for every instance: ask, render, judge, predict, tell; returns its records. ``in_window``:
+    the iteration is in a report budget's final window (:func:`advaudit.audits.examiner_metrics.window_iterations`),
+    so a lazy judge sees every proposal the geometric checks pass."""
     z, labels = ex.z, ex.z.labels.cpu()
     u = examiner.ask()[:, :take]
     s = ex.space.assemble(u)
@@ -258,7 +262,7 @@ def examine_step(ex: Examination, examiner: Any, step: int, take: int, lazy: Laz
     if ex.judge.reference is not None:
         wrong = predicted != labels[:, None]
         if lazy is not None:
-            judged = lazy.needed(step * examiner.q, true_prob, wrong, geometric, last)
+            judged = lazy.needed(step * examiner.q, true_prob, wrong, geometric, in_window)
             checks[REFERENCE_CHECK] = _judge_lazily(ex, s, judged, images)
         valid = geometric & checks[REFERENCE_CHECK]
         if lazy is not None:

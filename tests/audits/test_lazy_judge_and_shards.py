@@ -40,16 +40,16 @@ def test_lazy_judging_asks_about_what_can_become_a_worst_valid_case_or_a_failure
     lazy = LazyJudging(torch.tensor([10, 11]), strength=False, seed=0, rate=1e-9)
     p = torch.tensor([[0.5, 0.9], [0.2, 0.3]])
     everything = torch.ones(2, 2, dtype=torch.bool)
-    assert lazy.needed(0, p, ~everything, everything, last=False).all()  # no valid case yet: all
+    assert lazy.needed(0, p, ~everything, everything, in_window=False).all()  # no valid case yet: all
     lazy.update(p, ~everything, torch.tensor([[True, True], [False, True]]))  # worst valid 0.5 and 0.3
     p2 = torch.tensor([[0.6, 0.4], [0.25, 0.35]])
     wrong = torch.tensor([[True, False], [False, False]])
     geometric = torch.tensor([[True, True], [True, False]])
-    needed = lazy.needed(2, p2, wrong, geometric, last=False)
+    needed = lazy.needed(2, p2, wrong, geometric, in_window=False)
     # 0.6: misclassified while instance 10 has no valid failure; 0.4 beats 0.5; 0.25 beats 0.3 (and
     # the raw minimum 0.2? no, but the worst valid 0.3: yes); 0.35 fails the geometric checks
     assert needed.tolist() == [[True, True], [True, False]]
-    assert lazy.needed(2, p2, wrong, geometric, last=True).tolist() == geometric.tolist()
+    assert lazy.needed(2, p2, wrong, geometric, in_window=True).tolist() == geometric.tolist()
 
 
 @pytest.mark.parametrize("name", ["random", "rl", "tpe"])
@@ -72,8 +72,11 @@ def test_a_shards_examiner_proposes_what_the_whole_examiner_proposes_for_its_ins
 
 @pytest.mark.slow
 def test_the_lazy_judge_gives_the_eager_result(make_cfg, tiny_shapes_target: Path, tmp_path: Path) -> None:
-    overrides = worst_case_overrides(tiny_shapes_target, "audit.budget=24", "audit.report_budgets=[0,8,24]",
-                                     "audit.validity.share_sample=0.25", "audit.checkpoint_every=2")
+    # lazy judging is for in_loss=none (under the default barrier the examiner is told every verdict); E_T inside S
+    # at every report budget reads a window of the last 32 queries: at q = 4 that is 8 iterations, all judged
+    overrides = worst_case_overrides(tiny_shapes_target, "audit.budget=48", "audit.report_budgets=[0,8,48]",
+                                     "audit.validity.share_sample=0.25", "audit.checkpoint_every=2",
+                                     "audit.validity.in_loss=none")
     eager = examine(make_cfg("examine", [*overrides, "audit.validity.lazy=false",
                                          f"paths.output_dir={tmp_path / 'eager'}"]))
     lazy = examine(make_cfg("examine", [*overrides, f"paths.output_dir={tmp_path / 'lazy'}"]))

@@ -160,7 +160,13 @@ def sentences(section: dict[str, Any], world: Any, plan: list[Intervention]) -> 
             lines.append(nothing_words(result, len(result["rows"])))
         elif result["design"] == "files":
             lines.append(FILES_CAVEAT)
-        result.setdefault("headline_words", lines[-1] if not said else
-                          "No factor is said to explain the gap (and, between recipes, confirmed on other held-out "
-                          "instances); see the why section.")
+        result.setdefault("headline_words", lines[-1] if not said else no_headline_words(result, said))
     return lines
+
+
+def no_headline_words(result: dict[str, Any], said: list[dict[str, Any]]) -> str:
+    """The headline when rows are said but none names a cause: what hides the gap, or that nothing confirmed."""
+    confirmed = ", confirmed on other held-out instances," if result["design"] == "recipes" else ""
+    hiding = [r["name"] for r in said if r["relation"] == "hides"]
+    hides = (f"; {', '.join(hiding)} {'hides' if len(hiding) == 1 else 'hide'} part of it" if hiding else "")
+    return f"No factor or group of factors is said{confirmed} to explain the gap{hides}; see the why section."

@@ -123,23 +123,27 @@ def attribute(measured: Measured, plan: Sequence[Intervention], sides: Sides, al
         row["remaining"] = gap["diff"] - row["diff"]
         row["relation"] = relation(row["diff"], gap["diff"])
         row["said"] = said(row, alpha, min_points)
-    headline = headline_of(rows)
+    headline = headline_of(rows, gap["diff"])
     return {"a": sides.a, "b": sides.b, "design": sides.design, "files": {sides.a: list(sides.a_units),
             sides.b: list(sides.b_units)}, "gap": gap, "rows": rows,
             "headline": headline["name"] if headline else None}
 
 
-#: a said intervention explaining at least this share of the most any said one explains is "most of it"
+#: a said intervention explaining at least this share of the gap (or of the most any said one explains, when that
+#: is less) is "most of it"
 MOST = 0.8
 
 
-def headline_of(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The said row that names the cause: among those that explain at least :data:`MOST` of the largest part any
-    said row explains, the one with the fewest factors (then the larger part); None when nothing is said to
-    explain the gap."""
+def headline_of(rows: list[dict[str, Any]], gap: float | None = None) -> dict[str, Any] | None:
+    """The said row that names the cause: among those that explain at least :data:`MOST` of the gap ``gap`` (or of
+    the largest part any said row explains, when that is smaller or ``gap`` is None), the one with the fewest
+    factors (then the larger part); None when nothing is said to explain the gap. Measured against the gap, a group
+    that explains more than all of it (the other checkpoint worse on the reference views) does not outrank the one
+    factor that explains most of it."""
     explaining = [r for r in rows if r["said"] and r["relation"] == "explains"]
     if not explaining:
         return None
     largest = max(abs(r["diff"]) for r in explaining)
-    most = [r for r in explaining if abs(r["diff"]) >= MOST * largest]
+    bar = MOST * (largest if gap is None else min(largest, abs(gap)))
+    most = [r for r in explaining if abs(r["diff"]) >= bar]
     return min(most, key=lambda r: (len(r["factors"]), -abs(r["diff"])))

@@ -136,7 +136,7 @@ def _headline(result: dict[str, Any]) -> str | None:
     confirmed: between recipes every row, between files the leading combinations."""
     rows = [r for r in result["rows"]
             if not to_confirm(result, r) or (r.get("confirmation") or {}).get("confirmed")]
-    headline = headline_of(rows)
+    headline = headline_of(rows, result["gap"]["diff"])
     return headline["name"] if headline else None
 
 

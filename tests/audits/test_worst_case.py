@@ -190,6 +190,7 @@ def test_a_model_that_returns_nan_is_named(make_cfg, tiny_shapes_target: Path, t
                                                          f"paths.output_dir={tmp_path / 'random'}")))
 
 
+@pytest.mark.slow  # about a minute on 2 cores: make test stays under 15 minutes; run with -m slow
 def test_examine_multirun_over_examiners_and_the_leaderboard(tiny_shapes_target: Path, tmp_path: Path) -> None:
     import os
     import subprocess

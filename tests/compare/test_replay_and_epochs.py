@@ -33,6 +33,7 @@ def _examine_pair(a: Path, b: Path, tmp_path: Path) -> dict:
     return group
 
 
+@pytest.mark.slow  # about a minute on 2 cores: make test stays under 15 minutes; run with -m slow
 def test_replay_of_identical_weights_transfers_every_failure(tiny_shapes_target: Path, tmp_path: Path) -> None:
     twin = tmp_path / "twin" / "checkpoints" / "target.pt"
     twin.parent.mkdir(parents=True)

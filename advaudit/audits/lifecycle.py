@@ -26,6 +26,11 @@ UNITS = "units"
 _CLAIM_KEEPS = frozenset({"shard", "shards"})
 
 
+#: settings added after examinations were made, at the value that computes what they computed before the key
+#: existed: left out of the design at that value, so such an examination still resumes and extends
+NEUTRAL_ADDITIONS: dict[tuple[str, str], Any] = {("examiner", "fit"): "joint"}
+
+
 def fingerprint(cfg: DictConfig, sections: Iterable[str], ignore: Iterable[str] = (),
                 keep: Iterable[str] = _CLAIM_KEEPS) -> str:
     """16 hex digits identifying what ``cfg`` examines: ``target``, ``seed`` and the ``sections`` the audit
@@ -42,6 +47,9 @@ def examination(cfg: DictConfig, sections: Iterable[str], ignore: Iterable[str] 
     design = {key: config.get(key) for key in ("target", "seed", "audit", *sections)}
     dropped = (AUDIT_BOOKKEEPING - frozenset(keep)) | frozenset(ignore)
     design["audit"] = audit_design(design["audit"] or {}, dropped)
+    for (section, key), neutral in NEUTRAL_ADDITIONS.items():   # examinations made before the key existed resume
+        if isinstance(design.get(section), dict) and design[section].get(key) == neutral:
+            del design[section][key]
     return json.loads(json.dumps(design, default=str))
 
 

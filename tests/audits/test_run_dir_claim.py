@@ -46,3 +46,14 @@ def test_a_dir_claimed_before_the_shared_scheme_still_resumes(tmp_path: Path) ->
     claim_run_dir(tmp_path / "train", train)
     with pytest.raises(RunDirConflict, match=r"changed: model.lr: 0.1 -> 0.3"):
         claim_run_dir(tmp_path / "train", OmegaConf.merge(train, {"model": {"lr": 0.3}}))
+
+
+def test_an_examination_made_before_a_setting_existed_resumes_at_its_neutral_value(tmp_path: Path) -> None:
+    """BO examinations made before ``examiner.fit`` existed computed the joint fit: they resume with
+    ``examiner.fit=joint`` (the default) and are refused with ``per_instance``."""
+    before = OmegaConf.create({"target": "a.pt", "seed": 0, "audit": {"budget": 8}, "examiner": {"beta": 2.0}})
+    run = RunDir(tmp_path / "bo", before, ["examiner"])
+    now = OmegaConf.merge(before, {"examiner": {"fit": "joint"}})
+    assert RunDir(tmp_path / "bo", now, ["examiner"]).key == run.key
+    with pytest.raises(RunDirConflict, match=r"changed: examiner.fit: .*per_instance"):
+        RunDir(tmp_path / "bo", OmegaConf.merge(before, {"examiner": {"fit": "per_instance"}}), ["examiner"])

@@ -11,23 +11,14 @@ file ``<out>/conf/experiment/<plain|rot>_s<seed>.yaml``, so that
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from advaudit.data.fashion_mnist import CLASS_NAMES, DEFAULT_ROOT, read_idx
+from benchmarks.compare.user_files import fashion_mnist, save_user_file
 from tests.models.user_models import SmallNet
-
-
-def fashion_mnist(split: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Images ``[N, 1, 28, 28]`` in [0, 1] and labels ``[N]`` read as a user would, straight from the idx files."""
-    prefix = "train" if split == "train" else "t10k"
-    x = torch.tensor(read_idx(Path(DEFAULT_ROOT) / f"{prefix}-images-idx3-ubyte.gz"), dtype=torch.float32) / 255
-    y = torch.tensor(read_idx(Path(DEFAULT_ROOT) / f"{prefix}-labels-idx1-ubyte.gz"), dtype=torch.long)
-    return x.unsqueeze(1), y
 
 
 def rotate(batch: torch.Tensor, degrees: float = 30.0) -> torch.Tensor:
@@ -67,30 +58,15 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=16)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    x_test, y_test = fashion_mnist("test")
+    test = fashion_mnist("test")
     for seed in args.seeds:
         for name, augment in (("plain", False), ("rot", True)):
-            folder = args.out / f"{name}_s{seed}"
-            if (folder / "accuracy.json").exists():
+            if (args.out / f"{name}_s{seed}" / "accuracy.json").exists():
                 continue
             started = time.perf_counter()
             model = train_one(augment, seed, args.epochs, args.width)
-            with torch.no_grad():
-                accuracy = float((model(x_test).argmax(1) == y_test).float().mean())
-            folder.mkdir(parents=True, exist_ok=True)
-            torch.save(model.state_dict(), folder / "weights.pt")
-            block = {"target": {"model": {"_target_": "tests.models.user_models.SmallNet", "classes": 10,
-                                          "width": args.width},
-                                "path": str((folder / "weights.pt").resolve()), "class_names": CLASS_NAMES,
-                                "input_shape": [1, 28, 28], "normalization": "model", "name": name,
-                                "dataset": "fashion_mnist"}}
-            experiment = args.out / "conf" / "experiment" / f"{name}_s{seed}.yaml"   # examine.py --config-dir <out>/conf
-            experiment.parent.mkdir(parents=True, exist_ok=True)
-            experiment.write_text("# @package _global_\n" + json.dumps(block, indent=1))   # JSON is YAML
-            (folder / "accuracy.json").write_text(json.dumps({"test_accuracy": accuracy, "seed": seed,
-                                                              "rotated": augment, "epochs": args.epochs,
-                                                              "seconds": time.perf_counter() - started}))
-            print(f"{name} seed {seed}: test accuracy {accuracy:.3f} ({time.perf_counter() - started:.0f} s)", flush=True)
+            save_user_file(model, args.out, name, seed, args.width, test,
+                           {"rotated": augment, "epochs": args.epochs}, started)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Resumable: a file already trained is skipped.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Callable
@@ -23,16 +22,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from advaudit.data.fashion_mnist import CLASS_NAMES, DEFAULT_ROOT, read_idx
+from benchmarks.compare.user_files import fashion_mnist, save_user_file
 from tests.models.user_models import DenseHeadCNN
-
-
-def fashion_mnist(split: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Images ``[N, 1, 28, 28]`` in [0, 1] and labels ``[N]`` read as a user would, straight from the idx files."""
-    prefix = "train" if split == "train" else "t10k"
-    x = torch.tensor(read_idx(Path(DEFAULT_ROOT) / f"{prefix}-images-idx3-ubyte.gz"), dtype=torch.float32) / 255
-    y = torch.tensor(read_idx(Path(DEFAULT_ROOT) / f"{prefix}-labels-idx1-ubyte.gz"), dtype=torch.long)
-    return x.unsqueeze(1), y
 
 
 def uniform(n: int, low: float, high: float) -> torch.Tensor:
@@ -85,13 +76,6 @@ def train_one(recipe: str, seed: int, epochs: int, width: int) -> DenseHeadCNN:
     return model.eval()
 
 
-def target_block(recipe: str, weights: Path, width: int) -> dict:
-    """The target block a user writes for one file (``name``: the recipe)."""
-    return {"target": {"model": {"_target_": "tests.models.user_models.DenseHeadCNN", "classes": 10, "width": width},
-                       "path": str(weights.resolve()), "class_names": CLASS_NAMES, "input_shape": [1, 28, 28],
-                       "normalization": "model", "name": recipe, "dataset": "fashion_mnist"}}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
@@ -101,26 +85,15 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=16)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    x_test, y_test = fashion_mnist("test")
+    test = fashion_mnist("test")
     for seed in args.seeds:
         for recipe in args.recipes:
-            folder = args.out / f"{recipe}_s{seed}"
-            if (folder / "accuracy.json").exists():
+            if (args.out / f"{recipe}_s{seed}" / "accuracy.json").exists():
                 continue
             started = time.perf_counter()
             model = train_one(recipe, seed, args.epochs, args.width)
-            with torch.no_grad():
-                accuracy = float((model(x_test).argmax(1) == y_test).float().mean())
-            folder.mkdir(parents=True, exist_ok=True)
-            torch.save(model.state_dict(), folder / "weights.pt")
-            experiment = args.out / "conf" / "experiment" / f"{recipe}_s{seed}.yaml"   # examine.py --config-dir <out>/conf
-            experiment.parent.mkdir(parents=True, exist_ok=True)
-            experiment.write_text("# @package _global_\n" + json.dumps(target_block(recipe, folder / "weights.pt",
-                                                                                    args.width), indent=1))
-            seconds = time.perf_counter() - started
-            (folder / "accuracy.json").write_text(json.dumps({"test_accuracy": accuracy, "seed": seed, "recipe": recipe,
-                                                              "epochs": args.epochs, "seconds": seconds}))
-            print(f"{recipe} seed {seed}: test accuracy {accuracy:.3f} ({seconds:.0f} s)", flush=True)
+            save_user_file(model, args.out, recipe, seed, args.width, test,
+                           {"recipe": recipe, "epochs": args.epochs}, started)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from benchmarks.compare.user_files import fashion_mnist, save_user_file
+from benchmarks.compare.user_files import fashion_mnist, fit, save_user_file
 from tests.models.user_models import SmallNet
 
 
@@ -35,19 +35,7 @@ def train_one(augment: bool, seed: int, epochs: int, width: int) -> SmallNet:
     torch.manual_seed(seed)
     x, y = fashion_mnist("train")
     model = SmallNet(classes=10, width=width)
-    optimiser = torch.optim.Adam(model.parameters(), lr=2e-3)
-    for _ in range(epochs):
-        order = torch.randperm(len(x))
-        for start in range(0, len(x), 128):
-            index = order[start:start + 128]
-            batch = x[index]
-            if augment:
-                batch = rotate(batch)
-            loss = F.cross_entropy(model(batch), y[index])
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-    return model.eval()
+    return fit(model, x, y, rotate if augment else None, epochs, lr=2e-3)
 
 
 def main() -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
+import torch.nn.functional as F
 
 from advaudit.data.fashion_mnist import CLASS_NAMES, DEFAULT_ROOT, read_idx
 
@@ -22,6 +23,24 @@ def fashion_mnist(split: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = torch.tensor(read_idx(Path(DEFAULT_ROOT) / f"{prefix}-images-idx3-ubyte.gz"), dtype=torch.float32) / 255
     y = torch.tensor(read_idx(Path(DEFAULT_ROOT) / f"{prefix}-labels-idx1-ubyte.gz"), dtype=torch.long)
     return x.unsqueeze(1), y
+
+
+def fit(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, augment: Callable[[torch.Tensor], torch.Tensor] | None,
+        epochs: int, lr: float) -> torch.nn.Module:
+    """Plain PyTorch as a user trains: Adam at ``lr``, batch 128, ``epochs`` shuffled passes over ``x`` ``[N, 1, 28,
+    28]`` / ``y`` ``[N]``, each batch through ``augment`` (drawn per image) when given; returns ``model`` in eval
+    mode."""
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
+    for _ in range(epochs):
+        order = torch.randperm(len(x))
+        for start in range(0, len(x), 128):
+            index = order[start:start + 128]
+            batch = x[index] if augment is None else augment(x[index])
+            loss = F.cross_entropy(model(batch), y[index])
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+    return model.eval()
 
 
 def target_block(model_class: str, weights: Path, width: int, name: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from benchmarks.compare.user_files import fashion_mnist, save_user_file
+from benchmarks.compare.user_files import fashion_mnist, fit, save_user_file
 from tests.models.user_models import DenseHeadCNN
 
 
@@ -62,18 +62,7 @@ def train_one(recipe: str, seed: int, epochs: int, width: int) -> DenseHeadCNN:
     torch.manual_seed(seed)
     x, y = fashion_mnist("train")
     model = DenseHeadCNN(classes=10, width=width)
-    optimiser = torch.optim.Adam(model.parameters(), lr=1e-3)
-    augment = AUGMENT[recipe]
-    for _ in range(epochs):
-        order = torch.randperm(len(x))
-        for start in range(0, len(x), 128):
-            index = order[start:start + 128]
-            batch = x[index] if augment is None else augment(x[index])
-            loss = F.cross_entropy(model(batch), y[index])
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-    return model.eval()
+    return fit(model, x, y, AUGMENT[recipe], epochs, lr=1e-3)
 
 
 def main() -> None:

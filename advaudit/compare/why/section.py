@@ -81,8 +81,8 @@ def why_section(group: Group, names: dict[str, str], out: Path, slug: str,
         measure(world, z, s, extra, loaded, calibrated, settings.batch, into=measured)
     section["cost"] = {"renders": measured.renders, "seconds": 0.0}
     section["interventions"] += [k.as_dict() for k in extra]
-    section["pairs"] = [attribute(measured, plan + ks, p, settings.alpha, settings.why_min_points)
-                        for p, ks in zip(pairs, combined)]
+    section["pairs"] = [attribute(measured, plan + ks, p, settings.alpha, settings.why_min_points) if ks else result
+                        for p, ks, result in zip(pairs, combined, first)]   # with its combinations, Holm over all
     plan = plan + extra
     confirm(section, world, plan, loaded, split, seed, calibrated, settings)
     section["references"] = {k: v for k, v in references_of(world).items() if v is not None}

@@ -1,4 +1,4 @@
-"""What a new user tripped on following the docs (issue 47), each pinned: the line or behaviour it gives now."""
+"""What a new user tripped on following the docs, each pinned: the line or behaviour it gives now."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ def test_the_shards_fresh_records_join_into_the_whole_examinations() -> None:
     assert set(joined) == set(whole) and all(torch.equal(joined[key], whole[key]) for key in whole)
 
 
-#: what issue 46 added to a worst-case result: E_T inside S, T = 0 and the movement from it, and per instance the
+#: the worst-case keys of the label-keeping set: E_T inside S, T = 0 and the movement from it, and per instance the
 #: accuracy under the random conditions (a merge that dropped or mis-joined one of them must fail, not pass as
 #: "equal" because neither run has it)
 MOVEMENT_KEYS = ("examine/E_T_valid", "examine/E_T_valid_random", "examine/E_T_valid_moved",
@@ -52,7 +52,8 @@ PER_INSTANCE_KEYS = ("E_T_valid", "E_T_valid_random", "random_accuracy", "random
 
 
 def assert_same_examination(merged: dict[str, Any], whole: dict[str, Any]) -> None:
-    """``merged`` (the shards' merge) equals ``whole`` (one job) in every key but timings, issue 46's included."""
+    """``merged`` (the shards' merge) equals ``whole`` (one job) in every key but timings, E_T inside S and the
+    movement from T = 0 included."""
     assert _numbers(merged) == _numbers(whole)
     budgets = [b["queries"] for b in whole["budgets"]]
     for key in (*MOVEMENT_KEYS, *(f"examine/E_T_valid@{b}" for b in budgets)):

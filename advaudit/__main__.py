@@ -11,9 +11,9 @@ from __future__ import annotations
 import runpy
 import sys
 
-from advaudit.models.imported.command import main as import_main
+from advaudit.models.targets.imported.command import main as import_main
 
-COMMANDS = {"import": "advaudit.models.imported.command", "compare": "advaudit.compare", "merge": "advaudit.merge", "demo": "advaudit.demo"}
+COMMANDS = {"import": "advaudit.models.targets.imported.command", "compare": "advaudit.compare", "merge": "advaudit.merge", "demo": "advaudit.demo"}
 
 
 def main(argv: list[str] | None = None) -> int:

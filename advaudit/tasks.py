@@ -17,9 +17,9 @@ from advaudit.core.records import write_json
 from advaudit.core.run_records import RunDirConflict, claim_run_dir, write_failure
 from advaudit.core.wandb_run import finish_any_wandb_run
 from advaudit.errors import require
-from advaudit.models.endpoint import CLIENTS
-from advaudit.models.imported.spec import target_label
-from advaudit.models.imported.store import trust_record
+from advaudit.models.targets.endpoint import CLIENTS
+from advaudit.models.targets.imported.spec import target_label
+from advaudit.models.targets.imported.store import trust_record
 from advaudit.runtime import configure_threads, seed_everything
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from advaudit.config.roots import KEY_RULES, ExamineConf, TrainConf
 from advaudit.config.validation import Checks, Context
 from advaudit.data.settings import DatasetConf
 from advaudit.errors import AdvauditError
-from advaudit.models.imported.spec import ADVAUDIT_FILE_KEYS, parse_target_spec
+from advaudit.models.targets.imported.spec import ADVAUDIT_FILE_KEYS, parse_target_spec
 from advaudit.registry import schema_of, unknown_argument_problems, unknown_key_problems
 
 __all__ = ["validate", "plain_config"]

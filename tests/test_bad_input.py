@@ -29,8 +29,8 @@ TINY = "dataset.limit={train:60,val:20,test:20}"
 def make_bad_files(root: Path, target: Path) -> dict[str, Path]:
     """Files that are not what a user meant to pass (each named in a case below), made under ``root``
     from a real ``target`` (its ``resume.ckpt`` next to it is the Lightning checkpoint)."""
-    from advaudit.models.generator import save_generator
-    from advaudit.models.generator import ConditionalGenerator
+    from advaudit.models.generators.generator import save_generator
+    from advaudit.models.generators.generator import ConditionalGenerator
 
     files = {"target": target, "missing": root / "no_such_model.pt", "dir": root / "a_dir.pt",
              "empty": root / "empty.pt", "text": root / "notes.pt", "state_dict": root / "weights.pt",

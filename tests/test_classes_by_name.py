@@ -13,7 +13,7 @@ import torch
 from advaudit.compare import compare_runs
 from advaudit.confutil import override_value
 from advaudit.errors import AdvauditError
-from advaudit.models.checkpoint import load_checkpoint, save_checkpoint
+from advaudit.models.targets.formats.checkpoint import load_checkpoint, save_checkpoint
 from advaudit.tasks import examine
 from tests.conftest import compose_config, worst_case_overrides
 

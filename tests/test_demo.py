@@ -163,7 +163,7 @@ def test_a_shortened_demo_runs_end_to_end_and_tracks_every_run_in_one_wandb_grou
 def test_the_shipped_checkpoints_load_safely_match_their_record_and_install_as_a_training_run(tmp_path: Path) -> None:
     from advaudit.demo import shipped
     from advaudit.demo.findings import read_trained
-    from advaudit.models.io import load_target
+    from advaudit.models import load_target
 
     record = shipped.record()
     assert sorted(record["checkpoints"]) == ["control", "roll_narrowed"] and record["seed"] == 0

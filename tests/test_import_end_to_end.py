@@ -16,7 +16,7 @@ import torch
 
 from advaudit.compare import compare_runs
 from advaudit.confutil import override_value
-from advaudit.models.imported.store import import_target
+from advaudit.models.targets.imported.store import import_target
 from advaudit.tasks import examine
 from tests.conftest import compose_config
 from tests.models.test_imported_targets import FMNIST_NAMES, resnet_block
@@ -174,9 +174,9 @@ def compose_datamodule() -> Any:
 
 
 def examine_probs(block: dict[str, Any], dm: Any) -> torch.Tensor:
-    from advaudit.models.io import load_block_target
+    from advaudit.models import load_target
 
-    return load_block_target(block).predict_proba(dm.split("test").x)
+    return load_target(block).predict_proba(dm.split("test").x)
 
 
 def test_import_refuses_what_it_cannot_store(tmp_path: Path) -> None:
@@ -194,7 +194,7 @@ def test_a_block_in_the_users_config_folder_and_its_wandb_lineage(tmp_path: Path
     from sklearn.linear_model import LogisticRegression
 
     from advaudit.data.sklearn_sets import TabularDataModule
-    from advaudit.models.imported.spec import file_sha256
+    from advaudit.models.targets.imported.spec import file_sha256
     from advaudit.report.wandb_offline import offline_runs
     from tests.cli_batch import run_case
 

@@ -6,7 +6,9 @@ graph of imports between advaudit modules and checks that
 
 1. no modules and no parts (the packages and top-level modules of the table) import each other in a circle,
 2. no import goes from a lower layer to a higher one,
-3. imports inside functions are only of the optional heavy libraries in :data:`LAZY_ALLOWED`, each
+3. inside ``advaudit/models/`` the same two hold for the parts of :data:`MODEL_LAYERS` (targets, training,
+   generators, and the pieces of targets: file formats, imported models, endpoints),
+4. imports inside functions are only of the optional heavy libraries in :data:`LAZY_ALLOWED`, each
    block of them with a comment saying why it waits.
 """
 
@@ -35,6 +37,20 @@ LAYERS: list[tuple[str, ...]] = [
     ("advaudit.compare",),
     ("advaudit.demo", "advaudit.sweep"),
     ("advaudit", "advaudit.tasks", "advaudit.cli", "advaudit.__main__"),
+]
+
+# inside advaudit.models, lowest first, read like LAYERS: the pieces of a target, the file formats and the endpoint
+# client, imported models, then what loads, stores, serves and tracks whole targets; training; generators (their
+# training reuses the classifier's); the package's own __init__ (the public load_target) on top
+MODEL_LAYERS: list[tuple[str, ...]] = [
+    ("advaudit.models.nets", "advaudit.models.targets"),
+    ("advaudit.models.targets.formats", "advaudit.models.targets.endpoint"),
+    ("advaudit.models.targets.imported",),
+    ("advaudit.models.targets.io", "advaudit.models.targets.tracking", "advaudit.models.targets.imported.store",
+     "advaudit.models.targets.imported.command", "advaudit.models.targets.endpoint.serve"),
+    ("advaudit.models.training",),
+    ("advaudit.models.generators",),
+    ("advaudit.models",),
 ]
 
 # third-party libraries that are optional, or slow to import (0.2-4 s each on top of torch, 2-core
@@ -129,14 +145,16 @@ ALL_IMPORTS = [imp for module in MODULES for imp in imports_of(module)]
 INTERNAL = [imp for imp in ALL_IMPORTS if imp.target == "advaudit" or imp.target.startswith("advaudit.")]
 
 
-def part_of(module: str) -> str:
-    """The part of the layer table ``module`` belongs to (the longest prefix that matches)."""
-    parts = [p for layer in LAYERS for p in layer if module == p or module.startswith(p + ".")]
-    assert parts, f"{module} belongs to no part of LAYERS: add it to the table (and to docs/layers.md)"
+def part_of(module: str, layers: list[tuple[str, ...]] = LAYERS) -> str:
+    """The part of the layer table ``layers`` ``module`` belongs to (the longest prefix that matches)."""
+    parts = [p for layer in layers for p in layer if module == p or module.startswith(p + ".")]
+    assert parts, f"{module} belongs to no part of the layer table: add it to the table (and to docs/layers.md)"
     return max(parts, key=len)
 
 
 RANK = {part: rank for rank, layer in enumerate(LAYERS) for part in layer}
+MODEL_RANK = {part: rank for rank, layer in enumerate(MODEL_LAYERS) for part in layer}
+IN_MODELS = [imp for imp in INTERNAL if imp.source.startswith("advaudit.models") and imp.target.startswith("advaudit.models")]
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -197,6 +215,22 @@ def test_no_parts_import_each_other_in_a_circle() -> None:
 def test_imports_point_down_the_layers() -> None:
     upward = [imp for imp in INTERNAL if RANK[part_of(imp.target)] > RANK[part_of(imp.source)]]
     assert not upward, "imports from a lower layer to a higher one:\n  " + _lines(upward)
+
+
+def test_inside_models_parts_import_down_and_in_no_circle() -> None:
+    assert len(IN_MODELS) > 50  # the walk found the imports inside models/
+    modules = [m for m in MODULES if m.startswith("advaudit.models")]
+    assert {part_of(m, MODEL_LAYERS) for m in modules} == set(MODEL_RANK)  # every part of the table holds modules
+    upward = [imp for imp in IN_MODELS
+              if MODEL_RANK[part_of(imp.target, MODEL_LAYERS)] > MODEL_RANK[part_of(imp.source, MODEL_LAYERS)]]
+    assert not upward, "imports inside models/ from a lower part to a higher one:\n  " + _lines(upward)
+    edges: dict[str, set[str]] = {}
+    for imp in IN_MODELS:
+        a, b = part_of(imp.source, MODEL_LAYERS), part_of(imp.target, MODEL_LAYERS)
+        if a != b:
+            edges.setdefault(a, set()).add(b)
+    cycle = find_cycle(edges)
+    assert cycle is None, "parts of models/ import each other in a circle: " + " -> ".join(cycle or [])
 
 
 def test_functions_import_only_optional_heavy_libraries() -> None:

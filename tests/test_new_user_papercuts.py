@@ -15,8 +15,8 @@ import torch
 import advaudit
 from advaudit.confutil import locate
 from advaudit.errors import AdvauditError, clipped
-from advaudit.models.classes import align_target
-from advaudit.models.imported.spec import parse_target_spec
+from advaudit.models.targets.classes import align_target
+from advaudit.models.targets.imported.spec import parse_target_spec
 from tests.models.test_imported_targets import FMNIST_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,12 +31,12 @@ def test_outputs_reordered_by_class_name_are_said_on_the_terminal(caplog: pytest
     target = advaudit.load_target(brightness_block(class_names=list(reversed(FMNIST_NAMES))))
     with caplog.at_level(logging.INFO, logger="advaudit"):
         align_target(target, FMNIST_NAMES, "audit.dataset")
-    said = [r.getMessage() for r in caplog.records if r.name == "advaudit.models.classes"]
+    said = [r.getMessage() for r in caplog.records if r.name == "advaudit.models.targets.classes"]
     assert said == ["audit.dataset: classes paired by name; the target's outputs reordered to the data's class order"]
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="advaudit"):
         align_target(advaudit.load_target(brightness_block()), FMNIST_NAMES, "audit.dataset")
-    assert not [r for r in caplog.records if r.name == "advaudit.models.classes"]  # nothing moved: nothing said
+    assert not [r for r in caplog.records if r.name == "advaudit.models.targets.classes"]  # nothing moved: nothing said
 
 
 def test_a_class_map_key_that_is_no_data_class_is_blamed_on_the_class_map() -> None:

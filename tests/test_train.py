@@ -29,7 +29,7 @@ def test_train_cnn_writes_result_and_loadable_checkpoint(make_cfg) -> None:
 def test_adversarial_training_attacks_every_training_batch(make_cfg, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    import advaudit.models.classifier as classifier
+    import advaudit.models.training.classifier as classifier
 
     attacked: list[tuple[torch.Tensor, torch.Tensor, dict]] = []
 
@@ -54,9 +54,9 @@ def test_adversarial_training_attacks_every_training_batch(make_cfg, monkeypatch
 def test_training_step_loss_is_the_loss_on_the_pgd_adversarial() -> None:
     import torch
 
-    from advaudit.models.classifier import ClassifierModule, pgd_attack
+    from advaudit.models.training.classifier import ClassifierModule, pgd_attack
     from advaudit.models.nets import build_net
-    from advaudit.models.target import TorchTarget
+    from advaudit.models.targets.target import TorchTarget
 
     torch.manual_seed(0)
     meta = {"arch": "mlp", "arch_params": {}, "class_names": ["a", "b", "c"], "input_shape": [1, 4, 4],

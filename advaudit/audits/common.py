@@ -10,9 +10,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from advaudit.data.base import ArrayDataModule
 from advaudit.errors import AdvauditError, require
 from advaudit.models import Target
-from advaudit.models.classes import align_target
-from advaudit.models.io import load_any_target
-from advaudit.models.precision import configure_target, device_problem
+from advaudit.models.targets.classes import align_target
+from advaudit.models import load_target
+from advaudit.models.targets.precision import configure_target, device_problem
 from advaudit.runtime import resolve_device
 
 
@@ -21,8 +21,8 @@ SAFE_STORED_DATASETS = ("advaudit.data.",)
 
 
 def load_audit_target(cfg: DictConfig) -> Target:
-    """Load ``cfg.target`` onto ``cfg.device`` in ``cfg.precision`` (:mod:`advaudit.models.precision`): a target
-    file (advaudit's own or imported) or a target block (:mod:`advaudit.models.imported`); a clear error if unset."""
+    """Load ``cfg.target`` onto ``cfg.device`` in ``cfg.precision`` (:mod:`advaudit.models.targets.precision`): a target
+    file (advaudit's own or imported) or a target block (:mod:`advaudit.models.targets.imported`); a clear error if unset."""
     value = cfg.get("target")
     require(value is not None, "no target given; add target=<path/to/target.pt> (written by train.py "
             "under <run dir>/checkpoints/, or by `advaudit import`) or a target block (README: Audit a model you "
@@ -31,7 +31,7 @@ def load_audit_target(cfg: DictConfig) -> Target:
     problem = device_problem(cfg.get("device", "auto"), precision)
     require(problem is None, problem or "")
     device = resolve_device(cfg.get("device", "auto"))
-    target = load_any_target(value, device=str(device), seed=int(cfg.get("seed", 0)))
+    target = load_target(value, device=str(device), seed=int(cfg.get("seed", 0)))
     return configure_target(target, precision)
 
 
@@ -41,7 +41,7 @@ def target_datamodule(target: Target, override: Any = None) -> ArrayDataModule:
     ``override`` is ``audit.dataset``: a dataset config block (``_target_`` to an
     :class:`ArrayDataModule` and its settings, as ``+dataset@audit.dataset=<name>`` puts one there).
     The target's classes are paired with the dataset's by name and its outputs put in the dataset's
-    class order, in place (:func:`advaudit.models.classes.align_target`; a class map's "other" output
+    class order, in place (:func:`advaudit.models.targets.classes.align_target`; a class map's "other" output
     stays last and needs no items). The stored config is rebuilt as it was: test-time shifts stay as
     they were at training time unless overridden.
 

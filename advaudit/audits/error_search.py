@@ -36,7 +36,7 @@ from advaudit.audits.settings import ErrorSearchAuditConf
 from advaudit.core.records import append_jsonl
 from advaudit.data.split import class_index
 from advaudit.errors import require
-from advaudit.models.tracking import open_wandb
+from advaudit.models.targets.tracking import open_wandb
 from advaudit.search.attacks import attack_box
 from advaudit.search.baselines import ScoreOrder
 from advaudit.search.coverage import coverage_utility_curve, pool_diameter

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from advaudit.core.plots import image_grid, plt, reliability_diagram, save_figure
 from advaudit.core.records import write_json
-from advaudit.models.calibration import expected_calibration_error, reliability_table
+from advaudit.models.targets.calibration import expected_calibration_error, reliability_table
 from advaudit.core.intervals import format_interval, mean_with_ci
 from advaudit.search.lowess import lowess_fit
 

@@ -18,9 +18,9 @@ from advaudit.audits.common import load_audit_target, target_datamodule
 from advaudit.config import typed
 from advaudit.audits.settings import EvaluateAuditConf
 from advaudit.core.plots import confusion_figure, reliability_diagram
-from advaudit.models.calibration import expected_calibration_error, reliability_table
-from advaudit.models.classes import OTHER_CLASS
-from advaudit.models.tracking import open_wandb
+from advaudit.models.targets.calibration import expected_calibration_error, reliability_table
+from advaudit.models.targets.classes import OTHER_CLASS
+from advaudit.models.targets.tracking import open_wandb
 
 
 def confusion_matrix(predicted: torch.Tensor, y: torch.Tensor, k: int) -> torch.Tensor:

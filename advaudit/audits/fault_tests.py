@@ -35,10 +35,10 @@ from advaudit.faults.foolbox_pgd import foolbox_pixel_tests
 from advaudit.faults.search import FaultResult, generator_tests, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_target
-from advaudit.models.classes import align_target
-from advaudit.models.generator import load_generator
-from advaudit.models.generator_training import require_gate_passed
-from advaudit.models.tracking import open_wandb
+from advaudit.models.targets.classes import align_target
+from advaudit.models.generators.generator import load_generator
+from advaudit.models.generators.generator_training import require_gate_passed
+from advaudit.models.targets.tracking import open_wandb
 from advaudit.core.intervals import mean_with_ci
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     target, device = setup.target, setup.target.device
     judge = None
     if audit.judge:
-        judge = align_target(load_target(audit.judge, map_location=str(device)).eval(), setup.classes,
+        judge = align_target(load_target(audit.judge, device=str(device)).eval(), setup.classes,
                              "the generator's classes (as the judge audit.judge sees them)")
     seeds = _draw_seeds(setup, int(cfg.seed))
     kinds = _search(run_dir, setup, seeds)
@@ -105,7 +105,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     images, y0 = seeds.images.cpu(), seeds.y0.cpu()
     kinds = {kind: result.cpu() for kind, result in kinds.items()}
     others = {Path(str(path)).parent.parent.name: align_target(
-        load_target(str(path), map_location=str(device)).eval(), setup.classes,
+        load_target(str(path), device=str(device)).eval(), setup.classes,
         f"the generator's classes (as the transfer target {path} sees them)") for path in audit.transfer_targets}
     views, distances, titles = _measure(summary, setup, images, y0, kinds, judge, others)
     torch.save({"seeds": images, "y0": y0, "z": seeds.z.cpu(), **{f"{k}_tests": r.tests for k, r in kinds.items()},

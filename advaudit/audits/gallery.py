@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 from advaudit.config import typed
 from advaudit.audits.settings import GalleryAuditConf
 from advaudit.core.plots import plt, save_figure
-from advaudit.models.tracking import open_wandb
+from advaudit.models.targets.tracking import open_wandb
 from advaudit.worlds import build_world
 from advaudit.worlds.protocol import offered, unit_to_factor
 

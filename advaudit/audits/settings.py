@@ -116,7 +116,7 @@ class WorstCaseAuditConf(Ranged, Part):
     checkpoint_every: int = ranged(10, low=1, integer=True)  # steps between examiner checkpoints (resume)
     # queries rendered and scored together: memory is bounded by this many images (plus the network's activations
     # on them) however large n_instances x q is. null: as many as hold the pixels of 2048 32-px images (2048 at
-    # 32 px, 41 at 224 px); results agree to the network's float rounding at any value (docs/real-size.md)
+    # 32 px, 41 at 224 px); results agree to the network's float rounding at any value (docs/results/scale/real-size.md)
     chunk: Optional[int] = ranged(None, low=1, integer=True)
     # one examination over several jobs: this job examines every `shards`-th instance from `shard`
     # (0 <= shard < shards) and records what its instances' report needs; `python -m advaudit.merge <shard run
@@ -238,7 +238,7 @@ class FaultTestsAuditConf(Ranged, Part):
     kappa: float = ranged(1.0, low=0)  # confidence margin on the logits
     lr: float = ranged(0.003, learning_rate=True)
     max_steps: int = ranged(400, low=1, integer=True)
-    # seeds searched together (both directions share a chunk); docs/results/fault-tests.md measures the walk's cost
+    # seeds searched together (both directions share a chunk); docs/results/fault_tests/fault-tests.md measures the walk's cost
     # at chunks of 400
     chunk: int = ranged(400, low=1, integer=True)
     # pixel baselines: PGD with the same margin loss; {} to skip. foolbox = foolbox 3's L2PGD/LinfPGD

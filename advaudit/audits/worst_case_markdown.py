@@ -9,8 +9,8 @@ from omegaconf import DictConfig
 
 from advaudit.audits.settings import WorstCaseAuditConf
 from advaudit.core.intervals import format_interval
-from advaudit.models.endpoint import endpoint_records
-from advaudit.models.imported.spec import endpoint_label
+from advaudit.models.targets.endpoint import endpoint_records
+from advaudit.models.targets.imported.spec import endpoint_label
 
 
 def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:

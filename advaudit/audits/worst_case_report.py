@@ -34,7 +34,7 @@ from advaudit.audits.worst_case_fresh import WorstCases, fresh_count, read_fresh
 from advaudit.audits.worst_case_record import ExaminationRecord
 from advaudit.core.plots import image_grid, plt, save_figure
 from advaudit.core.records import read_jsonl
-from advaudit.models.tracking import open_wandb
+from advaudit.models.targets.tracking import open_wandb
 from advaudit.core.intervals import mean_with_ci
 from advaudit.worlds.protocol import factor_to_unit
 from advaudit.audits.settings import Mode

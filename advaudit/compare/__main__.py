@@ -23,7 +23,7 @@ from advaudit.compare.records import discover_runs
 from advaudit.compare.report import compare_records
 from advaudit.core.wandb_run import log_comparison
 from advaudit.errors import AdvauditError
-from advaudit.models.tracking import declare_comparison_inputs
+from advaudit.models.targets.tracking import declare_comparison_inputs
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

@@ -20,7 +20,7 @@ from advaudit.audits.cards import audit_card
 from advaudit.compare.labels import distinct_labels, name_recipes
 from advaudit.core.records import read_json, read_jsonl
 from advaudit.errors import require
-from advaudit.models.imported.spec import target_label
+from advaudit.models.targets.imported.spec import target_label
 from advaudit.worlds import build_world
 
 PER_INSTANCE_CSV = "per_instance.csv"

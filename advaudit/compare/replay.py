@@ -27,14 +27,14 @@ from advaudit.compare.breakdowns import worst_conditions
 from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric, run_value
 from advaudit.errors import require
-from advaudit.models.io import load_any_target
+from advaudit.models import load_target
 from advaudit.worlds import build_world, fit_target_to_world
 
 
 def load_world_target(value: Any, world: Any) -> Any:
     """A run's target (its path, or the target block in its config) on the CPU, its outputs in ``world``'s
     class order (classes paired by name, :func:`advaudit.worlds.fit_target_to_world`)."""
-    return fit_target_to_world(world, load_any_target(value, device="cpu"))
+    return fit_target_to_world(world, load_target(value, device="cpu"))
 
 
 def render_worst(world: Any, run: Any, split: str) -> tuple[Any, torch.Tensor, pd.DataFrame]:

@@ -23,7 +23,7 @@ The primary question is tested first and alone: its p-values are Holm-corrected 
 p-values are Holm-corrected over their own family (pairs x the other metrics). A verdict is thus wrong with
 probability at most 5% whatever else is reported, and the evidence does not cost the question asked power
 (a recipe over three training seeds has 4 degrees of freedom; six metrics in one family halved what it could
-detect: docs/results/comparing.md). :mod:`advaudit.compare.verdict` reads the two families.
+detect: docs/results/compare/comparing.md). :mod:`advaudit.compare.verdict` reads the two families.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Mode comes from ``cfg.logger.wandb.mode`` (which defaults to ``${oc.env:WANDB_MO
 one job of a multirun never leaks its mode into the next (unlike ``WandbLogger(offline=True)``).
 
 Every run, training runs (Lightning's ``WandbLogger``, completed by
-:func:`advaudit.models.tracking.track_training_run` and :func:`~advaudit.models.tracking.finish_training_run`)
-as well as audits (:func:`advaudit.models.tracking.open_wandb`), is set up so a team can compare runs
+:func:`advaudit.models.targets.tracking.track_training_run` and :func:`~advaudit.models.targets.tracking.finish_training_run`)
+as well as audits (:func:`advaudit.models.targets.tracking.open_wandb`), is set up so a team can compare runs
 in W&B's run table:
 
 - ``group`` = the multirun's id (``<task>-<sweep folder>``; the task name for a single run), so a
@@ -15,7 +15,7 @@ in W&B's run table:
 - lineage: a training run logs its checkpoint as an output and every audit declares the checkpoint
   under audit (and the generator, for fault tests) an input, as a W&B model Artifact carrying its
   metadata (architecture, classes, input shape, dataset, training metrics), so W&B links every
-  audit of a checkpoint to the run that trained it (:mod:`advaudit.models.tracking`, which reads
+  audit of a checkpoint to the run that trained it (:mod:`advaudit.models.targets.tracking`, which reads
   the checkpoints; this module never does).
 
 Offline runs keep all of this in ``<run dir>/wandb/offline-run-*`` and ``wandb sync`` uploads it
@@ -158,7 +158,7 @@ def log_comparison(summary: dict[str, Any], out: Path, config: DictConfig | Mapp
     The run is the one already active in this process (a comparison called from Python inside a W&B
     run logs there and leaves it open), else a new ``compare`` run in its sweep's group.
     ``declare_inputs(run)`` declares what the comparison read (the audited checkpoints or endpoints
-    and the audit runs: :func:`advaudit.models.tracking.declare_comparison_inputs`); the report
+    and the audit runs: :func:`advaudit.models.targets.tracking.declare_comparison_inputs`); the report
     (comparison.html / .json / .md and gate.xml where a gate wrote one) is logged as the run's output
     artifact of type ``comparison``. Offline, all of it waits in the run's files for ``wandb sync``.
     """

@@ -12,7 +12,7 @@ from typing import Callable
 
 from omegaconf import OmegaConf
 
-from advaudit.models.classifier_training import resume_checkpoint, saved_epochs
+from advaudit.models.training.classifier_training import resume_checkpoint, saved_epochs
 
 PROGRESS_EVERY_S = 30.0
 

@@ -24,7 +24,7 @@ instance; ``refine`` improves each start and the best restart is chosen *per ins
   candidates at once.
 - ``adam``: ``adam_steps`` Adam steps on UCB (BoTorch's ``gen_candidates_torch`` idea).
 
-Why ``local`` is the default (docs/results/performance.md): on a CPU the product with
+Why ``local`` is the default (docs/results/scale/performance.md): on a CPU the product with
 ``L^-1`` ``[N, n, n]`` is memory-bound for a handful of candidates, so each Adam step (forward plus
 backward: two full reads of ``L^-1``) costs about as much as screening 64 candidates, and 15 steps
 were half of BO's time at n = 400. With 4 rounds x 24 the refinement gets as close to the UCB's

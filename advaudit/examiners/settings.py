@@ -138,10 +138,10 @@ class RLExaminerConf(Part):
     CNN in world=transforms E_T inside S moved -0.066 [-0.141, +0.000] from T = 0 (p 0.14: it measured the model
     under random conditions); at q = 16, lr 0.03 it moved -0.415 [-0.499, -0.330] (p 3.7e-08) and -0.466 on the
     colour-jittered recipe, without reaching the floor (E_T inside S 0.14 and 0.11; q = 8 at lr 0.03 reaches
-    0.066: docs/results/worst-case.md, "Examiners that move at their defaults"). The paper's settings:
+    0.066: docs/results/worst_case/worst-case.md, "Examiners that move at their defaults"). The paper's settings:
     examiner.q=32 examiner.lr=0.001 with a budget of 500 updates (audit.budget=500 audit.budget_unit=iterations).
 
-    Choice of baseline, measured (benchmarks/worst_case/rl_concentration_synthetic.py, docs/results/worst-case.md: a
+    Choice of baseline, measured (benchmarks/worst_case/rl_concentration_synthetic.py, docs/results/worst_case/worst-case.md: a
     planted region of 1/3 volume on one of 9 factors, 10 instances, 2 seeds): share of the last 2
     updates' proposals in the region after 100 updates: ema 0.55, batch_mean 0.54, none 0.37 (lr 0.001);
     ema 1.00, batch_mean 1.00, none 0.99 (lr 0.01); after 250 updates all reach 0.97-1.00. A baseline

@@ -41,7 +41,7 @@ def foolbox_pixel_tests(model: torch.nn.Module, x: Tensor, y0: Tensor, y1: Tenso
                         norm: str = "l2", kappa: float = 1.0, steps: int = 100) -> FaultResult:
     """foolbox PGD on ``x`` ``[B, C, H, W]`` in [0, 1] towards ``y1`` ``[B]`` (None: away from ``y0``).
 
-    ``model`` maps images to logits ``[B, K]`` (a :class:`~advaudit.models.target.TorchTarget` does).
+    ``model`` maps images to logits ``[B, K]`` (a :class:`~advaudit.models.targets.target.TorchTarget` does).
     """
     import foolbox as fb  # foolbox: only the foolbox attacks need it
 

@@ -25,7 +25,7 @@ from torch import Tensor
 
 from advaudit.core.progress import progress
 from advaudit.errors import require
-from advaudit.models.generator_folding import folded
+from advaudit.models.generators.generator_folding import folded
 from advaudit.runtime import module_device
 
 
@@ -131,7 +131,7 @@ def generator_tests(generator: torch.nn.Module, model: torch.nn.Module, z: Tenso
             failing test kept. Default: every step on the CPU (compute is the cost there), every
             10 steps on an accelerator (synchronisation is).
 
-    The walk runs :func:`advaudit.models.generator_folding.folded` (the same function with
+    The walk runs :func:`advaudit.models.generators.generator_folding.folded` (the same function with
     BatchNorm folded and upsample + conv as one transposed conv) and the model with its weights
     frozen; both are exact rewrites, so results match the plain generator to float precision.
     """

@@ -27,7 +27,7 @@ from torch import Tensor
 from torch.fx.experimental.optimization import fuse
 
 from advaudit.errors import AdvauditError, require
-from advaudit.models.target import TorchTarget
+from advaudit.models.targets.target import TorchTarget
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def label_function(target: Any, batch_size: int = 128) -> LabelFn:
     Torch targets: the argmax of the logits (temperature never changes it) of
     :func:`inference_logits`, computed on the target's device under ``torch.inference_mode`` in
     batches of ``batch_size`` (on a CPU, 128 images of a small CNN keep the activations in cache:
-    faster than 256 or one large batch, see docs/results/performance.md), returned on the input's device with
+    faster than 256 or one large batch, see docs/results/scale/performance.md), returned on the input's device with
     one finiteness check per call. Other targets (scikit-learn black boxes):
     ``predict_proba(x).argmax(1)``.
     """
@@ -108,7 +108,7 @@ def label_function(target: Any, batch_size: int = 128) -> LabelFn:
 def inference_logits(target: torch.nn.Module) -> Callable[[Tensor], Tensor]:
     """Raw input ``[B, *shape]`` -> logits ``[B, K]`` for queries (eval mode, no gradients).
 
-    For a :class:`~advaudit.models.target.TorchTarget` in eval mode, a copy of its net with every
+    For a :class:`~advaudit.models.targets.target.TorchTarget` in eval mode, a copy of its net with every
     BatchNorm folded into the convolution before it (``torch.fx``; logits equal to float rounding,
     1.1-1.2x faster on a CPU), in the weights' memory format; the target itself where the net cannot
     be traced or is training. The copy is taken now: later changes to the target's weights are not seen.
@@ -247,7 +247,7 @@ def batched_hop_skip_jump(x: Tensor, label_fn: LabelFn, starts: Tensor, steps: i
             upsample them bilinearly to the image size (QEBA's spatial subspace, Li et al. 2020): in
             784 dimensions k sign probes recover only a cosine of about sqrt(2k / (pi d)) with the
             boundary normal; on a 14 x 14 grid d is 4x smaller. ``None``: full-resolution probes (HSJ).
-            On Fashion-MNIST it ranked *worse* against converged distances (docs/results/error-search.md).
+            On Fashion-MNIST it ranked *worse* against converged distances (docs/results/error_search/error-search.md).
 
     Queries per item: about ``binary_steps + steps * (probes + binary_steps + 1..10)``.
     """

@@ -4,7 +4,7 @@
 repeated until the black box ``M_O`` changes its prediction. The paper's ``J`` is ``M_P``'s
 training loss against ``c = conf(M_P(x))``; at ``x_adv = x`` that gradient is exactly zero, so
 advaudit takes ``J = (M_P(x_adv) - 1)^2``, the MSE against "certainly the class of interest",
-whose ascent lowers the pseudo confidence (documented in docs/results/error-search.md). Its gradient has the sign
+whose ascent lowers the pseudo confidence (documented in docs/results/error_search/error-search.md). Its gradient has the sign
 of ``-grad logit M_P`` while ``M_P < 1``; advaudit steps along that sign, which (unlike the sigmoid's
 gradient) does not underflow to zero where the pseudo model is saturated. Steps are in each
 feature's range units (``eps * (high - low)``), iterates stay in the data's box, and an item still

@@ -44,7 +44,7 @@ class DecisionAttackConf:
     # hsj (advaudit's batched HopSkipJump) | boundary | hop_skip_jump (foolbox 3)
     method: AttackMethod = AttackMethod.hsj
     # hsj iterations / foolbox steps (boundary needs ~25000 to converge); 6 hsj steps ~ 240 queries/item,
-    # rank rho 0.90 vs converged (4 steps: 0.87), 2,000 items in 222 s on one CPU thread (docs/results/error-search.md)
+    # rank rho 0.90 vs converged (4 steps: 0.87), 2,000 items in 222 s on one CPU thread (docs/results/error_search/error-search.md)
     steps: int = ranged(6, low=1, integer=True)
     gradient_queries: int = ranged(16, low=1, integer=True)  # hsj: probes of the first gradient estimate (grows with sqrt(step))
     max_gradient_queries: int = 32

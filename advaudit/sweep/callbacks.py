@@ -33,7 +33,7 @@ from advaudit.compare.records import discover_runs
 from advaudit.compare.report import compare_records
 from advaudit.core.records import write_json
 from advaudit.core.wandb_run import log_comparison
-from advaudit.models.tracking import declare_comparison_inputs
+from advaudit.models.targets.tracking import declare_comparison_inputs
 from advaudit.errors import AdvauditError
 
 log = logging.getLogger("advaudit.sweep")

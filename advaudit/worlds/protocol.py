@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from advaudit.errors import AdvauditError, require
-from advaudit.models.classes import align_target
+from advaudit.models.targets.classes import align_target
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class World(Protocol):
 
 
 #: the reference judge's threshold where neither ``audit.validity.reference_min_prob`` nor the world names one
-#: (:data:`OPTIONAL` ``reference_min_prob``; ShapeWorld's, measured in docs/results/worst-case.md)
+#: (:data:`OPTIONAL` ``reference_min_prob``; ShapeWorld's, measured in docs/results/worst_case/worst-case.md)
 DEFAULT_MIN_PROB = 0.99
 
 #: every feature a world may offer besides :class:`World`'s members, with what a world without it has. Code that
@@ -226,7 +226,7 @@ def configure_factors(defaults: Sequence[Factor], overrides: Mapping[str, Any] |
 
 
 def fit_target_to_world(world: World, target: Any) -> Any:
-    """``target`` with its outputs in the world's class order (:func:`advaudit.models.classes.align_target`).
+    """``target`` with its outputs in the world's class order (:func:`advaudit.models.targets.classes.align_target`).
 
     Raises naming both sides when ``target`` can't take the world's images, or a class has no partner by name.
     """

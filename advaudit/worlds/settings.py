@@ -41,18 +41,18 @@ class ValidityConf(Ranged):
     in_frame: bool = True  # ShapeWorld: the whole object in frame; TransformWorld: content kept
     # ShapeWorld: the object spans at least this share of the frame along its longer image axis (0.3:
     # 10 px at 32 px, 20 px at 64 px); smaller objects are specks or edge-on slivers, not views of the
-    # object (docs/results/worst-case.md, "Do the worst cases keep their label?"); 0 turns the check off
+    # object (docs/results/worst_case/worst-case.md, "Do the worst cases keep their label?"); 0 turns the check off
     min_extent: float = ranged(0.3, low=0, high=1)
     # TransformWorld: share of the image's content that stays in frame
     min_content_kept: float = ranged(0.8, low=0, high=1)
     # a strong model trained on this world whose confident correct answer stands in for the human judge
     # (needs this true-class probability): `world` (the world's own: ShapeWorld's packaged judge where
     # it was trained, i.e. all ten classes within Table 1's bounds; TransformWorld's over the built-in
-    # Fashion-MNIST within its training box, docs/results/transform-world.md; none elsewhere), a
+    # Fashion-MNIST within its training box, docs/results/worst_case/transform-world.md; none elsewhere), a
     # target.pt (a judge of your own), or null (no reference). At 0.99 (calibrated) a second, independent judge names 0.97-1.0 of the
     # examiners' worst cases on a control (0.875-0.91 without a judge, BO 0.925 at 0.9), and the check
     # keeps 94% of random views (mugs with the handle hidden and cans give way most):
-    # docs/results/worst-case.md, "A judge in the default check"
+    # docs/results/worst_case/worst-case.md, "A judge in the default check"
     reference: Optional[str] = "world"
     # the judge's calibrated true-class probability a view needs; null: the world's own threshold
     # (`world.reference_min_prob`: ShapeWorld 0.99, TransformWorld its measured one; 0.99 where a world
@@ -61,7 +61,7 @@ class ValidityConf(Ranged):
     # how an invalid proposal enters the loss the examiner is told: `barrier` (the model held there: loss 0),
     # so the examiner searches inside the label-keeping set S, as the paper's examiner does (its S keeps the
     # label by construction); every proposal is then judged. `none`: the raw loss, valid or not (before
-    # advaudit 0.2; BO then put 54-59% of its proposals outside S on a user's recipe): docs/results/worst-case.md
+    # advaudit 0.2; BO then put 54-59% of its proposals outside S on a user's recipe): docs/results/worst_case/worst-case.md
     in_loss: InLoss = InLoss.barrier
     # the worst-case audit asks the reference judge only about the proposals that can change a reported
     # number (advaudit/audits/lazy_validity.py: the same result.json as judging all; the others get no
@@ -69,7 +69,7 @@ class ValidityConf(Ranged):
     lazy: bool = True
     # the shares of invalid proposals (overall, the reference check's, per instance) are measured on this
     # seeded share of every instance's queries when a reference judge is in the check (1: on all of them;
-    # the geometric checks' own shares are always over all): docs/results/performance.md
+    # the geometric checks' own shares are always over all): docs/results/scale/performance.md
     share_sample: float = ranged(0.03125, low=0, high=1, low_open=True)
 
 

@@ -20,10 +20,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from advaudit.models.calibration import fit_temperature
-from advaudit.models.io import save_target
+from advaudit.models.targets.calibration import fit_temperature
+from advaudit.models import save_target
 from advaudit.models.nets import build_net
-from advaudit.models.target import TorchTarget
+from advaudit.models.targets.target import TorchTarget
 from advaudit.worlds.protocol import Instances
 from advaudit.worlds.transforms import TransformWorld
 

@@ -28,7 +28,7 @@ from advaudit.runtime import resolve_device
 # the photometric factors narrowed to blur sigma <= 0.5 px, brightness +-0.1, contrast 0.8-1.2 and
 # gamma 0.8-1.25: at blur 1 px, brightness +-0.2, contrast 0.7 and gamma 1.4 together the examiners'
 # worst cases on Fashion-MNIST were grey blurred blobs and near-black frames a person could not name
-# (docs/results/transform-world.md). Widen them per run with world.factors=... . Rotation (period
+# (docs/results/worst_case/transform-world.md). Widen them per run with world.factors=... . Rotation (period
 # 360 deg) and hue (period 1 turn) become circles when widened to a full turn, e.g.
 # world.factors={rotation:[-180,180],hue:[-0.5,0.5]}.
 GEOMETRIC = [Factor("rotation", -30.0, 30.0, "deg", 360.0), Factor("translate_x", -0.1, 0.1, "width"),
@@ -42,11 +42,11 @@ BLUR_RADIUS = 3
 # ``audit.validity.reference=world`` there: a ResNet-18 (width 16) trained by benchmarks/worst_case/transform_judge.py
 # (advaudit.worlds.transform_judge, seed 20, 45 minutes on one core) on fresh random views of JUDGE_BOX, the
 # default box above; in the check wherever a world shows Fashion-MNIST's ten classes at 28 px within that box
-# (docs/results/transform-world.md). Test accuracy 0.925; 0.913 on random default-box views.
+# (docs/results/worst_case/transform-world.md). Test accuracy 0.925; 0.913 on random default-box views.
 REFERENCE_JUDGE = Path(__file__).with_name("transforms_reference_judge.pt")
 # The reference judge's threshold in this world (used where ``audit.validity.reference_min_prob`` is unset):
 # the true class at calibrated probability >= REFERENCE_MIN_PROB. 0.99 is the measured default
-# (docs/results/transform-world.md); a lower one fits Fashion-MNIST's ambiguous upper-body classes better
+# (docs/results/worst_case/transform-world.md); a lower one fits Fashion-MNIST's ambiguous upper-body classes better
 # (benchmarks/worst_case/transform_criterion.py) but is not yet measured on examinations' worst cases.
 REFERENCE_MIN_PROB = 0.99
 JUDGE_DATASET = ("FashionMNISTDataModule", ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt",

@@ -29,7 +29,7 @@ from torch import Tensor
 from advaudit.worlds.settings import ValidityConf, WORLD_REFERENCE
 from advaudit.errors import require
 from advaudit.models import load_target
-from advaudit.models.classes import align_target
+from advaudit.models.targets.classes import align_target
 from advaudit.worlds.protocol import Instances, World, offered
 
 REFERENCE_CHECK = "reference"
@@ -52,7 +52,7 @@ class ValidityJudge:
         self.min_prob = min_prob(world, rules)
         if self.reference_path is not None:
             path = self.reference_path
-            self.reference = align_target(load_target(path, map_location=str(device)), list(world.class_names),
+            self.reference = align_target(load_target(path, device=str(device)), list(world.class_names),
                                           "the world (as the reference judge audit.validity.reference sees it)")
             shape = tuple(self.reference.input_shape)
             if shape != tuple(world.image_shape):

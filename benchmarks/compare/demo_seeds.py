@@ -1,4 +1,4 @@
-"""``make demo`` on several seeds, one after the other, and the table docs/results/demo.md reports.
+"""``make demo`` on several seeds, one after the other, and the table docs/results/compare/demo.md reports.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/compare/demo_seeds.py outputs/demo_seeds --seeds 0 1 2
 

@@ -10,7 +10,7 @@
 #   (jitter_photometric: the jitter recipe with only the photometric factors searched)
 # The jitter case widens the photometric factors to the jitter's own range (in the default box, brightness +-0.1,
 # contrast 0.8-1.2, gamma 0.8-1.25, colour jitter changes accuracy under random conditions by about 1 point:
-# docs/results/comparing.md) and names the packaged reference judge explicitly (outside its training box the
+# docs/results/compare/comparing.md) and names the packaged reference judge explicitly (outside its training box the
 # world offers none of its own). Resumable: finished examinations are skipped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Error-search experiments of docs/results/error-search.md: three Fashion-MNIST critical-class targets (dataset
+# Error-search experiments of docs/results/error_search/error-search.md: three Fashion-MNIST critical-class targets (dataset
 # bias, test-time shift, overfitting) and three biased SVM black boxes on real tables, each searched
 # with every method. Skips finished runs, so an interrupted run resumes.
 # Usage: bash benchmarks/error_search/error_search_experiments.sh [out_dir]

@@ -40,7 +40,7 @@ def seed_signal(seed_dir: Path) -> dict[str, float]:
     """The AUCs of one seed's target (see the module docstring)."""
     config = read_json(seed_dir / "search" / "result.json")["config"]
     audit, search = config["audit"], config["search"]
-    target = load_target(seed_dir / "train" / "checkpoints" / "target.pt", map_location="cpu")
+    target = load_target(seed_dir / "train" / "checkpoints" / "target.pt", device="cpu")
     split = target_datamodule(target).splits[audit["split"]]
     confidence, predicted = target.predict_proba(split.x).max(1)
     index = eligible(predicted, confidence, int(audit["critical_class"]), float(audit["tau"])).nonzero().squeeze(1)

@@ -13,7 +13,7 @@ Each finished chunk is appended to ``--out`` (JSONL) and skipped on a rerun, so 
 measured over several runs; the summary and the plot (``<out>.png``) are redrawn from all rows.
 
     PYTHONPATH=. .venv/bin/python benchmarks/error_search/scaling_error_search.py <target.pt> --sizes 500,2000,10000 \
-        --out docs/scaling_error_search.jsonl [--settings steps=4,probe_resolution=14]
+        --out docs/results/scale/scaling_error_search.jsonl [--settings steps=4,probe_resolution=14]
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("--settings", default="", help="k=v,... overrides of the audit's default HSJ settings")
     parser.add_argument("--chunk", type=int, default=500)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default="docs/scaling_error_search.jsonl")
+    parser.add_argument("--out", default="docs/results/scale/scaling_error_search.jsonl")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     settings = parse_settings(args.settings)

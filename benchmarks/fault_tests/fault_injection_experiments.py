@@ -120,8 +120,8 @@ def generator_gate(generator_path: Path, judge_path: Path) -> float:
     """The generator's quality gate: share of its samples the judge (trained on real data) assigns to
     the conditioning class."""
     from advaudit.models import load_target
-    from advaudit.models.generator import load_generator
-    from advaudit.models.generator_training import class_agreement
+    from advaudit.models.generators.generator import load_generator
+    from advaudit.models.generators.generator_training import class_agreement
 
     generator, _ = load_generator(str(generator_path))
     return class_agreement(generator.eval(), load_target(str(judge_path)))

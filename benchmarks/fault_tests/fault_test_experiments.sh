@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fault-test experiments of docs/results/fault-tests.md on Fashion-MNIST: a standard CNN, the patch-fault CNN
+# Fault-test experiments of docs/results/fault_tests/fault-tests.md on Fashion-MNIST: a standard CNN, the patch-fault CNN
 # (RQ1), a PGD-trained CNN (RQ3) and the conditional generator; then pullover -> coat tests on the
 # standard target (scored on the other two) and on the patch target (fixed and annealed budget).
 # Skips finished runs; an interrupted audit resumes from its saved chunks.

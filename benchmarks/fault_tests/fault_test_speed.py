@@ -5,7 +5,7 @@
 checked out of git (``benchmarks/scale/revision.py``): one direction per call, the plain generator
 (BatchNorm, nearest upsample then conv), the target's weights still collecting gradients. ``after``
 is this checkout's :func:`advaudit.faults.search.generator_tests`: both directions in one batch, the
-folded generator (:mod:`advaudit.models.generator_folding`), the target frozen. Both walk the same
+folded generator (:mod:`advaudit.models.generators.generator_folding`), the target frozen. Both walk the same
 seeds with the same settings, so their quality must agree: the share of failing tests per direction, the confidence of
 the failing tests (the target's softmax probability of the target class and the margin), and the
 seed-by-seed agreement of success. Throughput = failing tests per second of walk.
@@ -39,7 +39,7 @@ from advaudit.data.split import class_index
 from advaudit.faults.search import FaultResult, generator_tests, margin_loss
 from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_target
-from advaudit.models.generator import load_generator
+from advaudit.models.generators.generator import load_generator
 import sys
 sys.path[:0] = [str(p) for p in Path(__file__).resolve().parents[1].iterdir() if p.is_dir()]  # benchmarks/*/
 from revision import package_module_at_revision  # benchmarks/ is on sys.path

@@ -3,7 +3,7 @@
 The gate (``model.quality_gate``) is measured once, at the end of training, by one classifier. This
 reads a generator run dir's epoch checkpoint (``checkpoints/resume.ckpt``), rebuilds the generator from
 the run's own config (``run_config.json``) and measures the gate's statistic (the share of 100 samples
-per class a classifier gives their class, :func:`advaudit.models.generator_training.class_agreement_by_class`,
+per class a classifier gives their class, :func:`advaudit.models.generators.generator_training.class_agreement_by_class`,
 the same samples as the gate) by every ``--classifier``, so a generator that learns features only one
 network reads (a class teacher's) shows as a gap between classifiers. Appends one JSON line per call
 to ``<run dir>/agreement.jsonl``.
@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from advaudit.core.records import append_jsonl, read_json  # noqa: E402
 from advaudit.models import load_target  # noqa: E402
-from advaudit.models.generator import ConditionalGenerator, architecture  # noqa: E402
-from advaudit.models.generator_training import class_agreement_by_class  # noqa: E402
+from advaudit.models.generators.generator import ConditionalGenerator, architecture  # noqa: E402
+from advaudit.models.generators.generator_training import class_agreement_by_class  # noqa: E402
 
 
 def generator_of_run(run_dir: Path, image_shape: list[int]) -> tuple[ConditionalGenerator, dict]:

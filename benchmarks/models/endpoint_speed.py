@@ -1,6 +1,6 @@
 """What does auditing a model through its inference server cost, against the same model file audited locally?
 
-One MLServer (advaudit.models.endpoint.serve, on 127.0.0.1, one torch thread, sharing the machine with
+One MLServer (advaudit.models.targets.endpoint.serve, on 127.0.0.1, one torch thread, sharing the machine with
 the client) serves two TorchScript models: a small CNN on 28-px Fashion-MNIST inputs and a ResNet-18
 on 224-px inputs (random weights: speed does not depend on them).
 
@@ -37,10 +37,10 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from advaudit.confutil import override_value  # noqa: E402
-from advaudit.models.endpoint.client import EndpointClient  # noqa: E402
-from advaudit.models.endpoint.protocol import encode_request  # noqa: E402
-from advaudit.models.endpoint.serve import LocalServer, ServedModel  # noqa: E402
-from advaudit.models.endpoint.settings import EndpointSettings  # noqa: E402
+from advaudit.models.targets.endpoint.client import EndpointClient  # noqa: E402
+from advaudit.models.targets.endpoint.protocol import encode_request  # noqa: E402
+from advaudit.models.targets.endpoint.serve import LocalServer, ServedModel  # noqa: E402
+from advaudit.models.targets.endpoint.settings import EndpointSettings  # noqa: E402
 from advaudit.runtime import configure_threads  # noqa: E402
 
 NAMES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle-boot"]

@@ -25,8 +25,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from advaudit.models.formats.export import FixedBatch  # noqa: E402
-from advaudit.models.io import load_block_target  # noqa: E402
+from advaudit.models.targets.formats.export import FixedBatch  # noqa: E402
+from advaudit.models import load_target  # noqa: E402
 from advaudit.runtime import configure_threads  # noqa: E402
 
 NAMES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "boot"]
@@ -51,12 +51,12 @@ def make_forms(root: Path, batch: int) -> dict[str, object]:
     torch.export.save(program, root / "net_fixed.pt2")
     common = {"class_names": NAMES, "input_shape": [1, 28, 28], "normalization": "model"}
     forms: dict[str, object] = {
-        "state_dict block": load_block_target({"model": {"_target_": BUILDER}, "path": str(root / "net.pt"), **common}),
+        "state_dict block": load_target({"model": {"_target_": BUILDER}, "path": str(root / "net.pt"), **common}),
         f"torch.export, batch {batch}, as loaded (re-exported, dynamic batch)":
-            load_block_target({"path": str(root / "net_fixed.pt2"), **common})}
+            load_target({"path": str(root / "net_fixed.pt2"), **common})}
     assert not isinstance(forms[next(reversed(forms))].net.model, FixedBatch), "re-export failed"
     for name, batched in (("all chunks in one vmap call", True), ("chunk by chunk (before)", False)):
-        target = load_block_target({"path": str(root / "net_fixed.pt2"), **common})
+        target = load_target({"path": str(root / "net_fixed.pt2"), **common})
         target.net.model = FixedBatch(program.module(), [batch, 1, 28, 28])
         assert target.net.model.batched, "vmap does not run this program"
         target.net.model.batched = batched

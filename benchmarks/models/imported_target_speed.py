@@ -27,8 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from advaudit.confutil import override_value  # noqa: E402
 from advaudit.models import TorchTarget, load_target, save_target  # noqa: E402
-from advaudit.models.imported.store import import_target  # noqa: E402
-from advaudit.models.io import load_block_target  # noqa: E402
+from advaudit.models.targets.imported.store import import_target  # noqa: E402
 from advaudit.models.nets import build_net  # noqa: E402
 from advaudit.runtime import configure_threads  # noqa: E402
 from advaudit.worlds.shapes import ShapeWorld  # noqa: E402
@@ -80,7 +79,7 @@ def make_forms(root: Path, width: int) -> dict[str, object]:
 
 def forward_rate(value: object, images: torch.Tensor, reps: int = 3) -> float:
     """Images per second through ``predict_proba`` (the worst-case audit's scoring call)."""
-    target = load_block_target(value) if isinstance(value, dict) else load_target(value)
+    target = load_target(value)
     target.predict_proba(images[:64])
     start = time.perf_counter()
     for _ in range(reps):

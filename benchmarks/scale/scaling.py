@@ -6,7 +6,7 @@ queries x (render + forward per query), measured by ``examiner_speed.py --target
 finish and a rerun skips the points already there; the plot (log-log, PNG) is redrawn from all rows.
 
     .venv/bin/python benchmarks/scale/scaling.py --examiners bo,rl --instances 10,55,220 \
-        --budgets 100,500,2000 --base-instances 10 --base-budget 100 --out docs/scaling_examiners.jsonl
+        --budgets 100,500,2000 --base-instances 10 --base-budget 100 --out docs/results/scale/scaling_examiners.jsonl
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--base-budget", type=int, default=100)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default="docs/scaling_examiners.jsonl")
+    parser.add_argument("--out", default="docs/results/scale/scaling_examiners.jsonl")
     args = parser.parse_args()
     configure_threads(args.threads)
     out = Path(args.out)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from advaudit.models.io import load_target
+from advaudit.models import load_target
 from advaudit.core.intervals import format_summary, mean_with_ci
 from advaudit.runtime import configure_threads
 from advaudit.worlds.meshes import MeshWorld

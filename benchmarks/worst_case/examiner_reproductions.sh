@@ -25,7 +25,7 @@
 # (RL_T="100 300 500" after RL_T="100 300" runs only the 200 updates from 300 to 500). A target dir
 # may be a symlink to a target trained elsewhere with the same recipe (e.g. the planted-weakness
 # control). The tables in
-# docs/results/worst-case-paper.md come from the last part: .venv/bin/python benchmarks/worst_case/examiner_tables.py OUT
+# docs/results/worst_case/worst-case-paper.md come from the last part: .venv/bin/python benchmarks/worst_case/examiner_tables.py OUT
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:-outputs/repro}; shift || true

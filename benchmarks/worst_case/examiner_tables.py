@@ -1,4 +1,4 @@
-"""The examiner-reproduction tables of docs/results/worst-case-paper.md, computed from the run dirs of
+"""The examiner-reproduction tables of docs/results/worst_case/worst-case-paper.md, computed from the run dirs of
 benchmarks/worst_case/examiner_reproductions.sh (``<OUT>/<name>_<examiner>_s<seed>``), from steps.jsonl only.
 
 Metrics, per run, at T iterations (T policy updates of q for RL and random search with q = 32;

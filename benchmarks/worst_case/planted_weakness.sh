@@ -10,7 +10,7 @@
 #   OUT/concentration_FACTOR/concentration.{md,json} (late proposals outside [LOW, HIGH]).
 # Sizes (environment): EXAMINERS="rl bo random" SEEDS="0 1" RL_BUDGET=3200 (queries: 100 RL
 #   iterations of 32) RL_LR=0.01 (at 100 iterations the paper's 0.001 barely moves the policy:
-#   benchmarks/worst_case/rl_concentration_synthetic.py, docs/results/worst-case-concentration.md) BO_BUDGET=512 RANDOM_BUDGET=640 LAST=64 (late window, queries; random search's
+#   benchmarks/worst_case/rl_concentration_synthetic.py, docs/results/worst_case/worst-case-concentration.md) BO_BUDGET=512 RANDOM_BUDGET=640 LAST=64 (late window, queries; random search's
 #   share needs only enough late proposals, not a long run).
 # Resumable: finished targets and examinations are skipped; an interrupted examination resumes.
 # The report covers every finished examination of the two targets in OUT, so a second call with

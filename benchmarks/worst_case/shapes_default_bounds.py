@@ -1,5 +1,5 @@
 """Geometric validity of ShapeWorld conditions by camera distance: the figures behind the default
-bounds (advaudit/worlds/shapes/world.py, DEFAULT_FACTORS) and docs/results/worst-case.md.
+bounds (advaudit/worlds/shapes/world.py, DEFAULT_FACTORS) and docs/results/worst_case/worst-case.md.
 
 Renders every val instance under uniformly random conditions of the paper's Table-1 box
 (camera distance 1-5 m) and, per camera-distance bin, reports the share of renders whose object
@@ -42,7 +42,7 @@ def measure(world: ShapeWorld, renders: int, min_height: int, seed: int,
 
 def target_accuracy(path: str, world: ShapeWorld, renders: int, min_height: int, seed: int) -> dict[str, float]:
     """Accuracy of the target at ``path`` on the test instances under random default conditions."""
-    from advaudit.models.io import load_target
+    from advaudit.models import load_target
 
     target = load_target(path)
     z = world.instances("test")

@@ -27,7 +27,6 @@ from torch import Tensor
 
 from advaudit.data.fashion_mnist import FashionMNISTDataModule
 from advaudit.models import load_target
-from advaudit.models.io import load_block_target
 from advaudit.worlds.protocol import Instances
 from advaudit.worlds.transforms import TransformWorld
 
@@ -78,7 +77,7 @@ def main() -> None:
     s = world.random_conditions(n, v, generator=torch.Generator().manual_seed(args.seed))
     images, labels = world.render(z, s), z.labels.repeat_interleave(v)
     with open(args.control) as handle:
-        control = load_block_target(yaml.safe_load(handle)["target"])
+        control = load_target(yaml.safe_load(handle)["target"])
     judge, independent = load_target(args.judge), load_target(args.independent)
     control_p, control_ok = (t.reshape(n, v) for t in true_probs(control, images, labels))
     judge_p, judge_ok = (t.reshape(n, v) for t in true_probs(judge, images, labels))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TransformWorld's default box measured with an independent judge (docs/results/transform-world.md, first table):
+# TransformWorld's default box measured with an independent judge (docs/results/worst_case/transform-world.md, first table):
 # trains the independent judge (a SmallCNN, not the packaged judge's ResNet-18, seed 21, the default box's
 # transforms as augmentation, a wall-clock budget), examines the rotation pair's plain checkpoint at the
 # default settings (packaged judge in the check) with RL seeds 0-2 and BO seed 0, and judges every failure.

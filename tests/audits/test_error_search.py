@@ -11,7 +11,7 @@ import torch
 
 from advaudit.core.records import read_json, read_jsonl
 from advaudit.errors import AdvauditError
-from advaudit.models.target import SklearnTarget
+from advaudit.models.targets.target import SklearnTarget
 from tests.conftest import compose_config
 
 ALL = "[random,low_confidence,lakkaraju,bansal_weld,facility_locations,adversarial_distance]"

@@ -10,7 +10,7 @@ import torch
 from omegaconf import OmegaConf
 
 from advaudit.audits import evaluate
-from advaudit.models.calibration import expected_calibration_error
+from advaudit.models.targets.calibration import expected_calibration_error
 
 # true labels and the stand-in target's probabilities; confidences sit inside 15-bin ECE bins, never on an edge
 Y = torch.tensor([0, 0, 1, 1, 2, 2])

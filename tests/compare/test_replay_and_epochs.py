@@ -102,10 +102,10 @@ class _Trainer(SimpleNamespace):
 
 def test_epoch_targets_keep_every_epoch_or_the_best_k(tmp_path: Path) -> None:
     from advaudit.errors import AdvauditError
-    from advaudit.models.epoch_checkpoints import EpochTargets
-    from advaudit.models.io import load_target
+    from advaudit.models.training.epoch_checkpoints import EpochTargets
+    from advaudit.models import load_target
     from advaudit.models.nets import build_net
-    from advaudit.models.target import TorchTarget
+    from advaudit.models.targets.target import TorchTarget
 
     meta = {"arch": "mlp", "arch_params": {}, "class_names": ["a", "b"], "input_shape": [3],
             "normalization": {"mean": [0.0] * 3, "std": [1.0] * 3}}
@@ -130,7 +130,7 @@ def test_epoch_targets_keep_every_epoch_or_the_best_k(tmp_path: Path) -> None:
 
 
 def test_training_writes_each_epoch_as_an_auditable_target(tmp_path: Path) -> None:
-    from advaudit.models.io import load_target
+    from advaudit.models import load_target
     from advaudit.tasks import train
 
     cfg = compose_config("train", ["model=mlp", "dataset=fashion_mnist", "dataset.limit={train:200,val:100,test:100}",

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from advaudit.compare import compare_runs
-from advaudit.models.io import load_any_target
+from advaudit.models import load_target
 from advaudit.worlds.shapes.world import CLASSES, REFERENCE_JUDGE, ShapeWorld
 from tests.compare.fixtures import write_worst_case
 
@@ -37,7 +37,7 @@ _JUDGE: list = []
 
 def _judge() -> object:
     if not _JUDGE:
-        _JUDGE.append(load_any_target(str(REFERENCE_JUDGE)))
+        _JUDGE.append(load_target(str(REFERENCE_JUDGE)))
     return _JUDGE[0]
 
 

@@ -28,7 +28,7 @@ from advaudit.compare.sensitivity import measure as sensitivity
 from advaudit.compare.why.attribution import Sides, attribute
 from advaudit.compare.why.measure import measure
 from advaudit.compare.why.plan import interventions
-from advaudit.models.io import load_any_target
+from advaudit.models import load_target
 from advaudit.worlds.protocol import Factor, Instances
 from tests.compare.fixtures import write_worst_case
 
@@ -104,7 +104,7 @@ def _measured(units: dict[str, str], n: int = 300, m: int = 40):
 
 
 def _load(fn: str):
-    return load_any_target(_block(fn, fn), device="cpu")
+    return load_target(_block(fn, fn), device="cpu")
 
 
 def test_the_plan_has_the_factors_with_a_reference_their_group_and_all_of_them() -> None:

@@ -104,7 +104,7 @@ def test_the_budget_warning_counts_the_random_first_step_of_q_queries() -> None:
 
 
 def test_bo_batch_is_bo_with_the_measured_batch_settings(tmp_path) -> None:
-    # catches: the one-word preset drifting from the settings docs/results/performance.md measured, or
+    # catches: the one-word preset drifting from the settings docs/results/scale/performance.md measured, or
     # composing another examiner than BO
     from tests.conftest import compose_config
     batch = compose_config("examine", ["examiner=bo_batch"], tmp_path).examiner

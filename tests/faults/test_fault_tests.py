@@ -15,9 +15,9 @@ from advaudit.faults.foolbox_pgd import foolbox_pixel_tests
 from advaudit.faults.search import FaultResult, generator_tests, margin_loss, pixel_distances, pixel_tests
 from advaudit.faults.seeds import sample_seeds
 from advaudit.models import load_target, save_target
-from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic, load_generator, save_generator
+from advaudit.models.generators.generator import ConditionalGenerator, GANModule, ProjectionCritic, load_generator, save_generator
 from advaudit.models.nets import build_net
-from advaudit.models.target import TorchTarget
+from advaudit.models.targets.target import TorchTarget
 from tests.conftest import FMNIST_ROOT, compose_config
 
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from advaudit.models.generator import ConditionalGenerator
-from advaudit.models.generator_folding import FoldedGenerator, can_fold, folded
+from advaudit.models.generators.generator import ConditionalGenerator
+from advaudit.models.generators.generator_folding import FoldedGenerator, can_fold, folded
 
 
 def generator_with_trained_statistics(size: int, seed: int = 0, trunk_layers: int = 0) -> ConditionalGenerator:

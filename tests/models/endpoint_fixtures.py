@@ -2,7 +2,7 @@
 
 :func:`start_test_server` writes the model (:class:`tests.models.user_models.SmallNet`, seed 0) as a
 TorchScript file and as ONNX, and serves them, with the deployments the tests need, on a free port of
-127.0.0.1 (:class:`advaudit.models.endpoint.serve.LocalServer`, 10 s to start on the 2-core machine):
+127.0.0.1 (:class:`advaudit.models.targets.endpoint.serve.LocalServer`, 10 s to start on the 2-core machine):
 
 - ``fmnist`` (TorchScript) and ``fmnist-onnx``: the model as it is;
 - ``fmnist-secure``: answers only requests carrying ``Bearer $ADVAUDIT_TEST_ENDPOINT_TOKEN``;
@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from advaudit.models.endpoint.serve import LocalServer, ServedModel
+from advaudit.models.targets.endpoint.serve import LocalServer, ServedModel
 from tests.models.user_models import SmallNet
 
 TOKEN_ENV = "ADVAUDIT_TEST_ENDPOINT_TOKEN"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import torch
 
-from advaudit.models.io import load_target, save_target
+from advaudit.models import load_target, save_target
 from advaudit.models.nets import LEGACY_NAMES, build_net
-from advaudit.models.target import TorchTarget
+from advaudit.models.targets.target import TorchTarget
 
 
 def _saved(tmp_path: Path, arch: str, shape: tuple[int, ...], **params) -> Path:

@@ -10,8 +10,8 @@ import torch
 from advaudit.data.sklearn_sets import TabularDataModule
 from advaudit.errors import AdvauditError
 from advaudit.models import SklearnTarget, load_target, save_target
-from advaudit.models.checkpoint import load_checkpoint, save_checkpoint
-from advaudit.models.sklearn_training import make_estimator
+from advaudit.models.targets.formats.checkpoint import load_checkpoint, save_checkpoint
+from advaudit.models.training.sklearn_training import make_estimator
 
 
 class NotPlainData:

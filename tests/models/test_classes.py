@@ -8,10 +8,10 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from advaudit.errors import AdvauditError
-from advaudit.models.classes import OTHER_CLASS, align_classes, align_target, normalise_class_name
-from advaudit.models.imported.adapters import InputAdapter
-from advaudit.models.imported.targets import BlackBoxTarget
-from advaudit.models.target import SklearnTarget, TorchTarget
+from advaudit.models.targets.classes import OTHER_CLASS, align_classes, align_target, normalise_class_name
+from advaudit.models.targets.adapters import InputAdapter
+from advaudit.models.targets.imported.targets import BlackBoxTarget
+from advaudit.models.targets.target import SklearnTarget, TorchTarget
 
 DATA = ["t-shirt", "trouser", "pullover", "ankle-boot"]
 

@@ -18,8 +18,8 @@ import torch
 
 import advaudit
 from advaudit.errors import AdvauditError
-from advaudit.models.endpoint.protocol import decode_response, encode_request
-from advaudit.models.endpoint.serve import LocalServer
+from advaudit.models.targets.endpoint.protocol import decode_response, encode_request
+from advaudit.models.targets.endpoint.serve import LocalServer
 from tests.models.endpoint_fixtures import FMNIST_SHAPE, TOKEN, TOKEN_ENV, endpoint_block
 from tests.models.test_imported_targets import FMNIST_NAMES
 from tests.test_import_end_to_end import SMALL_FMNIST, run_examine
@@ -61,7 +61,7 @@ def test_probabilities_through_the_server_equal_the_local_models(oip_server: Loc
         assert list(target.input_shape) == FMNIST_SHAPE  # read from the model's metadata
         served = target.predict_proba(x)
         assert served.shape == (300, 10) and float((served - local).abs().max()) <= 1e-6
-    record = advaudit.models.endpoint.endpoint_records()[-1]
+    record = advaudit.models.targets.endpoint.endpoint_records()[-1]
     assert record["model_version"] == "7" and record["server"]["name"] == "mlserver"
     assert record["inputs"] == 2 + 8 + 300 and record["requests"] == 2 + 3  # probes, then the batch in 3 parts
 

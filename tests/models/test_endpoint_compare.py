@@ -10,7 +10,7 @@ import pytest
 
 from advaudit.compare.__main__ import main as compare_main
 from advaudit.confutil import override_value
-from advaudit.models.endpoint.serve import LocalServer
+from advaudit.models.targets.endpoint.serve import LocalServer
 from advaudit.report.wandb_offline import offline_runs
 from advaudit.tasks import examine
 from tests.conftest import compose_config

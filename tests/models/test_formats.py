@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from advaudit.models import formats
-from advaudit.models.chunks import in_fixed_batches, pad_rows
-from advaudit.models.formats import FORMATS, PROGRAM_BACKENDS, format_of, program_format
+from advaudit.models.targets import formats
+from advaudit.models.targets.chunks import in_fixed_batches, pad_rows
+from advaudit.models.targets.formats import FORMATS, PROGRAM_BACKENDS, format_of, program_format
 
 
 def test_each_kind_belongs_to_one_format_and_each_format_can_be_detected_and_loaded() -> None:

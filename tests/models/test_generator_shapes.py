@@ -10,8 +10,8 @@ import torch
 
 from advaudit.errors import AdvauditError
 from advaudit.models import load_target
-from advaudit.models.generator import load_generator
-from advaudit.models.generator_training import class_agreement
+from advaudit.models.generators.generator import load_generator
+from advaudit.models.generators.generator_training import class_agreement
 from tests.conftest import compose_config
 from tests.faults.test_fault_tests import brightness_target
 from tests.worlds.shapes_reference import BOX
@@ -93,7 +93,7 @@ def test_class_teacher_steers_the_generator_and_stays_frozen_and_unsaved() -> No
     teacher is never updated, never put in train mode (its BatchNorm statistics stay) and never saved."""
     import pytorch_lightning as pl
 
-    from advaudit.models.generator import ConditionalGenerator, GANModule, ProjectionCritic
+    from advaudit.models.generators.generator import ConditionalGenerator, GANModule, ProjectionCritic
 
     torch.manual_seed(0)
     generator = ConditionalGenerator(3, (3, 8, 8), latent_dim=8, width=4)
@@ -135,7 +135,7 @@ TINY_RENDERED = ["experiment=faults/train_shapes_rendered_generator", "dataset.i
 
 
 def test_rendered_scenes_are_fresh_balanced_reproducible_and_what_the_latent_names() -> None:
-    from advaudit.models.rendered_generator import RenderedScenes, scene_units
+    from advaudit.models.generators.rendered_generator import RenderedScenes, scene_units
     from advaudit.worlds.shapes.world import ShapeWorld
 
     world = ShapeWorld(image_size=16, instances_per_class={"train": 1, "val": 1, "test": 1}, seed=0)
@@ -157,8 +157,8 @@ def test_rendered_scenes_are_fresh_balanced_reproducible_and_what_the_latent_nam
 
 def test_the_rendered_objective_fits_the_renders() -> None:
     """Fitted to fresh scenes, the generator's L1 to the renders of held-out scenes falls to under 70% in 40 steps."""
-    from advaudit.models.generator import ConditionalGenerator
-    from advaudit.models.rendered_generator import RenderedGeneratorModule, RenderedScenes
+    from advaudit.models.generators.generator import ConditionalGenerator
+    from advaudit.models.generators.rendered_generator import RenderedGeneratorModule, RenderedScenes
     from advaudit.worlds.shapes.world import ShapeWorld
 
     torch.manual_seed(0)

@@ -19,11 +19,10 @@ import torch.nn.functional as F
 from advaudit.data.fashion_mnist import FashionMNISTDataModule
 from advaudit.errors import AdvauditError
 from advaudit.models import TorchTarget, load_target, save_target
-from advaudit.models.formats import identify
-from advaudit.models.imported.adapters import InputAdapter
-from advaudit.models.imported.spec import OTHER_CLASS, parse_target_spec
-from advaudit.models.imported.store import import_target
-from advaudit.models.io import load_block_target
+from advaudit.models.targets.formats import identify
+from advaudit.models.targets.adapters import InputAdapter
+from advaudit.models.targets.imported.spec import OTHER_CLASS, parse_target_spec
+from advaudit.models.targets.imported.store import import_target
 from tests.models.user_models import LitNet, brightness_votes
 
 FMNIST_NAMES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle-boot"]
@@ -65,7 +64,7 @@ def user_logits(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 def test_torchvision_state_dict_block_is_the_users_resnet(resnet, fmnist_images: torch.Tensor) -> None:
     model, path = resnet
-    target = load_block_target(resnet_block(path))
+    target = load_target(resnet_block(path))
     assert target.input_shape == (1, 28, 28) and target.class_names == FMNIST_NAMES
     expected = user_logits(model, fmnist_images)
     assert torch.allclose(target.logits(fmnist_images), expected, atol=1e-4)
@@ -87,7 +86,7 @@ def test_same_resnet_as_torchscript_export_and_onnx_files(resnet, fmnist_images:
         file = tmp_path / name
         assert identify(file).kind == kind
         block = {k: v for k, v in resnet_block(file).items() if k != "model"}   # no code named: none needed
-        target = load_block_target(block)
+        target = load_target(block)
         assert torch.allclose(target.logits(fmnist_images), expected, atol=1e-3), name
         imported = import_target(block, tmp_path / f"imported_{kind}.pt")
         assert imported["backend"] == kind and imported["logit_gap"] < 1e-4
@@ -124,8 +123,8 @@ def test_lightning_checkpoint_by_class_and_by_inner_module(fmnist_images: torch.
         expected = lit(fmnist_images)
     common = {"path": str(tmp_path / "user.ckpt"), "class_names": FMNIST_NAMES, "input_shape": [1, 28, 28],
               "normalization": "model"}
-    by_class = load_block_target({"lightning_module": "tests.models.user_models.LitNet", **common})
-    by_module = load_block_target({"model": {"_target_": "tests.models.user_models.SmallNet"}, **common})  # 'net.' prefix
+    by_class = load_target({"lightning_module": "tests.models.user_models.LitNet", **common})
+    by_module = load_target({"model": {"_target_": "tests.models.user_models.SmallNet"}, **common})  # 'net.' prefix
     for target in (by_class, by_module):
         assert torch.allclose(target.logits(fmnist_images), expected, atol=1e-5)
 
@@ -137,7 +136,7 @@ def test_timm_model_with_safetensors_weights(fmnist_images: torch.Tensor, tmp_pa
     torch.manual_seed(2)
     model = timm.create_model("resnet10t", pretrained=False, num_classes=10, in_chans=1).eval()
     save_file(model.state_dict(), str(tmp_path / "timm.safetensors"))
-    target = load_block_target({"model": {"_target_": "timm.create_model", "model_name": "resnet10t",
+    target = load_target({"model": {"_target_": "timm.create_model", "model_name": "resnet10t",
                                           "pretrained": False, "num_classes": 10, "in_chans": 1},
                                 "path": str(tmp_path / "timm.safetensors"), "class_names": FMNIST_NAMES,
                                 "input_shape": [1, 28, 28], "normalization": {"mean": [0.3], "std": [0.35]}})
@@ -156,20 +155,20 @@ def test_random_forest_through_skops_and_a_trusted_pickle(tmp_path: Path) -> Non
     sio.dump(forest, tmp_path / "forest.skops")
     block = {"path": str(tmp_path / "forest.skops"), "class_names": ["class_0", "class_1", "class_2"],
              "input_shape": [13], "normalization": "model"}
-    target = load_block_target(block)                    # trees are bounds-checked, then trusted
+    target = load_target(block)                    # trees are bounds-checked, then trusted
     assert np.allclose(target.predict_proba(torch.tensor(x, dtype=torch.float32)).numpy(),
                        forest.predict_proba(x.astype(np.float32)), atol=1e-6)
     forest.estimators_[0].tree_.children_left[0] = 10 ** 6   # a crafted file: a node pointing outside its tree
     sio.dump(forest, tmp_path / "crafted.skops")
     with pytest.raises(AdvauditError, match="points outside the tree"):
-        load_block_target({**block, "path": str(tmp_path / "crafted.skops")})
+        load_target({**block, "path": str(tmp_path / "crafted.skops")})
     forest.estimators_[0].tree_.children_left[0] = RandomForestClassifier(n_estimators=15, random_state=0).fit(
         x, y).estimators_[0].tree_.children_left[0]
     with open(tmp_path / "forest.pkl", "wb") as handle:
         pickle.dump(forest, handle)
     with pytest.raises(AdvauditError, match="refusing to unpickle .*target.trusted=true"):
-        load_block_target({**block, "path": str(tmp_path / "forest.pkl")})
-    trusted = load_block_target({**block, "path": str(tmp_path / "forest.pkl"), "trusted": True})
+        load_target({**block, "path": str(tmp_path / "forest.pkl")})
+    trusted = load_target({**block, "path": str(tmp_path / "forest.pkl"), "trusted": True})
     summary = import_target({**block, "path": str(tmp_path / "forest.pkl"), "trusted": True}, tmp_path / "forest.pt")
     assert summary["backend"] == "skops"                  # stored without pickle: safe to pass around
     stored = load_target(tmp_path / "forest.pt")
@@ -179,9 +178,9 @@ def test_random_forest_through_skops_and_a_trusted_pickle(tmp_path: Path) -> Non
 
 def test_prediction_function_as_a_black_box(fmnist_images: torch.Tensor) -> None:
     common = {"class_names": FMNIST_NAMES, "input_shape": [1, 28, 28], "normalization": "model", "array": "numpy"}
-    target = load_block_target({"function": "tests.models.user_models.brightness_votes", **common})
+    target = load_target({"function": "tests.models.user_models.brightness_votes", **common})
     assert np.allclose(target.predict_proba(fmnist_images).numpy(), brightness_votes(fmnist_images.numpy()), atol=1e-5)
-    sharper = load_block_target({"function": {"_target_": "tests.models.user_models.scaled_votes", "_partial_": True,
+    sharper = load_target({"function": {"_target_": "tests.models.user_models.scaled_votes", "_partial_": True,
                                               "sharpness": 2.0}, **common})
     assert float(sharper.predict_proba(fmnist_images).max(1).values.mean()) > float(
         target.predict_proba(fmnist_images).max(1).values.mean())
@@ -195,7 +194,7 @@ def test_class_map_sums_outputs_and_keeps_the_rest_as_other(resnet, fmnist_image
     block.pop("class_names")
     block["output_names"] = FMNIST_NAMES
     block["class_map"] = {"top": ["t-shirt", "pullover", "coat", "shirt"], "shoe": [5, 7, 9]}
-    target = load_block_target(block)
+    target = load_target(block)
     assert target.class_names == ["top", "shoe", OTHER_CLASS]
     p = torch.softmax(user_logits(model, fmnist_images), 1)
     mapped = target.predict_proba(fmnist_images)
@@ -203,7 +202,7 @@ def test_class_map_sums_outputs_and_keeps_the_rest_as_other(resnet, fmnist_image
     assert torch.allclose(mapped[:, 1], p[:, [5, 7, 9]].sum(1), atol=1e-5)
     assert torch.allclose(mapped[:, 2], p[:, [1, 3, 8]].sum(1), atol=1e-5)
     with pytest.raises(AdvauditError, match="did you mean 'sandal'"):
-        load_block_target({**block, "class_map": {"shoe": ["sandals"]}})
+        load_target({**block, "class_map": {"shoe": ["sandals"]}})
 
 
 def test_a_different_network_under_advaudits_architecture_name_is_refused(tmp_path: Path) -> None:
@@ -228,12 +227,12 @@ def test_weights_that_do_not_fit_name_every_key(resnet) -> None:
     block["model"] = {"_target_": "torchvision.models.resnet18", "num_classes": 5}
     block["class_names"] = FMNIST_NAMES[:5]
     with pytest.raises(AdvauditError) as error:
-        load_block_target(block)
+        load_target(block)
     message = str(error.value)
     assert "fc.weight [10, 512] vs [5, 512]" in message and "fc.bias [10] vs [5]" in message
     block["model"] = {"_target_": "torchvision.models.resnet34", "num_classes": 10}
     with pytest.raises(AdvauditError, match=r"missing: .*layer1\.2\.conv1\.weight"):
-        load_block_target(resnet_block(path, model=block["model"]))
+        load_target(resnet_block(path, model=block["model"]))
 
 
 def test_block_mistakes_are_one_line_with_the_fix(resnet) -> None:
@@ -243,9 +242,9 @@ def test_block_mistakes_are_one_line_with_the_fix(resnet) -> None:
     with pytest.raises(AdvauditError, match="target.normalization is required"):
         parse_target_spec({k: v for k, v in resnet_block(path).items() if k != "normalization"})
     with pytest.raises(AdvauditError, match="gives 10 scores per input but target.class_names has 3"):
-        load_block_target(resnet_block(path, class_names=["a", "b", "c"]))
+        load_target(resnet_block(path, class_names=["a", "b", "c"]))
     with pytest.raises(AdvauditError, match="does not run on inputs of shape"):
-        load_block_target({**resnet_block(path), "input_shape": [1, 32, 32], "normalization": "model"})
+        load_target({**resnet_block(path), "input_shape": [1, 32, 32], "normalization": "model"})
 
 
 def test_imported_logits_skip_only_an_identity_normalisation(resnet, fmnist_images: torch.Tensor) -> None:
@@ -253,7 +252,7 @@ def test_imported_logits_skip_only_an_identity_normalisation(resnet, fmnist_imag
     ``logits`` skips it: the same numbers, bit for bit, as applying it; the adapter's in-place division
     gives its out-of-place numbers."""
     _, path = resnet
-    target = load_block_target(resnet_block(path))
+    target = load_target(resnet_block(path))
     assert float(target.mean.abs().max()) == 0.0 and bool((target.std == 1).all())
     with torch.no_grad():
         assert torch.equal(target.logits(fmnist_images), target.net((fmnist_images - target.mean) / target.std))

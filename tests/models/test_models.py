@@ -7,10 +7,10 @@ import torch
 from omegaconf import OmegaConf
 
 from advaudit.errors import AdvauditError
-from advaudit.models.calibration import expected_calibration_error, fit_temperature
-from advaudit.models.classifier import pgd_attack
+from advaudit.models.targets.calibration import expected_calibration_error, fit_temperature
+from advaudit.models.training.classifier import pgd_attack
 from advaudit.models.nets import LEGACY_NAMES, MLP, build_net, checkpoint_architecture, split_arch
-from advaudit.models.target import TorchTarget
+from advaudit.models.targets.target import TorchTarget
 from tests.conftest import CONF_DIR
 
 

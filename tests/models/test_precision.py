@@ -1,4 +1,4 @@
-"""The target's inference precision and device (advaudit.models.precision): bf16 autocast agrees with float32
+"""The target's inference precision and device (advaudit.models.targets.precision): bf16 autocast agrees with float32
 on a real examination, inference leaves ordinary tensors, and what cannot run here is refused in one line."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import torch
 
 from advaudit.core.records import read_jsonl
 from advaudit.errors import AdvauditError
-from advaudit.models.io import load_target
-from advaudit.models.precision import configure_target, device_problem
+from advaudit.models import load_target
+from advaudit.models.targets.precision import configure_target, device_problem
 from advaudit.tasks import examine
 from tests.conftest import worst_case_overrides
 
@@ -49,7 +49,7 @@ def test_bf16_autocast_agrees_with_float32_on_an_examination(make_cfg, tiny_shap
 def test_inference_returns_float32_ordinary_tensors(tiny_shapes_target: Path) -> None:
     """bf16 autocast still returns float32 probabilities summing to 1; they are not inference tensors, so
     callers may change them in place."""
-    target = configure_target(load_target(tiny_shapes_target, map_location="cpu"), "bf16")
+    target = configure_target(load_target(tiny_shapes_target, device="cpu"), "bf16")
     x = torch.rand(5, *target.input_shape, generator=torch.Generator().manual_seed(0))
     probs = target.predict_proba(x)
     assert probs.dtype == torch.float32 and not probs.is_inference()

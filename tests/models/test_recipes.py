@@ -20,13 +20,12 @@ from advaudit.audits.common import target_datamodule
 from advaudit.confutil import locate
 from advaudit.data.sklearn_sets import TabularDataModule
 from advaudit.errors import AdvauditError
-from advaudit.models import load_target as load_target_file
-from advaudit.models.formats import how_to_audit, identify
-from advaudit.models.formats.export import FixedBatch
-from advaudit.models.formats.onnx import onnx_bytes
-from advaudit.models.imported.spec import named_dataset, parse_target_spec
-from advaudit.models.imported.store import import_target
-from advaudit.models.io import load_block_target
+from advaudit.models.targets.formats import how_to_audit, identify
+from advaudit.models.targets.formats.export import FixedBatch
+from advaudit.models.targets.formats.onnx import onnx_bytes
+from advaudit.models.targets.imported.spec import named_dataset, parse_target_spec
+from advaudit.models.targets.imported.store import import_target
+from advaudit.models import load_target
 
 BREAST_CANCER = ["malignant", "benign"]
 
@@ -87,7 +86,7 @@ def test_a_block_and_its_imported_file_audit_on_the_dataset_option_they_name(can
     expected = TabularDataModule(name="breast_cancer")
     expected.setup()
     test = expected.split("test")
-    for target in (load_block_target(block), load_target_file(import_target(block, tmp_path / "cancer.pt")["path"])):
+    for target in (load_target(block), load_target(import_target(block, tmp_path / "cancer.pt")["path"])):
         data = target_datamodule(target)
         assert data.class_names == BREAST_CANCER and torch.equal(data.split("test").x, test.x)
         probs = target.predict_proba(data.split("test").x)
@@ -99,10 +98,10 @@ def test_a_users_dataset_class_runs_from_a_block_never_from_a_file(cancer_model,
     stores the same ``_target_`` is refused."""
     _, path = cancer_model
     block = cancer_block(path, dataset={"_target_": f"{__name__}.MyTable", "name": "breast_cancer"})
-    assert isinstance(target_datamodule(load_block_target(block)), MyTable)
+    assert isinstance(target_datamodule(load_target(block)), MyTable)
     import_target(block, tmp_path / "mine.pt")
     with pytest.raises(AdvauditError, match="a file never makes advaudit import code"):
-        target_datamodule(load_target_file(tmp_path / "mine.pt"))
+        target_datamodule(load_target(tmp_path / "mine.pt"))
 
 
 # -- scoring from Python ------------------------------------------------------------------------------
@@ -133,7 +132,7 @@ def small_cnn() -> torch.nn.Module:
 
 def fixed_batch_target(net: torch.nn.Module, path: Path, batch: int = 4):
     torch.export.save(torch.export.export(net, (torch.rand(batch, 1, 28, 28),)), path)
-    return load_block_target({"path": str(path), "class_names": [str(i) for i in range(10)],
+    return load_target({"path": str(path), "class_names": [str(i) for i in range(10)],
                               "input_shape": [1, 28, 28], "normalization": "model"})
 
 

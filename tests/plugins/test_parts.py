@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from advaudit.audits.common import load_audit_target, target_datamodule
 from advaudit.errors import AdvauditError
-from advaudit.models.io import load_target
+from advaudit.models import load_target
 from advaudit.tasks import named_function
 from tests.conftest import REPO
 

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from advaudit.core.records import append_jsonl, read_json, read_jsonl, write_json
 from advaudit.core.wandb_run import finish_any_wandb_run, wandb_settings
-from advaudit.models.tracking import open_wandb
+from advaudit.models.targets.tracking import open_wandb
 
 
 def test_jsonl_appends_and_ignores_a_torn_last_line(tmp_path: Path) -> None:
@@ -53,9 +53,9 @@ def test_offline_run_is_written_and_closed_even_on_error(tmp_path: Path) -> None
 
 def _tiny_checkpoint(path: Path) -> Path:
     """A real (untrained) MLP target checkpoint written by advaudit's own save_target."""
-    from advaudit.models.io import save_target
+    from advaudit.models import save_target
     from advaudit.models.nets import build_net
-    from advaudit.models.target import TorchTarget
+    from advaudit.models.targets.target import TorchTarget
 
     meta = {"arch": "mlp", "arch_params": {}, "class_names": ["a", "b", "c"], "input_shape": [4],
             "normalization": {"mean": [0.0] * 4, "std": [1.0] * 4}, "config": {"seed": 5}}

@@ -8,7 +8,7 @@ from torch import nn
 
 from advaudit.errors import AdvauditError
 from advaudit.models.nets import build_net
-from advaudit.models.target import TorchTarget
+from advaudit.models.targets.target import TorchTarget
 from advaudit.search.attacks import (attack_box, attack_items, batched_hop_skip_jump, foolbox_attack,
                                      inference_logits, label_function, mae, nearest_differently_labelled)
 from advaudit.search.gad_attack import sign_gradient_attack

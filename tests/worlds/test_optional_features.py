@@ -13,7 +13,7 @@ from advaudit.worlds.shapes import ShapeWorld
 PACKAGE = Path(__file__).resolve().parents[2] / "advaudit"
 #: models/ sits below worlds/ in the layers (tests/test_layers.py), so it cannot import ``offered``: training a
 #: generator through a world's renders checks for ``scenes_from_units`` itself, naming the fix
-BELOW_WORLDS = ("advaudit/models/rendered_generator.py",)
+BELOW_WORLDS = ("advaudit/models/generators/rendered_generator.py",)
 
 
 class Bare:

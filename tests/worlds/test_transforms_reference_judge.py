@@ -42,7 +42,7 @@ def test_the_check_holds_the_judge_at_the_worlds_own_threshold_unless_the_user_s
 def test_the_packaged_judge_loads_as_plain_data_and_names_random_views_of_the_default_box() -> None:
     # catches: a judge file that needs unpickling, another class order, or a judge that no longer matches
     # the renderer (it names 0.913 of one random default-box view of each of the 10,000 test images, and
-    # 0.925 of the images unchanged: docs/results/transform-world.md)
+    # 0.925 of the images unchanged: docs/results/worst_case/transform-world.md)
     judge = load_target(REFERENCE_JUDGE)  # weights_only, like every target.pt
     assert list(judge.class_names) == CLASS_NAMES and tuple(judge.input_shape) == (1, 28, 28)
     world = _world()

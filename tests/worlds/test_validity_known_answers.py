@@ -66,7 +66,7 @@ class _Reference:
 
 
 def _judge_with(monkeypatch, reference: _Reference, **rules) -> ValidityJudge:
-    monkeypatch.setattr(validity, "load_target", lambda path, map_location="cpu": reference)
+    monkeypatch.setattr(validity, "load_target", lambda path, device="cpu": reference)
     return ValidityJudge(WORLD, ValidityConf(in_frame=False, min_extent=0.0, reference="ref.pt", **rules))
 
 

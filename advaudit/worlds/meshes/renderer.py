@@ -25,7 +25,7 @@ one ``mi.render`` call of the one scene, its parameters updated in place (no sce
 kernel recompilation: Dr.Jit's kernel cache hits). With ``batch_cameras``, queries of one
 instance that share all eight lighting factors are rendered in one pass with a ``batch`` sensor
 (lights are scene-wide in Mitsuba, so queries with different lighting cannot share a pass). Off by
-default: measured on CPU at 32 px / 16 spp (benchmarks/worlds/mesh_render_speed.py, docs/results/worlds.md)
+default: measured on CPU at 32 px / 16 spp (benchmarks/worlds/mesh_render_speed.py, docs/results/worlds/worlds.md)
 path tracing dominates the per-call overhead, so one pass of q cameras is no faster than q calls,
 and each new group size compiles a new kernel. (``dr.freeze`` of the render call halved the CPU
 time per render on a fixed scene but crashed Mitsuba 3.9.1 when the mesh was swapped: not used.)

@@ -40,7 +40,7 @@ TABLE1_FACTORS = [
 # blobs); the validity check's size rule (audit.validity.min_extent) does the rest. On a control
 # target, an independent strong judge still names 0.55 of BO's worst cases under Table 1 with distance
 # [1.5, 4] m, 0.875 in this box with the size check alone and all 120 with the reference judge below in
-# the check at 0.99 (benchmarks/worst_case/label_kept.py, benchmarks/worst_case/rejudge.py, docs/results/worst-case.md).
+# the check at 0.99 (benchmarks/worst_case/label_kept.py, benchmarks/worst_case/rejudge.py, docs/results/worst_case/worst-case.md).
 # The paper's bounds: ``world=shapes_table1``.
 LABEL_KEEPING_BOUNDS = {"camera_elevation": (-60.0, 60.0), "camera_distance": (1.5, 3.5), "sun_energy": (1.0, 5.0)}
 DEFAULT_FACTORS = [Factor(f.name, *LABEL_KEEPING_BOUNDS[f.name], f.unit, f.period) if f.name in LABEL_KEEPING_BOUNDS
@@ -49,7 +49,7 @@ SPLIT_OFFSETS = {"train": 0, "val": 1_000_000, "test": 2_000_000}
 # advaudit's reference judge for ShapeWorld, the default validity check's ``audit.validity.reference=world``:
 # a ResNet-18 (width 16) trained by ``train.py experiment=examiner/train_judge`` (seed 42, world seed 0)
 # on 1.6 M fresh 32 px renders of 1,000 instances per class in the paper's Table-1 box; test accuracy
-# 0.977, 0.995 on random conditions of the default box; sha256 1c9367db... (docs/results/worst-case.md,
+# 0.977, 0.995 on random conditions of the default box; sha256 1c9367db... (docs/results/worst_case/worst-case.md,
 # "A judge in the default check"). Loaded with weights_only like every target.pt.
 REFERENCE_JUDGE = Path(__file__).with_name("reference_judge.pt")
 

@@ -1,0 +1,200 @@
+"""One model on an Open Inference Protocol server, as a prediction function ``numpy [B, ...] -> numpy [B, M]``.
+
+:class:`EndpointClient` reads the server's and the model's metadata once, then sends each batch to
+``POST <url>/v2/models/<model>/infer`` in requests of at most ``max_batch`` inputs, ``concurrency`` at a
+time, retrying connection errors, timeouts and 5xx answers ``retries`` times with a doubling backoff.
+What a failure means is said in one line with its fix (:func:`refusal`). It counts what it sends
+(requests, inputs: every input is one query of the audit's budget) and the seconds the audit waited
+on the server; :meth:`EndpointClient.record` is that account, with the model version the server
+reported, and never holds a credential.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import requests
+
+from advaudit.errors import AdvauditError, require
+from advaudit.models.targets.endpoint.protocol import (BINARY_EXTENSION, ModelMetadata, decode_response, encode_request,
+                                               error_text, parse_metadata)
+from advaudit.models.targets.endpoint.settings import EndpointSettings
+
+#: every client made in this process, so a task can report the endpoints its audit queried
+CLIENTS: list["EndpointClient"] = []
+RETRIED = (500, 502, 503, 504)
+
+
+def credentials(settings: EndpointSettings) -> dict[str, str]:
+    """The headers the block's environment variables hold (a bearer token; a JSON object of headers)."""
+    headers: dict[str, str] = {}
+    if settings.headers_env:
+        try:
+            extra = json.loads(os.environ[settings.headers_env])
+        except json.JSONDecodeError:
+            extra = None
+        require(isinstance(extra, dict), f"${settings.headers_env} (target.endpoint.headers_env) must hold a JSON "
+                'object of headers, e.g. {"X-Api-Key": "..."}')
+        headers.update({str(k): str(v) for k, v in extra.items()})
+    if settings.token_env:
+        headers["Authorization"] = f"Bearer {os.environ[settings.token_env]}"
+    return headers
+
+
+class EndpointClient:
+    """Batches to one model on a server; see the module docstring. ``connect()`` reads the metadata."""
+
+    def __init__(self, settings: EndpointSettings) -> None:
+        self.settings = settings
+        self._headers = credentials(settings)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="endpoint")
+        self.metadata: ModelMetadata | None = None
+        self.server: dict[str, Any] = {}
+        self.model_version: str | None = None
+        self.server_seconds: float | None = None  # the server's own inference time, where it reports it
+        self.binary = settings.binary == "true"
+        self.stats = {"requests": 0, "inputs": 0, "retries": 0, "seconds_waiting": 0.0, "seconds_encoding": 0.0,
+                      "seconds_decoding": 0.0, "bytes_sent": 0}
+        CLIENTS.append(self)
+
+    # -- metadata ----------------------------------------------------------------------------------
+    def connect(self) -> ModelMetadata:
+        """Read ``GET /v2`` (the server: name, version, extensions) and ``GET /v2/models/<model>``."""
+        s = self.settings
+        try:
+            answer = self._send("GET", "/v2", None, {})
+            self.server = answer.json() if answer.ok else {}
+        except (AdvauditError, ValueError):
+            self.server = {}
+        if s.binary == "auto":
+            self.binary = BINARY_EXTENSION in (self.server.get("extensions") or [])
+        answer = self._send("GET", s.model_path, None, {})
+        if not answer.ok:
+            raise refusal(s, answer.status_code, error_text(answer.content), "metadata", None)
+        self.metadata = parse_metadata(answer.content, s.address)
+        self.model_version = s.version or (self.metadata.versions[-1] if self.metadata.versions else None)
+        return self.metadata
+
+    # -- inference ---------------------------------------------------------------------------------
+    def predict(self, x: np.ndarray, name: str, datatype: str) -> np.ndarray:
+        """Scores ``[B, M]`` for the batch ``x`` ``[B, *shape]``, sent in requests of at most ``max_batch``."""
+        start = time.perf_counter()
+        size = self.settings.max_batch
+        chunks = [x[i:i + size] for i in range(0, len(x), size)]
+        try:
+            parts = list(self._pool.map(lambda c: self._infer(c, name, datatype), chunks))
+        finally:
+            with self._lock:
+                self.stats["seconds_waiting"] += time.perf_counter() - start
+        return np.concatenate(parts) if parts else np.empty((0, 0), dtype=np.float32)
+
+    def _infer(self, x: np.ndarray, name: str, datatype: str) -> np.ndarray:
+        s = self.settings
+        started = time.perf_counter()
+        body, headers = encode_request(x, name, datatype, self.binary, s.output_name)
+        encoded = time.perf_counter()
+        answer = self._send("POST", f"{s.model_path}/infer", body, headers)
+        if not answer.ok:
+            raise refusal(s, answer.status_code, error_text(answer.content), "infer", (name, list(x.shape), datatype))
+        received = time.perf_counter()
+        scores, reply = decode_response(answer.content, answer.headers, s.output_name)
+        version = reply.get("model_version")
+        reported = (reply.get("parameters") or {}).get("inference_seconds")  # a server that reports its own time
+        # (advaudit's MLServer runtime does: advaudit.models.targets.endpoint.runtime)
+        require(len(scores) == len(x), f"the endpoint {s.address} answered {len(scores)} score rows for {len(x)} "
+                "inputs; the model must return one row per input")
+        with self._lock:
+            self.stats["requests"] += 1
+            self.stats["inputs"] += len(x)
+            self.stats["bytes_sent"] += len(body)
+            self.stats["seconds_encoding"] += encoded - started
+            self.stats["seconds_decoding"] += time.perf_counter() - received
+            self.model_version = str(version) if version is not None else self.model_version
+            if isinstance(reported, (int, float)):
+                self.server_seconds = (self.server_seconds or 0.0) + float(reported)
+        return scores
+
+    def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> requests.Response:
+        """One request with retries on connection errors, timeouts and 5xx answers; the last answer returned."""
+        s = self.settings
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+        url = f"{s.url.rstrip('/')}{path}"
+        first = time.perf_counter()
+        for attempt in range(s.retries + 1):
+            if attempt:
+                with self._lock:
+                    self.stats["retries"] += 1
+                time.sleep(s.backoff * 2 ** (attempt - 1))
+            try:
+                answer = session.request(method, url, data=body, headers={**self._headers, **headers},
+                                         timeout=s.timeout)
+            except requests.Timeout:
+                problem = f"no answer within target.endpoint.timeout={s.timeout:g} s"
+                continue
+            except requests.ConnectionError as error:
+                problem = _connection_problem(error)
+                continue
+            if answer.status_code not in RETRIED or attempt == s.retries:
+                return answer
+            problem = f"HTTP {answer.status_code}"
+        waited = time.perf_counter() - first
+        raise AdvauditError(f"the endpoint {s.address} stopped answering ({problem}) after {s.retries + 1} tries over "
+                            f"{waited:.1f} s; start the server again (or fix target.endpoint.url), then rerun the same "
+                            "command: an examination resumes from its last finished step")
+
+    def record(self) -> dict[str, Any]:
+        """Plain data for ``result.json`` and reports: where, which version, what was sent, how long it waited."""
+        server = {k: self.server.get(k) for k in ("name", "version") if self.server.get(k)}
+        stats = {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()}
+        return {"endpoint": self.settings.address, "model": self.settings.model, "model_version": self.model_version,
+                "server": server, "binary": self.binary, **stats,
+                **({"server_seconds": round(self.server_seconds, 3)} if self.server_seconds is not None else {}),
+                "settings": {k: v for k, v in self.settings.record().items() if k not in ("url", "model")}}
+
+
+def _connection_problem(error: requests.ConnectionError) -> str:
+    text = str(error)
+    for known in ("Connection refused", "Connection reset", "Name or service not known", "Remote end closed"):
+        if known.lower() in text.lower():
+            return known.lower()
+    return "connection failed"
+
+
+def refusal(s: EndpointSettings, status: int, message: str, what: str,
+            sent: tuple[str, list[int], str] | None) -> AdvauditError:
+    """The one line that says why the server refused a request and which key of the block fixes it."""
+    head = f"the endpoint {s.address} refused the {what} request (HTTP {status}: {message[:240]})"
+    if status in (401, 403):
+        where = f"${s.token_env}" if s.token_env else "an environment variable named by target.endpoint.token_env"
+        return AdvauditError(f"{head}; give the server's credentials in {where} (or target.endpoint.headers_env)")
+    if status == 404:
+        return AdvauditError(f"{head}; check target.endpoint.model (the model's name on the server)"
+                             + (" and target.endpoint.version" if s.version else ""))
+    if status >= 500:
+        return AdvauditError(f"{head} on {s.retries + 1} tries; the model fails on the server: read the server's log "
+                             "(the model's error is there), fix the deployment, then rerun the same command")
+    if sent is None:
+        return AdvauditError(f"{head}; check target.endpoint.url and target.endpoint.model")
+    name, shape, datatype = sent
+    lowered = message.lower()
+    if "shape" in lowered:
+        return AdvauditError(f"{head}; the request sent shape {shape}: set target.input_shape to the shape the model "
+                             f"takes, without the batch dimension (GET {s.address} lists it)")
+    if "datatype" in lowered or "dtype" in lowered:
+        return AdvauditError(f"{head}; the request sent {datatype}: set target.endpoint.datatype to the input's "
+                             f"datatype (GET {s.address} lists it)")
+    if name.lower() in lowered or "input" in lowered:
+        return AdvauditError(f"{head}; the request named the input {name!r}: set target.endpoint.input_name to the "
+                             f"model's input name (GET {s.address} lists it), or drop it to read it from there")
+    return AdvauditError(f"{head}; check target.input_shape, target.endpoint.input_name and target.endpoint.datatype "
+                         f"against the model's metadata (GET {s.address})")

@@ -1,0 +1,1 @@
+"""How advaudit trains its own targets: torch classifiers (Lightning), scikit-learn estimators, epoch checkpoints."""

@@ -18,11 +18,11 @@ import torch
 from torch import Tensor
 
 from advaudit.compare import compare_runs
-from advaudit.compare.confirm import region_conditions
-from advaudit.compare.sensitivity import fifth_index, per_fifth, said
-from advaudit.compare.where import Axis, between_checkpoints, strongest
+from advaudit.compare.render.html import where_html
+from advaudit.compare.where.confirm import region_conditions
+from advaudit.compare.where.regions import Axis, between_checkpoints, strongest
+from advaudit.compare.where.sensitivity import fifth_index, per_fifth, said
 from advaudit.core.statistics import holm, kuiper_statistic
-from advaudit.compare.where_section import where_html
 from advaudit.worlds.protocol import Factor, Instances
 from tests.compare.fixtures import write_worst_case
 

@@ -194,6 +194,8 @@ def test_the_comparison_names_the_weak_checkpoint_in_its_region_with_the_known_d
     assert Path(where["plot"]).is_file()
     fragment = where_html(where)
     assert "weak_t is the weaker checkpoint there" in fragment and "data:image/png;base64," in fragment
+    body = fragment.removeprefix('<section class="where">\n').removesuffix("\n</section>")
+    assert body in (tmp_path / "out" / "comparison.html").read_text()    # one renderer: the page shows the same
     text = (tmp_path / "out" / "comparison.md").read_text()
     assert "### Where one checkpoint is weaker than the other" in text and "weak_t is the weaker" in text
     stored = json.loads((tmp_path / "out" / "comparison.json").read_text())["groups"][0]["where"]

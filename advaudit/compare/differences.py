@@ -40,8 +40,6 @@ from advaudit.compare.metrics import Metric, instance_values, run_value
 from advaudit.core.intervals import mean_with_ci
 from advaudit.core.statistics import holm, mcnemar_test, signed_rank_test, welch_test
 
-ALPHA = 0.05
-
 
 def file_values(group: Group, target: str, metric: Metric) -> list[float]:
     """``metric`` per checkpoint file of ``target`` (a recipe: one value per training seed), each the mean over

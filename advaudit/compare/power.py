@@ -32,9 +32,9 @@ import pandas as pd
 from scipy.stats import binom, chi2, wilcoxon
 
 from advaudit.core.intervals import format_interval
+from advaudit.core.statistics import ALPHA
 from advaudit.errors import require
 
-ALPHA = 0.05
 TARGET_POWER = 0.8
 CHUNK_CELLS = 2_000_000  # resampled values held at once (replicates x n x k)
 

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from advaudit.compare.design import Group, differences_between, group_runs, plan_pairs
+from advaudit.compare.design import Group, design_of_group, differences_between, group_runs, plan_pairs
 from advaudit.compare.differences import checkpoint_summary, compare_pairs, paired_frame
 from advaudit.compare.metrics import metrics_for
 from advaudit.compare.power import pair_power
@@ -156,23 +156,6 @@ def add_section(result: dict[str, Any], key: str, build: Any, group: Group, name
         result[key] = section
         if section.get("plot"):
             result["plots"]["sensitivity" if key == "where" else key] = section["plot"]
-
-
-def design_of_group(group: Group, seeds: list[int]) -> str:
-    """In words: are the checkpoints compared on the same instances (paired) at every common seed?"""
-    if len(group.targets) < 2:
-        return "one checkpoint"
-    selection = (group.design.get("audit") or {}).get("selection")
-    shared = []
-    for seed in seeds:
-        sets = [group.run(t, seed).per_instance() for t in group.targets]  # type: ignore[union-attr]
-        if any(s is None for s in sets):
-            return "paired over seeds only (no per-instance records)"
-        shared.append(len({tuple(sorted(s["instance"])) for s in sets}) == 1)
-    chosen = f" (audit.selection={selection})" if selection else ""
-    if shared and all(shared):
-        return f"paired: every checkpoint was examined on the same instances at each seed{chosen}"
-    return f"not fully paired: checkpoints were examined on different instances{chosen}; see the notes"
 
 
 def _world(group: Group) -> tuple[Any, list[Any]]:

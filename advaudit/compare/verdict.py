@@ -27,11 +27,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from advaudit.compare.differences import ALPHA
 from advaudit.compare.metrics import Metric
 from advaudit.compare.records import RunRecord
 from advaudit.core.intervals import format_interval
-from advaudit.core.statistics import format_p
+from advaudit.core.statistics import ALPHA, format_p
 from advaudit.errors import require
 
 #: float32 softmax probabilities carry about 7 significant digits; two exports of one model's weights

@@ -21,10 +21,13 @@ from scipy.stats import ttest_ind, wilcoxon
 
 from advaudit.core.intervals import mean_with_ci
 
-__all__ = ["format_p", "holm", "kuiper_p_value", "kuiper_statistic", "kuiper_uniform", "mcnemar_test",
+__all__ = ["ALPHA", "format_p", "holm", "kuiper_p_value", "kuiper_statistic", "kuiper_uniform", "mcnemar_test",
            "paired_mean_test", "signed_rank_test", "welch_test"]
 
 Rows = TypeVar("Rows", bound=Sequence[Any])
+
+#: the level every test of a report is read at (after Holm's correction over its family)
+ALPHA = 0.05
 
 
 def format_p(p: float) -> str:

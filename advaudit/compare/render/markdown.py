@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 
 from advaudit.compare.where.words import NO_CONCENTRATION
 from advaudit.core.intervals import format_interval
-from advaudit.core.statistics import format_p
+from advaudit.core.statistics import ALPHA, format_p
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -139,7 +139,7 @@ def _factor_lines(group: dict[str, Any], names: dict[str, str]) -> list[str]:
              "One test per searched factor and checkpoint (Kolmogorov-Smirnov on an interval, Kuiper on a "
              "circle), Holm-corrected over each checkpoint's factors.", ""]
     for target in dict.fromkeys(r["target"] for r in group["per_factor"]):
-        found = " ".join(r["verdict"] for r in group["per_factor"] if r["target"] == target and r["p_holm"] < 0.05)
+        found = " ".join(r["verdict"] for r in group["per_factor"] if r["target"] == target and r["p_holm"] < ALPHA)
         lines += [f"- **{names[target]}**: " + (found or NO_CONCENTRATION)]
     header = ["checkpoint", "factor", "mean", "lowest fifth", "highest fifth", "densest fifth (centre: share)", "test",
               "statistic", "p", "p (Holm)"]

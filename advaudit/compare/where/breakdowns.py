@@ -20,7 +20,7 @@ from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric
 from advaudit.compare.where.words import factor_verdict
 from advaudit.core.intervals import mean_with_ci
-from advaudit.core.statistics import holm, kuiper_uniform
+from advaudit.core.statistics import ALPHA, holm, kuiper_uniform
 
 
 def pooled_instances(group: Group, target: str, seeds: list[int]) -> pd.DataFrame | None:
@@ -118,7 +118,7 @@ def per_factor(group: Group, seeds: list[int], factors: list[Any], searched: lis
     return rows
 
 
-def holm_over_factors(rows: list[dict[str, Any]], alpha: float = 0.05) -> None:
+def holm_over_factors(rows: list[dict[str, Any]], alpha: float = ALPHA) -> None:
     """Add ``p_holm`` (Holm over these rows: one checkpoint's factors) and a plain-words ``verdict``."""
     for row in holm(rows):
         row["verdict"] = factor_verdict(row, len(rows), alpha)

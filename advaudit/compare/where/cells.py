@@ -20,8 +20,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from advaudit.compare.where.regions import ALPHA
 from advaudit.compare.where.words import region_text
+from advaudit.core.statistics import ALPHA
 from advaudit.worlds.references import distance_from_reference, largest_distance, references_of
 
 FIFTHS = 5

@@ -29,9 +29,9 @@ import torch
 from torch import Tensor
 
 from advaudit.compare.where.cells import band_values
-from advaudit.compare.where.regions import ALPHA, Axis
+from advaudit.compare.where.regions import Axis
 from advaudit.compare.where.words import confirmation_words
-from advaudit.core.statistics import holm, paired_mean_test, welch_test
+from advaudit.core.statistics import ALPHA, holm, paired_mean_test, welch_test
 from advaudit.worlds.protocol import unit_to_factor
 
 DRAW = ("torch.Generator().manual_seed(seed): torch.rand([n, m, C]) mapped onto the factors' bounds; "

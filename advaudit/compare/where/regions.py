@@ -26,9 +26,8 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.stats import ks_2samp, permutation_test
 
-from advaudit.core.statistics import kuiper_statistic
+from advaudit.core.statistics import ALPHA, kuiper_statistic
 
-ALPHA = 0.05
 WINDOW = 0.2     # a region is a fifth of the factor's range wide
 STEP = 0.1       # slid in tenths of the range
 

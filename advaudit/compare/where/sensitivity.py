@@ -40,11 +40,10 @@ import numpy as np
 
 from advaudit.compare.where.cells import Cells, cell_fields, cells_of, per_cell, said
 from advaudit.compare.where.confirm import Settings, score, uniform_conditions
-from advaudit.compare.where.regions import ALPHA
 from advaudit.compare.where.sensitivity_recipes import recipe_interaction
 from advaudit.compare.where.words import sensitivity_words
 from advaudit.core.intervals import mean_with_ci
-from advaudit.core.statistics import holm, paired_mean_test
+from advaudit.core.statistics import ALPHA, holm, paired_mean_test
 
 FIFTHS = 5
 

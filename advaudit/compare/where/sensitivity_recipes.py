@@ -20,9 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from advaudit.compare.where.cells import Cells, cell_fields, said
-from advaudit.compare.where.regions import ALPHA
 from advaudit.compare.where.words import recipe_words
-from advaudit.core.statistics import holm, welch_test
+from advaudit.core.statistics import ALPHA, holm, welch_test
 
 
 def recipe_interaction(a: str, b: str, sides: dict[str, tuple[str, ...]], cells: Sequence[Cells],

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from advaudit.compare.where.regions import ALPHA
 from advaudit.core.intervals import format_interval
-from advaudit.core.statistics import format_p
+from advaudit.core.statistics import ALPHA, format_p
 
 if TYPE_CHECKING:
     from advaudit.compare.where.regions import FactorTest
@@ -48,7 +47,7 @@ def test_words(test: FactorTest | None, alpha: float = ALPHA) -> str:
     return f"No factor separates where their worst cases lie at {alpha:.0%} (strongest: {test.factor}; {numbers})."
 
 
-def factor_verdict(row: dict[str, Any], n_tests: int, alpha: float = 0.05) -> str:
+def factor_verdict(row: dict[str, Any], n_tests: int, alpha: float = ALPHA) -> str:
     """One sentence: does this checkpoint's worst-case set concentrate on this factor?"""
     unit = f" {row['unit']}" if row.get("unit") else ""
     where = "circle" if row["periodic"] else "range"

@@ -35,9 +35,7 @@ import numpy as np
 
 from advaudit.compare.why.measure import AS_DRAWN, Measured
 from advaudit.compare.why.plan import Intervention
-from advaudit.core.statistics import holm, paired_mean_test, welch_test
-
-ALPHA = 0.05
+from advaudit.core.statistics import ALPHA, holm, paired_mean_test, welch_test
 
 
 @dataclass(frozen=True)

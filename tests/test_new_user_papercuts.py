@@ -90,7 +90,7 @@ def test_a_did_you_mean_names_only_what_exists() -> None:
 
 
 def _captured(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    import advaudit.compare.plots as plots
+    import advaudit.compare.render.figures as plots
 
     figures: list[Any] = []
     monkeypatch.setattr(plots, "save_figure", lambda fig, path: figures.append(fig) or Path(path))
@@ -99,7 +99,7 @@ def _captured(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 def test_factor_tick_labels_do_not_overlap_and_points_without_interval_are_not_zoomed(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from advaudit.compare.plots import factor_histograms, forest_plot
+    from advaudit.compare.render.figures import factor_histograms, forest_plot
 
     figures = _captured(monkeypatch)
     factors = [SimpleNamespace(name=n, unit=u, low=lo, high=hi, periodic=False)

@@ -63,7 +63,7 @@ def worst_cases(history: dict[str, Any], strength: bool) -> WorstCases:
 
 
 #: the fewest random conditions per instance: enough for a per-instance accuracy under random conditions that
-#: pairs checkpoints instance by instance (:mod:`advaudit.compare.stats`), also for examiners with q = 1
+#: pairs checkpoints instance by instance (:mod:`advaudit.compare.differences`), also for examiners with q = 1
 MIN_RANDOM_CONDITIONS = 32
 
 

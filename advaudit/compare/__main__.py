@@ -15,13 +15,13 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from advaudit.compare.confirm import Settings
 from advaudit.compare.design import group_runs
 from advaudit.compare.gate import GATE_FILE, gate, require_known_baseline, run_gate
 from advaudit.compare.labels import parse_recipes
 from advaudit.compare.records import discover_runs
+from advaudit.compare.render.wandb import log_comparison
 from advaudit.compare.report import compare_records
-from advaudit.core.wandb_run import log_comparison
+from advaudit.compare.where.confirm import Settings
 from advaudit.errors import AdvauditError
 from advaudit.models.targets.tracking import declare_comparison_inputs
 

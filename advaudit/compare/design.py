@@ -213,6 +213,23 @@ def require_common_seed(group: Group) -> None:
                         "compare each seed's runs on their own")
 
 
+def design_of_group(group: Group, seeds: list[int]) -> str:
+    """In words: are the checkpoints compared on the same instances (paired) at every common seed?"""
+    if len(group.targets) < 2:
+        return "one checkpoint"
+    selection = (group.design.get("audit") or {}).get("selection")
+    shared = []
+    for seed in seeds:
+        sets = [group.run(t, seed).per_instance() for t in group.targets]  # type: ignore[union-attr]
+        if any(s is None for s in sets):
+            return "paired over seeds only (no per-instance records)"
+        shared.append(len({tuple(sorted(s["instance"])) for s in sets}) == 1)
+    chosen = f" (audit.selection={selection})" if selection else ""
+    if shared and all(shared):
+        return f"paired: every checkpoint was examined on the same instances at each seed{chosen}"
+    return f"not fully paired: checkpoints were examined on different instances{chosen}; see the notes"
+
+
 def pairing_notes(group: Group) -> list[str]:
     """What keeps a group from a fully paired design: differing seeds, instances, duplicates."""
     notes = list(dict.fromkeys(r.label_note for r in group.runs if r.label_note))

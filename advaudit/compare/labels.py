@@ -4,7 +4,7 @@ A run's checkpoint is labelled by its target block's ``name`` (or the checkpoint
 checkpoint files that carry the same name are a **recipe**: a recipe trained with several seeds, each
 imported by a block that says ``name: plain``, examined on the same instances (one examination seed, the
 recommended design) or each at a seed of its own. The training seed is a property of the file: the
-comparison treats every file as one replication of its recipe (:mod:`advaudit.compare.stats`) and says so
+comparison treats every file as one replication of its recipe (:mod:`advaudit.compare.differences`) and says so
 in a note. To compare such files one by one, give each its own name.
 
 Runs whose target blocks carry no name are labelled by their files, one label per file. To compare

@@ -1,10 +1,10 @@
 """Power of the paired comparison, estimated by resampling a paired pilot.
 
 A pilot is what a comparison of two checkpoints already has: per (instance, seed) the headline
-value of checkpoint A and of checkpoint B on the same instance (:func:`advaudit.compare.stats.paired_frame`).
+value of checkpoint A and of checkpoint B on the same instance (:func:`advaudit.compare.differences.paired_frame`).
 A design of ``n`` paired instances and ``k`` seeds is simulated by drawing ``n`` of the pilot's
 instances with replacement and, for each, ``k`` of that instance's examinations (its seeds) with
-replacement; the test :mod:`advaudit.compare.stats` uses is run on each simulated design, and the
+replacement; the test :mod:`advaudit.compare.differences` uses is run on each simulated design, and the
 power is the share of designs with ``p < alpha``:
 
 - continuous headlines (worst true-class probability, E_T): Wilcoxon signed-rank on the ``n``
@@ -32,9 +32,9 @@ import pandas as pd
 from scipy.stats import binom, chi2, wilcoxon
 
 from advaudit.core.intervals import format_interval
+from advaudit.core.statistics import ALPHA
 from advaudit.errors import require
 
-ALPHA = 0.05
 TARGET_POWER = 0.8
 CHUNK_CELLS = 2_000_000  # resampled values held at once (replicates x n x k)
 
@@ -77,7 +77,7 @@ class PowerEstimate:
 
 
 def pilot_from_pairs(pairs: pd.DataFrame, binary: bool) -> Pilot:
-    """A :class:`Pilot` from rows ``(instance, seed, a, b)`` (as ``stats.paired_frame`` returns)."""
+    """A :class:`Pilot` from rows ``(instance, seed, a, b)`` (as ``differences.paired_frame`` returns)."""
     rows = pairs.dropna(subset=["a", "b"])
     groups = [g for _, g in rows.groupby("instance", sort=True)]
     width = max((len(g) for g in groups), default=1)
@@ -107,7 +107,7 @@ def wilcoxon_p(diffs: np.ndarray) -> np.ndarray:
     small = diffs.shape[1] <= 13
     # scipy picks its method once per call: one row with a zero would send every row of the batch
     # to the permutation test (2^n statistics at n <= 13); rows without ties or zeros take the exact
-    # test, as each would alone in stats._wilcoxon
+    # test, as each would alone in statistics.signed_rank_test
     for rows, method in ((nonzero & ~tied, "auto"), (nonzero & tied, "asymptotic" if small else "auto")):
         if rows.any():
             with warnings.catch_warnings():
@@ -118,7 +118,7 @@ def wilcoxon_p(diffs: np.ndarray) -> np.ndarray:
 
 
 def mcnemar_p(only_a: np.ndarray, only_b: np.ndarray) -> np.ndarray:
-    """``[R]`` McNemar p-values from discordant counts, as ``stats.paired_test`` computes them.
+    """``[R]`` McNemar p-values from discordant counts, as :func:`advaudit.core.statistics.mcnemar_test` computes them.
 
     Fewer than 25 discordant pairs: exact two-sided binomial, ``min(1, 2 P(X <= min))``; else
     chi-square with continuity correction, ``(|b - c| - 1)^2 / (b + c)``; no discordant pair: 1.

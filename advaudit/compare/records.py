@@ -2,8 +2,11 @@
 
 A run folder holds ``result.json`` (successful runs: the audit's metrics plus ``config``, the
 resolved config; failed runs: ``{"status": "failed", "error", "error_kind", "task", "config"}``).
-Per-instance scores come from ``result["per_instance"]`` (worst_case), ``per_instance.csv``
-(evaluate), or, for worst-case runs written before ``per_instance`` existed, from ``steps.jsonl``.
+Per-instance scores come from ``result["per_instance"]`` (an audit that keeps them in its result), else
+``per_instance.csv`` beside it (an audit that writes them as a table), else, for runs of an audit whose card
+says it searches a world (:class:`advaudit.config.audit_card.AuditCard`'s ``searches_world``) written before
+``per_instance`` existed, from ``steps.jsonl``. Nothing here names an audit: what differs between audits is
+read from their cards (:func:`advaudit.audits.cards.audit_card`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ headline number; the user may name another with ``compare.primary`` or ``--prima
 every run's ``result.json`` as ``primary``. A comparison answers that question first, for each
 pair: which checkpoint is weaker, by how much (the paired difference in the metric's own units,
 weaker minus stronger, with its 95% interval) and how surely (the p-value Holm-corrected over the pairs
-of the primary question; :mod:`advaudit.compare.stats`). Every other metric is evidence: it *supports* the
+of the primary question; :mod:`advaudit.compare.differences`). Every other metric is evidence: it *supports* the
 primary verdict when it names the same checkpoint weaker at 5% after Holm over the evidence's own tests,
 *conflicts* when it names the other, and never heads the report.
 
@@ -29,9 +29,8 @@ from typing import Any
 
 from advaudit.compare.metrics import Metric
 from advaudit.compare.records import RunRecord
-from advaudit.compare.stats import ALPHA, no_test_words
 from advaudit.core.intervals import format_interval
-from advaudit.core.statistics import format_p
+from advaudit.core.statistics import ALPHA, format_p
 from advaudit.errors import require
 
 #: float32 softmax probabilities carry about 7 significant digits; two exports of one model's weights
@@ -126,14 +125,46 @@ def oriented(row: dict[str, Any], weaker: str | None) -> tuple[str, str, str]:
     return first, second, text
 
 
-def _p(row: dict[str, Any], tests: int) -> str:
+def p_words(row: dict[str, Any], family: str = "") -> str:
+    """A pair's test in words, ``Wilcoxon signed-rank p = 0.012, Holm-corrected <family> 0.024``, or why it has
+    none (:func:`no_test_words`)."""
     if not math.isfinite(row.get("p", float("nan"))):
         return no_test_words(row)
+    family = f"{family} " if family else ""
+    return f"{row['test']} p = {format_p(row['p'])}, Holm-corrected {family}{format_p(row['p_holm'])}"
+
+
+def no_test_words(row: dict[str, Any]) -> str:
+    """Why a pair has no p-value, in words that cannot be read as a test's result."""
+    runs = int(row.get("n_seeds", 0) or 0)
+    return (f"not tested: one value per run and {runs} run{'s' if runs != 1 else ''} per checkpoint (a test needs "
+            "per-instance values or at least 6 seeds)")
+
+
+def _p(row: dict[str, Any], tests: int) -> str:
     size = int(row.get("family_size", tests))
     family = {"primary": f"over the {size} pair{'s' if size != 1 else ''} of the primary question",
               "evidence": f"over the evidence's {size} tests"}.get(str(row.get("family")), f"over {size} tests")
-    return f"{row['test']} p = {format_p(row['p'])}, Holm-corrected {family} {format_p(row['p_holm'])}"
+    return p_words(row, family)
 
+
+def row_verdict(row: dict[str, Any], metric: Metric, names: dict[str, str], audit: str) -> str:
+    """A plain-words sentence for one pair on one metric (the pairs table's ``verdict``)."""
+    a, b = names.get(row["a"], row["a"]), names.get(row["b"], row["b"])
+    interval = (f"difference {format_interval(row['diff'], row['lo'], row['hi'], 3, sign=True)} over {row['interval_over']}"
+                if math.isfinite(row.get("lo", float("nan"))) else f"difference {row['diff']:+.3f} (no interval)")
+    detail = f"{metric.words}: {interval}; {p_words(row)}"
+    if "only_a" in row:
+        outcome = {"failed": "failed", "correct": "was right"}.get(str(metric.column), f"had {metric.column}")
+        detail += f"; only {a} {outcome} on {row['only_a']}, only {b} on {row['only_b']} (instance x seed)"
+    significant = math.isfinite(row.get("p_holm", float("nan"))) and row["p_holm"] < ALPHA
+    if not significant or metric.higher_is_better is None or row["diff"] == 0:
+        if significant:
+            return f"{a} and {b} differ under {audit} ({detail})."
+        return f"No difference between {a} and {b} under {audit} is detectable at 5% ({detail})."
+    a_better = (row["diff"] > 0) == metric.higher_is_better
+    better, worse = (a, b) if a_better else (b, a)
+    return f"{worse} is worse than {better} under {audit} ({detail})."
 
 
 def primary_sentence(row: dict[str, Any], metric: Metric, names: dict[str, str], means: dict[str, float],
@@ -218,13 +249,3 @@ def answers(pairs: list[dict[str, Any]], metrics: list[Metric], primary: Metric,
             answer["secondary"].append({"metric": row["metric"], "relation": relation, "text": text})
         out.append(answer)
     return out
-
-
-def answer_lines(group: dict[str, Any]) -> list[str]:
-    """Markdown lines of a group's answers: each pair's primary verdict, then its evidence."""
-    lines = []
-    for answer in group.get("answers", []):
-        lines.append(f"- **{answer['text']}**")
-        lines += [f"  - why: {answer['why']}"] if answer.get("why") else []
-        lines += [f"  - {s['relation']}: {s['text']}" for s in answer["secondary"]]
-    return lines

@@ -1,10 +1,14 @@
-"""The tests' shared pieces, each defined once: how a p-value is written, Holm's correction, Kuiper's tests.
+"""The tests' shared pieces, each defined once: how a p-value is written, Holm's correction, the paired and
+two-sample tests, Kuiper's tests.
 
 Every report sentence writes a p-value with :func:`format_p`; every family of tests (a comparison's pairs, a
-checkpoint's factors, the where and why sections' confirmations) is corrected with :func:`holm`; a periodic
-factor (a circle) is tested with Kuiper's statistic, whose value does not depend on where the circle is cut:
-against uniform conditions with :func:`kuiper_uniform` (Stephens' p-value), between two checkpoints' worst cases
-with :func:`kuiper_statistic` (a permutation test gives its p-value: :mod:`advaudit.compare.where`).
+checkpoint's factors, the where and why sections' confirmations) is corrected with :func:`holm`; paired values
+are tested with :func:`signed_rank_test` (and :func:`paired_mean_test`, its mean and interval beside it) or, for
+0/1 outcomes, :func:`mcnemar_test`; two recipes over their files (one value per training seed) with
+:func:`welch_test`; a periodic factor (a circle) is tested with Kuiper's statistic, whose value does not depend
+on where the circle is cut: against uniform conditions with :func:`kuiper_uniform` (Stephens' p-value), between
+two checkpoints' worst cases with :func:`kuiper_statistic` (a permutation test gives its p-value:
+:mod:`advaudit.compare.where.regions`).
 """
 
 from __future__ import annotations
@@ -13,11 +17,17 @@ import math
 from typing import Any, Sequence, TypeVar
 
 import numpy as np
-from scipy.stats import wilcoxon
+from scipy.stats import ttest_ind, wilcoxon
 
-__all__ = ["format_p", "holm", "kuiper_p_value", "kuiper_statistic", "kuiper_uniform", "signed_rank_test"]
+from advaudit.core.intervals import mean_with_ci
+
+__all__ = ["ALPHA", "format_p", "holm", "kuiper_p_value", "kuiper_statistic", "kuiper_uniform", "mcnemar_test",
+           "paired_mean_test", "signed_rank_test", "welch_test"]
 
 Rows = TypeVar("Rows", bound=Sequence[Any])
+
+#: the level every test of a report is read at (after Holm's correction over its family)
+ALPHA = 0.05
 
 
 def format_p(p: float) -> str:
@@ -61,6 +71,48 @@ def signed_rank_test(diffs: np.ndarray) -> tuple[float, float]:
         return 0.0, 1.0 if len(diffs) else float("nan")
     result = wilcoxon(diffs, zero_method="wilcox", alternative="two-sided")
     return float(result.statistic), float(result.pvalue)
+
+
+def paired_mean_test(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+    """Mean of ``a - b`` over paired units ``[n]`` (NaNs dropped) with a 95% bootstrap interval
+    (:func:`advaudit.core.intervals.mean_with_ci`) and Wilcoxon's p (:func:`signed_rank_test`):
+    ``{"diff", "lo", "hi", "p", "n"}``."""
+    diffs = np.asarray(a, float) - np.asarray(b, float)
+    diffs = diffs[np.isfinite(diffs)]
+    stats = mean_with_ci(diffs)
+    p = signed_rank_test(diffs)[1]
+    return {"diff": stats["mean"], "lo": stats["lo"], "hi": stats["hi"], "p": p, "n": int(len(diffs))}
+
+
+def welch_test(x: Any, y: Any) -> dict[str, Any]:
+    """``mean(x) - mean(y)`` for the files of two recipes (``[k]`` and ``[l]`` values, one per file) with Welch's
+    95% interval and two-sided p (scipy's ``ttest_ind(equal_var=False)``): the training seed is the replication
+    unit of a recipe. Fewer than two files a side, or no spread on either side, give the difference with no test
+    (its interval the point itself; p 1 when it is 0, else undefined). ``{"diff", "lo", "hi", "p", "n": [k, l]}``."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    diff = float(x.mean() - y.mean())
+    if len(x) < 2 or len(y) < 2 or (np.ptp(x) == 0 and np.ptp(y) == 0):
+        return {"diff": diff, "lo": diff, "hi": diff, "p": 1.0 if diff == 0 else float("nan"), "n": [len(x), len(y)]}
+    result = ttest_ind(x, y, equal_var=False)
+    interval = result.confidence_interval(0.95)
+    return {"diff": diff, "lo": float(interval.low), "hi": float(interval.high), "p": float(result.pvalue),
+            "n": [len(x), len(y)]}
+
+
+def mcnemar_test(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+    """McNemar's test of paired 0/1 outcomes ``a`` and ``b`` ``[n]`` (true where above 0.5), exact binomial when
+    fewer than 25 pairs are discordant; p 1 when none is. ``{"test", "statistic", "p", "only_a", "only_b"}``."""
+    # statsmodels waits for a test to run: the audits import this module for format_p alone
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a, b = np.asarray(a) > 0.5, np.asarray(b) > 0.5
+    only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
+    table = [[int((a & b).sum()), only_a], [only_b, int((~a & ~b).sum())]]
+    exact = only_a + only_b < 25
+    result = mcnemar(table, exact=exact, correction=not exact)
+    p = 1.0 if only_a + only_b == 0 else float(result.pvalue)
+    return {"test": "McNemar" + (" (exact)" if exact else ""), "statistic": float(result.statistic), "p": p,
+            "only_a": only_a, "only_b": only_b}
 
 
 def kuiper_uniform(unit: np.ndarray) -> tuple[float, float]:

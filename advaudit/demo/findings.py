@@ -9,7 +9,7 @@ computes no statistics of its own; per worst-case group (examiner) it reads:
   with the secondary metrics' relation to it (supports, conflicts, floor, ...);
 - **why**: the comparison's why section (:mod:`advaudit.compare.why`): the headline of each pair, the factor
   or group of factors whose reference value closes the gap;
-- **where**: the comparison's where section (:mod:`advaudit.compare.where_section`): the region a
+- **where**: the comparison's where section (:mod:`advaudit.compare.where.section`): the region a
   between-checkpoint test on the worst cases proposed and its **confirmation** on held-out instances
   under new random conditions there, and the **per-fifth sensitivity** (accuracy per fifth of each
   factor on paired random conditions, the checkpoint x fifth difference said where it survives Holm);

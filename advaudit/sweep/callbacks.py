@@ -30,9 +30,9 @@ from advaudit.compare.gate import run_gate
 from advaudit.audits.merging import merge_sweep
 from advaudit.audits.shards import SHARD_FILE
 from advaudit.compare.records import discover_runs
+from advaudit.compare.render.wandb import log_comparison
 from advaudit.compare.report import compare_records
 from advaudit.core.records import write_json
-from advaudit.core.wandb_run import log_comparison
 from advaudit.models.targets.tracking import declare_comparison_inputs
 from advaudit.errors import AdvauditError
 

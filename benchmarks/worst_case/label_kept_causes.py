@@ -24,7 +24,7 @@ import torch
 import yaml
 
 from advaudit.compare.records import read_run
-from advaudit.compare.replay import render_worst
+from advaudit.compare.where.replay import render_worst
 from advaudit.worlds.shapes import ShapeWorld
 
 PROPERTIES = ("area", "luminance", "contrast", "shading")

@@ -16,10 +16,10 @@ import json
 from typing import Any
 
 from advaudit.compare.design import group_runs
+from advaudit.compare.differences import paired_difference, paired_frame
 from advaudit.compare.metrics import metrics_for
 from advaudit.compare.power import estimate_power, instances_needed, pilot_from_pairs
 from advaudit.compare.records import discover_runs
-from advaudit.compare.stats import paired_difference, paired_frame
 from advaudit.core.intervals import format_interval
 
 

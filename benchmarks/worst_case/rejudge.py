@@ -4,7 +4,7 @@
 judge the measurement needs did not exist yet, or one judge sits inside the validity check
 (``audit.validity.reference``) and a *second, independent* one must measure it, this script
 re-renders every instance's worst valid case from the run's ``result.json`` (the world rebuilt
-from the run's config, the instance taken by id: :func:`advaudit.compare.replay.render_worst`) and
+from the run's config, the instance taken by id: :func:`advaudit.compare.where.replay.render_worst`) and
 asks ``--judge``: the share of worst cases it classifies correctly (argmax = true class), pooled
 over the runs with a 95% bootstrap interval over instances, and per run; next to it, the judge's
 accuracy on uniform random conditions of the same instances in the same box (``--random`` per
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from advaudit.compare.records import read_run
-from advaudit.compare.replay import render_worst
+from advaudit.compare.where.replay import render_worst
 from advaudit.core.intervals import format_summary, mean_with_ci
 from advaudit.core.records import write_json
 from advaudit.worlds import build_world

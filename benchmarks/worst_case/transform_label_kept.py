@@ -2,7 +2,7 @@
 
 For each finished examination (``examine.py world=transforms ...``, a run folder with ``result.json``),
 every instance's worst valid case is re-rendered from the run (the world rebuilt from its config, the
-instance taken by id: :func:`advaudit.compare.replay.render_worst`) and shown to ``--judge`` (one
+instance taken by id: :func:`advaudit.compare.where.replay.render_worst`) and shown to ``--judge`` (one
 target.pt, or several: an ensemble averaging their calibrated probabilities). Counted over the worst
 cases the audit counts as failures (the instance's ``failed``: a valid view the examined model
 misclassifies): the share whose label the judge still names, (a) its top-1 is the true class and
@@ -31,7 +31,7 @@ from torch import Tensor
 
 from advaudit.compare.power import wilson
 from advaudit.compare.records import read_run
-from advaudit.compare.replay import render_worst
+from advaudit.compare.where.replay import render_worst
 from advaudit.data.fashion_mnist import FashionMNISTDataModule
 from advaudit.models import load_target
 from advaudit.worlds import build_world

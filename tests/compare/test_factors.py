@@ -9,7 +9,7 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from advaudit.compare import compare_runs
-from advaudit.compare.breakdowns import densest_fifth
+from advaudit.compare.where.breakdowns import densest_fifth
 from advaudit.core.statistics import kuiper_p_value, kuiper_uniform
 from tests.compare.fixtures import write_worst_case
 

@@ -11,11 +11,11 @@ import pytest
 from scipy.stats import ttest_ind
 
 from advaudit.compare.design import group_runs
+from advaudit.compare.differences import recipe_difference
 from advaudit.compare.labels import distinguishing_parts, parse_recipes
 from advaudit.compare.metrics import Metric
 from advaudit.compare.records import discover_runs
-from advaudit.compare.replay import target_value
-from advaudit.compare.stats import recipe_difference
+from advaudit.compare.where.replay import target_value
 from advaudit.errors import AdvauditError
 from tests.compare.fixtures import write_worst_case
 

@@ -14,7 +14,7 @@ from advaudit.compare import compare_runs
 from advaudit.compare.metrics import Metric
 from advaudit.compare.power import (Pilot, estimate_power, instances_needed, mcnemar_p, pair_power, pilot_from_pairs,
                                     wilcoxon_p, wilson)
-from advaudit.compare.stats import _wilcoxon, paired_test
+from advaudit.compare.differences import _wilcoxon, paired_test
 from advaudit.errors import AdvauditError
 from tests.compare.fixtures import write_worst_case
 

@@ -169,7 +169,7 @@ def test_sweep_callback_gates_the_multirun(tmp_path: Path) -> None:
 def test_wandb_gets_the_answer_table_and_the_page(tmp_path: Path) -> None:
     from omegaconf import OmegaConf
 
-    from advaudit.core.wandb_run import log_comparison
+    from advaudit.compare.render.wandb import log_comparison
     from advaudit.report.wandb_offline import offline_runs
 
     _pair_records(tmp_path / "runs", 0.1, 7)

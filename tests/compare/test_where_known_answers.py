@@ -18,11 +18,11 @@ import torch
 from torch import Tensor
 
 from advaudit.compare import compare_runs
-from advaudit.compare.confirm import region_conditions
-from advaudit.compare.sensitivity import fifth_index, per_fifth, said
-from advaudit.compare.where import Axis, between_checkpoints, strongest
+from advaudit.compare.render.html import where_html
+from advaudit.compare.where.confirm import region_conditions
+from advaudit.compare.where.regions import Axis, between_checkpoints, strongest
+from advaudit.compare.where.sensitivity import fifth_index, per_fifth, said
 from advaudit.core.statistics import holm, kuiper_statistic
-from advaudit.compare.where_section import where_html
 from advaudit.worlds.protocol import Factor, Instances
 from tests.compare.fixtures import write_worst_case
 
@@ -194,6 +194,8 @@ def test_the_comparison_names_the_weak_checkpoint_in_its_region_with_the_known_d
     assert Path(where["plot"]).is_file()
     fragment = where_html(where)
     assert "weak_t is the weaker checkpoint there" in fragment and "data:image/png;base64," in fragment
+    body = fragment.removeprefix('<section class="where">\n').removesuffix("\n</section>")
+    assert body in (tmp_path / "out" / "comparison.html").read_text()    # one renderer: the page shows the same
     text = (tmp_path / "out" / "comparison.md").read_text()
     assert "### Where one checkpoint is weaker than the other" in text and "weak_t is the weaker" in text
     stored = json.loads((tmp_path / "out" / "comparison.json").read_text())["groups"][0]["where"]

@@ -12,10 +12,10 @@ import torch
 from torch import Tensor
 
 from advaudit.compare import compare_runs
-from advaudit.compare.confirm import Settings
 from advaudit.compare.design import group_runs
 from advaudit.compare.records import discover_runs
-from advaudit.compare.replay import target_value
+from advaudit.compare.where.confirm import Settings
+from advaudit.compare.where.replay import target_value
 from tests.compare import test_where_known_answers as plane
 from tests.compare.fixtures import write_worst_case
 

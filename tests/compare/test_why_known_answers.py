@@ -23,8 +23,8 @@ import torch
 from torch import Tensor
 
 from advaudit.compare import compare_runs
-from advaudit.compare.confirm import Settings
-from advaudit.compare.sensitivity import measure as sensitivity
+from advaudit.compare.where.confirm import Settings
+from advaudit.compare.where.sensitivity import measure as sensitivity
 from advaudit.compare.why.attribution import Sides, attribute
 from advaudit.compare.why.measure import measure
 from advaudit.compare.why.plan import interventions

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -195,3 +196,8 @@ def test_no_module_of_compare_core_or_report_names_an_audit() -> None:
              for node in ast.walk(ast.parse(path.read_text()))
              if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in CARDS]
     assert not named, named
+    # nor do their docstrings and comments: an audit's name with an underscore is never an English word
+    spelled = [f"{path.relative_to(REPO)}: {name}" for package in ("compare", "core", "report")
+               for path in sorted((REPO / "advaudit" / package).rglob("*.py")) for name in CARDS
+               if "_" in name and re.search(rf"\b{name}\b", path.read_text())]
+    assert not spelled, spelled

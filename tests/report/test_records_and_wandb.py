@@ -105,7 +105,7 @@ def test_wandb_group_is_the_sweep_id_inside_a_multirun(tmp_path: Path) -> None:
 
 def test_a_sweeps_comparison_joins_the_group_its_jobs_were_given(tmp_path: Path) -> None:
     from advaudit.report.wandb_offline import offline_runs
-    from advaudit.core.wandb_run import log_comparison
+    from advaudit.compare.render.wandb import log_comparison
 
     summary = {"runs": 2, "failed": [], "groups": []}
     default = {"logger": {"wandb": {"mode": "offline", "project": "advaudit-test", "group": "${wandb_group:${task_name}}"}},

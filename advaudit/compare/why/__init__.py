@@ -13,5 +13,8 @@ the one that is weaker elsewhere is weaker only away from them). Modules:
 - :mod:`.measure`: rendering and scoring them (every render scored by every checkpoint file);
 - :mod:`.attribution`: the statistics for one pair of checkpoint files (over instances) or of recipes (over
   their files, the training seeds);
-- :mod:`.words`: the sentences; :mod:`.section`: the comparison's why section and its figure.
+- :mod:`.words`: the sentences; :mod:`.section`: the comparison's why section; :mod:`.plot`: its figure.
+
+It draws held-out instances and scores renders with the where section's checks (:mod:`advaudit.compare.where.confirm`,
+:mod:`advaudit.compare.where.units`); :mod:`advaudit.compare.render` lays it out as Markdown, HTML and W&B tables.
 """

@@ -33,13 +33,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from advaudit.compare.confirm import paired
-from advaudit.compare.stats import over_files
 from advaudit.compare.why.measure import AS_DRAWN, Measured
 from advaudit.compare.why.plan import Intervention
-from advaudit.core.statistics import holm
-
-ALPHA = 0.05
+from advaudit.core.statistics import ALPHA, holm, paired_mean_test, welch_test
 
 
 @dataclass(frozen=True)
@@ -67,11 +63,11 @@ def gap_of(measured: Measured, sides: Sides) -> dict[str, Any]:
     acc = {sides.a: float(np.mean([measured.accuracy(AS_DRAWN, u) for u in sides.a_units])),
            sides.b: float(np.mean([measured.accuracy(AS_DRAWN, u) for u in sides.b_units]))}
     if sides.design == "recipes":
-        stats = over_files([measured.accuracy(AS_DRAWN, u) for u in sides.a_units],
+        stats = welch_test([measured.accuracy(AS_DRAWN, u) for u in sides.a_units],
                            [measured.accuracy(AS_DRAWN, u) for u in sides.b_units])
     else:
         g = instance_accuracy(measured, AS_DRAWN, sides.a_units) - instance_accuracy(measured, AS_DRAWN, sides.b_units)
-        stats = paired(g, np.zeros_like(g))
+        stats = paired_mean_test(g, np.zeros_like(g))
     return {**stats, "accuracy": acc, "test": "Welch t over files" if sides.design == "recipes" else "Wilcoxon"}
 
 
@@ -82,7 +78,7 @@ def explained_by(measured: Measured, sides: Sides, k: Intervention) -> dict[str,
         sides.b: float(np.mean([measured.accuracy(k.name, u) for u in sides.b_units]))}}
     if sides.design == "recipes":
         gain = {u: measured.accuracy(k.name, u) - measured.accuracy(AS_DRAWN, u) for u in sides.a_units + sides.b_units}
-        stats = over_files([gain[u] for u in sides.b_units], [gain[u] for u in sides.a_units])
+        stats = welch_test([gain[u] for u in sides.b_units], [gain[u] for u in sides.a_units])
         sign = np.sign(stats["diff"])
         row["pairs"] = len(sides.a_units) * len(sides.b_units)
         row["agree"] = int(sum(np.sign(gain[b] - gain[a]) == sign and sign != 0
@@ -91,7 +87,7 @@ def explained_by(measured: Measured, sides: Sides, k: Intervention) -> dict[str,
     else:
         g = instance_accuracy(measured, AS_DRAWN, sides.a_units) - instance_accuracy(measured, AS_DRAWN, sides.b_units)
         g_k = instance_accuracy(measured, k.name, sides.a_units) - instance_accuracy(measured, k.name, sides.b_units)
-        stats = paired(g, g_k)
+        stats = paired_mean_test(g, g_k)
     return {**row, **stats}
 
 

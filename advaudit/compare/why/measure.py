@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 from torch import Tensor
 
-from advaudit.compare.confirm import score
+from advaudit.compare.where.confirm import score
 from advaudit.compare.why.plan import Intervention
 from advaudit.core.progress import progress
 from advaudit.worlds.references import references_of, with_references

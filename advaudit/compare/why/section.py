@@ -23,14 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from advaudit.compare.confirm import Settings, choose_instances, uniform_conditions
 from advaudit.compare.design import Group
-from advaudit.compare.units import checks_of, units_of
+from advaudit.compare.where.confirm import Settings, choose_instances, uniform_conditions
+from advaudit.compare.where.units import checks_of, units_of
 from advaudit.compare.why.attribution import Sides, attribute, explained_by, headline_of
 from advaudit.compare.why.measure import Measured, measure
 from advaudit.compare.why.plan import Intervention, interventions, leading
 from advaudit.compare.why.plot import attribution_plot
-from advaudit.compare.why.words import FILES_CAVEAT, confirmation_words, gap_words, nothing_words, row_words
+from advaudit.compare.why.words import nothing_words, sentences
 from advaudit.core.statistics import holm
 from advaudit.worlds.references import references_of
 
@@ -138,35 +138,3 @@ def _headline(result: dict[str, Any]) -> str | None:
             if not to_confirm(result, r) or (r.get("confirmation") or {}).get("confirmed")]
     headline = headline_of(rows, result["gap"]["diff"])
     return headline["name"] if headline else None
-
-
-def sentences(section: dict[str, Any], world: Any, plan: list[Intervention]) -> list[str]:
-    """What the section says, per pair: the gap, its headline and every other said intervention, the caveat."""
-    references = references_of(world)
-    units = {f.name: str(getattr(f, "unit", "") or "") for f in world.factors}
-    by_name = {k.name: k for k in plan}
-    lines = []
-    for result in section["pairs"]:
-        lines.append(gap_words(result, section["instances"], section["conditions_per_instance"]))
-        said = sorted((r for r in result["rows"] if r["said"]),
-                      key=lambda r: (r["name"] != result["headline"], -abs(r["diff"])))
-        for row in said:
-            lines.append(row_words(row, result, by_name[row["name"]], references, units, len(result["rows"])))
-            if row["name"] == result["headline"]:
-                result["headline_words"] = lines[-1]
-            if row.get("confirmation"):
-                lines.append(confirmation_words(row["confirmation"], by_name[row["name"]], references, units))
-        if not said:
-            lines.append(nothing_words(result, len(result["rows"])))
-        elif result["design"] == "files":
-            lines.append(FILES_CAVEAT)
-        result.setdefault("headline_words", lines[-1] if not said else no_headline_words(result, said))
-    return lines
-
-
-def no_headline_words(result: dict[str, Any], said: list[dict[str, Any]]) -> str:
-    """The headline when rows are said but none names a cause: what hides the gap, or that nothing confirmed."""
-    confirmed = ", confirmed on other held-out instances," if result["design"] == "recipes" else ""
-    hiding = [r["name"] for r in said if r["relation"] == "hides"]
-    hides = (f"; {', '.join(hiding)} {'hides' if len(hiding) == 1 else 'hide'} part of it" if hiding else "")
-    return f"No factor or group of factors is said{confirmed} to explain the gap{hides}; see the why section."

@@ -1,4 +1,5 @@
-"""The why section's sentences: the gap, what explains or hides it, and (recipes) its confirmation."""
+"""The why section's sentences, each written here once: the gap, what explains or hides it, (recipes) its
+confirmation, the headline, and the section's sentences in order (:func:`sentences`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 from advaudit.compare.why.plan import Intervention
 from advaudit.core.intervals import format_interval
 from advaudit.core.statistics import format_p
+from advaudit.worlds.references import references_of
 
 
 def points(value: float) -> str:
@@ -91,3 +93,35 @@ def confirmation_words(check: dict[str, Any], k: Intervention, references: dict[
 
 FILES_CAVEAT = ("Between two files, an explanation is about these files: two training seeds of one recipe can "
                 "differ as much. Compare several files (training seeds) per recipe to attribute it to the recipe.")
+
+
+def sentences(section: dict[str, Any], world: Any, plan: list[Intervention]) -> list[str]:
+    """What the section says, per pair: the gap, its headline and every other said intervention, the caveat."""
+    references = references_of(world)
+    units = {f.name: str(getattr(f, "unit", "") or "") for f in world.factors}
+    by_name = {k.name: k for k in plan}
+    lines = []
+    for result in section["pairs"]:
+        lines.append(gap_words(result, section["instances"], section["conditions_per_instance"]))
+        said = sorted((r for r in result["rows"] if r["said"]),
+                      key=lambda r: (r["name"] != result["headline"], -abs(r["diff"])))
+        for row in said:
+            lines.append(row_words(row, result, by_name[row["name"]], references, units, len(result["rows"])))
+            if row["name"] == result["headline"]:
+                result["headline_words"] = lines[-1]
+            if row.get("confirmation"):
+                lines.append(confirmation_words(row["confirmation"], by_name[row["name"]], references, units))
+        if not said:
+            lines.append(nothing_words(result, len(result["rows"])))
+        elif result["design"] == "files":
+            lines.append(FILES_CAVEAT)
+        result.setdefault("headline_words", lines[-1] if not said else no_headline_words(result, said))
+    return lines
+
+
+def no_headline_words(result: dict[str, Any], said: list[dict[str, Any]]) -> str:
+    """The headline when rows are said but none names a cause: what hides the gap, or that nothing confirmed."""
+    confirmed = ", confirmed on other held-out instances," if result["design"] == "recipes" else ""
+    hiding = [r["name"] for r in said if r["relation"] == "hides"]
+    hides = (f"; {', '.join(hiding)} {'hides' if len(hiding) == 1 else 'hide'} part of it" if hiding else "")
+    return f"No factor or group of factors is said{confirmed} to explain the gap{hides}; see the why section."

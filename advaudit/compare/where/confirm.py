@@ -1,6 +1,6 @@
 """The confirmation: both checkpoints on held-out instances under new random conditions in a region.
 
-A region proposed from the worst cases (:mod:`advaudit.compare.where`) was chosen on the examined
+A region proposed from the worst cases (:mod:`advaudit.compare.where.regions`) was chosen on the examined
 instances and the examiners' conditions; it is checked on others. Instances come from the split
 the examination did not use (``test`` when it examined ``val``, else ``val``), drawn with the seed;
 each gets ``m`` random conditions, uniform over the world's factors except the region's factor,
@@ -28,11 +28,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from advaudit.compare.cells import band_values, region_text
-from advaudit.compare.stats import over_files
-from advaudit.compare.where import ALPHA, Axis
-from advaudit.core.intervals import format_interval, mean_with_ci
-from advaudit.core.statistics import format_p, holm, signed_rank_test
+from advaudit.compare.where.cells import band_values
+from advaudit.compare.where.regions import Axis
+from advaudit.compare.where.words import confirmation_words
+from advaudit.core.statistics import ALPHA, holm, paired_mean_test, welch_test
 from advaudit.worlds.protocol import unit_to_factor
 
 DRAW = ("torch.Generator().manual_seed(seed): torch.rand([n, m, C]) mapped onto the factors' bounds; "
@@ -45,7 +44,7 @@ class Settings:
     ``region_conditions``: random conditions per instance in a region; ``random_conditions``: per
     instance over all of S for the per-factor sensitivity; ``batch``: images per forward pass;
     ``min_points``: the smallest checkpoint x fifth difference (accuracy points) the sensitivity
-    says, see :func:`advaudit.compare.sensitivity.said`; ``why_instances``: held-out instances of the why section
+    says, see :func:`advaudit.compare.where.sensitivity.said`; ``why_instances``: held-out instances of the why section
     (:mod:`advaudit.compare.why`, at most; recipes confirm on as many others), ``why_renders``: renders per
     intervention (instances x conditions per instance), ``why_min_points``: the smallest part of a gap, in
     accuracy points, it names, ``factor_groups``: groups of factors of the user's own, ``((name, (factor, ...)), ...)``."""
@@ -120,19 +119,10 @@ def score(world: Any, z: Any, s: Tensor, targets: dict[str, Any], calibrated: bo
                    torch.cat([c for _, c in parts]).numpy().astype(float)) for name, parts in out.items()}
 
 
-def paired(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
-    """Mean of ``a - b`` over paired units ``[n]`` with a 95% bootstrap interval and Wilcoxon's p."""
-    diffs = np.asarray(a, float) - np.asarray(b, float)
-    diffs = diffs[np.isfinite(diffs)]
-    stats = mean_with_ci(diffs)
-    p = signed_rank_test(diffs)[1]
-    return {"diff": stats["mean"], "lo": stats["lo"], "hi": stats["hi"], "p": p, "n": int(len(diffs))}
-
-
 def cell_conditions(factors: Sequence[Any], n: int, m: int, cell: dict[str, Any], seed: int) -> Tensor:
     """``[n, m, C]``: uniform over S with the cell's factor uniform in it: a region or fifth (``region`` or ``low``,
     ``high`` in factor units; :func:`region_conditions`) or a band of distance from ``reference`` (``kind`` ``band``:
-    both sides of the reference, :func:`advaudit.compare.cells.band_values`)."""
+    both sides of the reference, :func:`advaudit.compare.where.cells.band_values`)."""
     low, high = cell.get("region") or (cell["low"], cell["high"])
     if cell.get("kind") != "band":
         return region_conditions(factors, n, m, cell["factor"], (low, high), seed)
@@ -165,13 +155,13 @@ def confirm(world: Any, z: Any, targets: dict[str, Any], sides: dict[str, tuple[
     check["accuracy"] = {name: float(np.mean(correct[name])) for name in pair}
     if min(len(sides[pair[0]]), len(sides[pair[1]])) >= 2:
         a, b = ([float(v.mean()) for v in prob[name]] for name in pair)
-        check.update(over_files(a, b), n=len(z), test="Welch t over files", pairs=len(a) * len(b),
+        check.update(welch_test(a, b), n=len(z), test="Welch t over files", pairs=len(a) * len(b),
                      agree=int(sum(np.sign(x - y) == np.sign(np.mean(a) - np.mean(b)) for x in a for y in b)),
-                     accuracy_diff=over_files(*([float(v.mean()) for v in correct[name]] for name in pair)))
+                     accuracy_diff=welch_test(*([float(v.mean()) for v in correct[name]] for name in pair)))
         return check
     mean = {name: np.mean(prob[name], axis=0) for name in pair}
-    check.update(paired(mean[pair[0]], mean[pair[1]]), test="Wilcoxon",
-                 accuracy_diff=paired(*(np.mean(correct[name], axis=0) for name in pair)))
+    check.update(paired_mean_test(mean[pair[0]], mean[pair[1]]), test="Wilcoxon",
+                 accuracy_diff=paired_mean_test(*(np.mean(correct[name], axis=0) for name in pair)))
     return check
 
 
@@ -183,32 +173,3 @@ def decide(checks: list[dict[str, Any]], alpha: float = ALPHA) -> None:
                      and check.get("agree", 0) == check.get("pairs", 0))
         check["weaker"] = (check["a"] if check["diff"] < 0 else check["b"]) if separated else None
         check["words"] = confirmation_words(check)
-
-
-def confirmation_words(check: dict[str, Any]) -> str:
-    """The sentence the report says about one check."""
-    where = region_text(check["factor"], check.get("kind", "region"), *check["region"], check.get("unit", ""),
-                        check.get("reference"))
-    return f"Checked on held-out instances under new random conditions with {where}: {verdict_words(check)}."
-
-
-def verdict_words(check: dict[str, Any]) -> str:
-    """What one check found, with its numbers (no region, no final stop): ``A is the weaker checkpoint
-    there (...)`` or ``nothing separates A and B there (...)``."""
-    a, b, weaker = check["a"], check["b"], check.get("weaker")
-    lower, other = (a, b) if check["diff"] <= 0 else (b, a)
-    sign = 1.0 if lower == a else -1.0
-    lo, hi = sorted((sign * check["lo"], sign * check["hi"]))
-    acc = check["accuracy_diff"]
-    acc_lo, acc_hi = sorted((sign * acc["lo"], sign * acc["hi"]))
-    numbers = (f"mean true-class probability {lower} {check['true_prob'][lower]:.3f} vs {other} "
-               f"{check['true_prob'][other]:.3f}, paired difference "
-               f"{format_interval(sign * check['diff'], lo, hi, 3, sign=True)} over {check['n']} held-out instances "
-               f"x {check['conditions_per_instance']} conditions, {check.get('test', 'Wilcoxon')} p = "
-               f"{format_p(check['p'])} (Holm {format_p(check['p_holm'])}"
-               + (f"; {check['agree']} of {check['pairs']} pairs of files agree" if "pairs" in check else "") + "); "
-               f"accuracy {check['accuracy'][lower]:.2f} vs {check['accuracy'][other]:.2f}, "
-               f"{format_interval(100 * sign * acc['diff'], 100 * acc_lo, 100 * acc_hi, 0, sign=True)} points")
-    if weaker is None:
-        return f"nothing separates {a} and {b} there ({numbers})"
-    return f"{weaker} is the weaker checkpoint there ({numbers})"

@@ -9,7 +9,7 @@ so one set of renders serves every factor. Per instance ``i``, checkpoint ``A`` 
     acc_A,i    = share of all of i's conditions that A classifies correctly
 
 The same is done per **band** of distance from a factor's reference value where it has one (near, middle,
-far: :mod:`advaudit.compare.cells`; the far band holds both ends of a range, so a loss at both ends is one
+far: :mod:`advaudit.compare.where.cells`; the far band holds both ends of a range, so a loss at both ends is one
 finding): every formula below holds with "fifth" read as "cell", and Holm runs over all cells of the pair.
 
 Per checkpoint and fifth: the mean of ``acc_A,i(f)`` over instances with a 95% bootstrap interval.
@@ -38,12 +38,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from advaudit.compare.cells import Cells, cell_fields, cells_of, per_cell, said
-from advaudit.compare.confirm import Settings, paired, score, uniform_conditions
-from advaudit.compare.sensitivity_recipes import recipe_interaction
-from advaudit.compare.where import ALPHA, region_words
-from advaudit.core.intervals import format_interval, mean_with_ci
-from advaudit.core.statistics import format_p, holm
+from advaudit.compare.where.cells import Cells, cell_fields, cells_of, per_cell, said
+from advaudit.compare.where.confirm import Settings, score, uniform_conditions
+from advaudit.compare.where.sensitivity_recipes import recipe_interaction
+from advaudit.compare.where.words import sensitivity_words
+from advaudit.core.intervals import mean_with_ci
+from advaudit.core.statistics import ALPHA, holm, paired_mean_test
 
 FIFTHS = 5
 
@@ -56,7 +56,7 @@ def fifth_index(values: np.ndarray, low: float, high: float) -> np.ndarray:
 
 def per_fifth(correct: np.ndarray, fifth: np.ndarray) -> np.ndarray:
     """``correct`` ``[n, m]`` and ``fifth`` ``[n, m]`` -> per-instance accuracy ``[n, 5]`` (NaN where an
-    instance has no condition in a fifth; :func:`advaudit.compare.cells.per_cell`)."""
+    instance has no condition in a fifth; :func:`advaudit.compare.where.cells.per_cell`)."""
     return per_cell(correct, fifth, FIFTHS)
 
 
@@ -67,7 +67,7 @@ def measure(world: Any, z: Any, targets: dict[str, Any], sides: dict[str, tuple[
     (``{unit: loaded target}``; ``sides``: ``{checkpoint name: its units}``); returns the record (module
     docstring): ``factors``, ``checkpoints`` rows and ``overall`` per checkpoint (a recipe's files pooled), and
     ``pairs`` rows for ``pairs`` (names; default every pair): two recipes over their files
-    (:mod:`advaudit.compare.sensitivity_recipes`), else over instances."""
+    (:mod:`advaudit.compare.where.sensitivity_recipes`), else over instances."""
     factors = [f for f in world.factors if f.high > f.low]
     s = uniform_conditions(list(world.factors), len(z), settings.random_conditions, seed)
     scores = score(world, z, s, targets, calibrated, settings.batch)
@@ -96,8 +96,8 @@ def measure(world: Any, z: Any, targets: dict[str, Any], sides: dict[str, tuple[
 
 
 def cell_accuracies(world: Any, s: Any, correct: dict[str, np.ndarray]) -> tuple[list[Cells], list[dict[str, np.ndarray]]]:
-    """The world's cells (:func:`advaudit.compare.cells.cells_of`) and, per cells, ``{target: [n, k]}`` each instance's
-    accuracy in each cell under the conditions ``s`` ``[n, m, C]``."""
+    """The world's cells (:func:`advaudit.compare.where.cells.cells_of`) and, per cells, ``{target: [n, k]}`` each
+    instance's accuracy in each cell under the conditions ``s`` ``[n, m, C]``."""
     column = {f.name: i for i, f in enumerate(world.factors)}
     cells = cells_of(world)
     accuracy = []
@@ -116,41 +116,13 @@ def interaction(a: str, b: str, cells: Sequence[Cells], accuracy: Sequence[dict[
     for c, by_target in zip(cells, accuracy):
         acc_a, acc_b = by_target[a], by_target[b]
         for k in range(len(c.bounds)):
-            loss = paired(acc_a[:, k] - overall[a], acc_b[:, k] - overall[b])
+            loss = paired_mean_test(acc_a[:, k] - overall[a], acc_b[:, k] - overall[b])
             rows.append({"a": a, "b": b, **cell_fields(c, k), "acc_a": float(np.nanmean(acc_a[:, k])),
                          "acc_b": float(np.nanmean(acc_b[:, k])), "overall_a": float(overall[a].mean()),
                          "overall_b": float(overall[b].mean()),
-                         "in_fifth": paired(acc_a[:, k], acc_b[:, k]), **loss})
+                         "in_fifth": paired_mean_test(acc_a[:, k], acc_b[:, k]), **loss})
     holm(rows)
     for row in rows:
         row["said"] = said(row, alpha, min_points)
         row["words"] = sensitivity_words(row, len(rows)) if row["said"] else ""
     return rows
-
-
-def sensitivity_words(row: dict[str, Any], n_tests: int) -> str:
-    """``At rotation 18-30 deg plain is the less accurate (0.70 vs 0.80); measured from each one's ...``.
-
-    Says first which checkpoint is the less accurate in the fifth, then the checkpoint x fifth difference
-    with how far each checkpoint is from its own accuracy over all random conditions there: the
-    difference can come from one losing or from the other gaining (a checkpoint trained on part of a
-    range does better than its own average inside it)."""
-    loser, winner, sign = (row["a"], row["b"], -1.0) if row["diff"] < 0 else (row["b"], row["a"], 1.0)
-    acc = {row["a"]: row["acc_a"], row["b"]: row["acc_b"]}
-    overall = {row["a"]: row["overall_a"], row["b"]: row["overall_b"]}
-    lo, hi = sorted((100 * sign * row["lo"], 100 * sign * row["hi"]))
-    where = row.get("place") or region_words(row["factor"], (row["low"], row["high"]), row.get("unit", ""))
-    own = ", ".join(f"{name} {_shift(acc[name] - overall[name])} its {overall[name]:.2f}" for name in (loser, winner))
-    return (f"At {where} {loser} is the less accurate ({acc[loser]:.2f} vs {acc[winner]:.2f}); measured from "
-            f"each one's accuracy over all random conditions, {loser} does "
-            f"{100 * sign * row['diff']:.0f} points worse there than {winner} ({own}; checkpoint x fifth difference "
-            f"{format_interval(100 * sign * row['diff'], lo, hi, 0)} points over {row['n']} held-out instances, "
-            f"Wilcoxon p = {format_p(row['p'])}, Holm over {n_tests} factor cells {format_p(row['p_holm'])}).")
-
-
-def _shift(delta: float) -> str:
-    """``13 points lower than`` / ``2 points higher than`` / ``the same as``: an accuracy change in whole points."""
-    points = round(100 * abs(delta))
-    if points == 0:
-        return "the same as"
-    return f"{points} point{'s' if points != 1 else ''} {'lower' if delta < 0 else 'higher'} than"

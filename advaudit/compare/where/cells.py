@@ -20,7 +20,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from advaudit.compare.where import ALPHA, region_words
+from advaudit.compare.where.words import region_text
+from advaudit.core.statistics import ALPHA
 from advaudit.worlds.references import distance_from_reference, largest_distance, references_of
 
 FIFTHS = 5
@@ -60,17 +61,6 @@ class Cells:
         """``rotation 18-30 deg`` (a fifth) / ``rotation 18-30 deg from 0, both ends`` (a band)."""
         low, high = self.bounds[k]
         return region_text(self.name, self.kind, low, high, self.unit, self.reference)
-
-
-def region_text(factor: str, kind: str, low: float, high: float, unit: str = "", reference: float | None = None) -> str:
-    """A cell in words: a fifth ``rotation 18-30 deg``; a band ``rotation within 6 deg of 0`` (the near one) or
-    ``rotation 18-30 deg from 0, both ends``."""
-    if kind != "band":
-        return region_words(factor, (low, high), unit)
-    unit = f" {unit}" if unit else ""
-    if low == 0:
-        return f"{factor} within {high:.3g}{unit} of {reference:g}"
-    return f"{factor} {low:.3g}-{high:.3g}{unit} from {reference:g}, both ends"
 
 
 def band_values(factor: Any, reference: float, low: float, high: float, u: np.ndarray) -> np.ndarray:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from advaudit.compare import replay as replay_module
-from advaudit.compare.confirm import held_out_split
 from advaudit.compare.design import Group
 from advaudit.compare.labels import distinguishing_parts
+from advaudit.compare.where import replay as replay_module
+from advaudit.compare.where.confirm import held_out_split
 from advaudit.worlds import build_world
 
 

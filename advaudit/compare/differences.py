@@ -1,4 +1,4 @@
-"""Per-checkpoint intervals and paired differences between checkpoints.
+"""Per-checkpoint intervals and paired differences between checkpoints (the tests: :mod:`advaudit.core.statistics`).
 
 Intervals are percentile bootstraps (:mod:`advaudit.core.intervals`) over independent
 replications: over seeds when a checkpoint was examined with several seeds (each seed is a whole
@@ -23,7 +23,7 @@ The primary question is tested first and alone: its p-values are Holm-corrected 
 p-values are Holm-corrected over their own family (pairs x the other metrics). A verdict is thus wrong with
 probability at most 5% whatever else is reported, and the evidence does not cost the question asked power
 (a recipe over three training seeds has 4 degrees of freedom; six metrics in one family halved what it could
-detect: docs/results/compare/comparing.md). :mod:`advaudit.compare.verdict` reads the two families.
+detect: docs/results/compare/comparing.md). :mod:`advaudit.compare.verdict` reads the two families and says them.
 """
 
 from __future__ import annotations
@@ -33,15 +33,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import ttest_1samp, ttest_ind
-from statsmodels.stats.contingency_tables import mcnemar
+from scipy.stats import ttest_1samp
 
 from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric, instance_values, run_value
-from advaudit.core.intervals import format_interval, mean_with_ci
-from advaudit.core.statistics import format_p, holm, signed_rank_test
-
-ALPHA = 0.05
+from advaudit.core.intervals import mean_with_ci
+from advaudit.core.statistics import holm, mcnemar_test, signed_rank_test, welch_test
 
 
 def file_values(group: Group, target: str, metric: Metric) -> list[float]:
@@ -49,21 +46,6 @@ def file_values(group: Group, target: str, metric: Metric) -> list[float]:
     the file's runs (examination seeds); files without a value are left out."""
     values = [[run_value(r, metric) for r in group.file_runs(target, source)] for source in group.files(target)]
     return [float(np.nanmean(v)) for v in values if np.isfinite(v).any()]
-
-
-def over_files(x: Any, y: Any) -> dict[str, Any]:
-    """``mean(x) - mean(y)`` for the files of two recipes (``[k]`` and ``[l]`` values, one per file) with Welch's
-    95% interval and two-sided p (scipy's ``ttest_ind(equal_var=False)``): the training seed is the replication
-    unit of a recipe. Fewer than two files a side, or no spread on either side, give the difference with no test
-    (its interval the point itself; p 1 when it is 0, else undefined)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    diff = float(x.mean() - y.mean())
-    if len(x) < 2 or len(y) < 2 or (np.ptp(x) == 0 and np.ptp(y) == 0):
-        return {"diff": diff, "lo": diff, "hi": diff, "p": 1.0 if diff == 0 else float("nan"), "n": [len(x), len(y)]}
-    result = ttest_ind(x, y, equal_var=False)
-    interval = result.confidence_interval(0.95)
-    return {"diff": diff, "lo": float(interval.low), "hi": float(interval.high), "p": float(result.pvalue),
-            "n": [len(x), len(y)]}
 
 
 def recipe_summary(group: Group, target: str, metric: Metric) -> dict[str, Any]:
@@ -81,9 +63,10 @@ def recipe_summary(group: Group, target: str, metric: Metric) -> dict[str, Any]:
 
 
 def recipe_difference(group: Group, a: str, b: str, metric: Metric) -> dict[str, Any]:
-    """Recipes ``a`` and ``b`` (two or more files each) on ``metric``: Welch over their files (:func:`over_files`)."""
+    """Recipes ``a`` and ``b`` (two or more files each) on ``metric``: Welch over their files
+    (:func:`advaudit.core.statistics.welch_test`)."""
     xa, xb = file_values(group, a, metric), file_values(group, b, metric)
-    stats = over_files(xa, xb)
+    stats = welch_test(xa, xb)
     row = {"a": a, "b": b, "metric": metric.key, "higher_is_better": metric.higher_is_better,
            "n_seeds": len(set(group.seeds(a)) | set(group.seeds(b))), "n_files": stats["n"],
            "n_instances": 0, "diff": stats["diff"], "lo": stats["lo"], "hi": stats["hi"],
@@ -180,14 +163,7 @@ def fails_exactly_where_judged(run: Any) -> bool:
 def paired_test(pairs: pd.DataFrame, seed_diffs: np.ndarray, metric: Metric) -> dict[str, Any]:
     """``{"test", "statistic", "p", ...}``: McNemar, Wilcoxon on instances, or Wilcoxon on seeds."""
     if len(pairs) and metric.binary:
-        a, b = pairs["a"].to_numpy() > 0.5, pairs["b"].to_numpy() > 0.5
-        only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
-        table = [[int((a & b).sum()), only_a], [only_b, int((~a & ~b).sum())]]
-        exact = only_a + only_b < 25
-        result = mcnemar(table, exact=exact, correction=not exact)
-        p = 1.0 if only_a + only_b == 0 else float(result.pvalue)
-        return {"test": "McNemar" + (" (exact)" if exact else ""), "statistic": float(result.statistic), "p": p,
-                "only_a": only_a, "only_b": only_b, "units": "instance x seed"}
+        return {**mcnemar_test(pairs["a"].to_numpy(), pairs["b"].to_numpy()), "units": "instance x seed"}
     if len(pairs):
         means = pairs.groupby("instance")[["a", "b"]].mean()
         return {**_wilcoxon(means["a"].to_numpy() - means["b"].to_numpy()), "units": "instances"}
@@ -218,31 +194,3 @@ def compare_pairs(group: Group, metrics: list[Metric], seeds: list[int], primary
         for row in family:
             row.update(family=("primary" if number == 0 else "evidence") if primary else "all", family_size=size)
     return rows
-
-
-def verdict(row: dict[str, Any], metric: Metric, names: dict[str, str], audit: str) -> str:
-    """A plain-words sentence for one pair on one metric."""
-    a, b = names.get(row["a"], row["a"]), names.get(row["b"], row["b"])
-    interval = (f"difference {format_interval(row['diff'], row['lo'], row['hi'], 3, sign=True)} over {row['interval_over']}"
-                if math.isfinite(row.get("lo", float("nan"))) else f"difference {row['diff']:+.3f} (no interval)")
-    test = (f"{row['test']} p = {format_p(row['p'])}, Holm-corrected {format_p(row['p_holm'])}"
-            if math.isfinite(row.get("p", float("nan"))) else no_test_words(row))
-    detail = f"{metric.words}: {interval}; {test}"
-    if "only_a" in row:
-        outcome = {"failed": "failed", "correct": "was right"}.get(str(metric.column), f"had {metric.column}")
-        detail += f"; only {a} {outcome} on {row['only_a']}, only {b} on {row['only_b']} (instance x seed)"
-    significant = math.isfinite(row.get("p_holm", float("nan"))) and row["p_holm"] < ALPHA
-    if not significant or metric.higher_is_better is None or row["diff"] == 0:
-        if significant:
-            return f"{a} and {b} differ under {audit} ({detail})."
-        return f"No difference between {a} and {b} under {audit} is detectable at 5% ({detail})."
-    a_better = (row["diff"] > 0) == metric.higher_is_better
-    better, worse = (a, b) if a_better else (b, a)
-    return f"{worse} is worse than {better} under {audit} ({detail})."
-
-
-def no_test_words(row: dict[str, Any]) -> str:
-    """Why a pair has no p-value, in words that cannot be read as a test's result."""
-    runs = int(row.get("n_seeds", 0) or 0)
-    return (f"not tested: one value per run and {runs} run{'s' if runs != 1 else ''} per checkpoint (a test needs "
-            "per-instance values or at least 6 seeds)")

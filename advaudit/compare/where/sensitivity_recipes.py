@@ -1,15 +1,15 @@
 """The per-factor sensitivity between two recipes: every cell tested over the recipes' files.
 
-Every file of both recipes scores the same held-out renders (:mod:`advaudit.compare.sensitivity`). Per file
-``f`` and cell ``c`` (a fifth of a factor, or a band of distance from its reference: :mod:`advaudit.compare.cells`)
-the file's own loss there, measured from its accuracy over all random conditions,
+Every file of both recipes scores the same held-out renders (:mod:`advaudit.compare.where.sensitivity`). Per file
+``f`` and cell ``c`` (a fifth of a factor, or a band of distance from its reference:
+:mod:`advaudit.compare.where.cells`) the file's own loss there, measured from its accuracy over all random conditions,
 
     L_f(c) = mean over instances of (acc_f,i(c) - acc_f,i),
 
 is one number per training seed. The recipes' difference ``mean_A L - mean_B L`` (negative: A loses more
 there) gets Welch's t-test and 95% interval over the files, Holm-corrected over the cells of the pair; the
 plain difference in the cell (``acc_A(c) - acc_B(c)``) is tested the same way. A cell is **said** under the
-single-file rule (:func:`advaudit.compare.cells.said`) and only when every pair of files (one of each
+single-file rule (:func:`advaudit.compare.where.cells.said`) and only when every pair of files (one of each
 recipe) agrees on the sign: what every training seed shows.
 """
 
@@ -19,11 +19,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from advaudit.compare.cells import Cells, cell_fields, said
-from advaudit.compare.stats import over_files
-from advaudit.compare.where import ALPHA
-from advaudit.core.intervals import format_interval
-from advaudit.core.statistics import format_p, holm
+from advaudit.compare.where.cells import Cells, cell_fields, said
+from advaudit.compare.where.words import recipe_words
+from advaudit.core.statistics import ALPHA, holm, welch_test
 
 
 def recipe_interaction(a: str, b: str, sides: dict[str, tuple[str, ...]], cells: Sequence[Cells],
@@ -36,14 +34,14 @@ def recipe_interaction(a: str, b: str, sides: dict[str, tuple[str, ...]], cells:
         for k in range(len(c.bounds)):
             loss = {u: float(np.nanmean(by_unit[u][:, k] - overall[u])) for u in sides[a] + sides[b]}
             inside = {u: float(np.nanmean(by_unit[u][:, k])) for u in sides[a] + sides[b]}
-            stats = over_files([loss[u] for u in sides[a]], [loss[u] for u in sides[b]])
+            stats = welch_test([loss[u] for u in sides[a]], [loss[u] for u in sides[b]])
             sign = np.sign(stats["diff"])
             rows.append({"a": a, "b": b, **cell_fields(c, k), "design": "recipes",
                          "acc_a": float(np.mean([inside[u] for u in sides[a]])),
                          "acc_b": float(np.mean([inside[u] for u in sides[b]])),
                          "overall_a": float(np.mean([overall[u].mean() for u in sides[a]])),
                          "overall_b": float(np.mean([overall[u].mean() for u in sides[b]])),
-                         "in_fifth": over_files([inside[u] for u in sides[a]], [inside[u] for u in sides[b]]),
+                         "in_fifth": welch_test([inside[u] for u in sides[a]], [inside[u] for u in sides[b]]),
                          "pairs": len(sides[a]) * len(sides[b]),
                          "agree": int(sum(np.sign(loss[x] - loss[y]) == sign and sign != 0
                                           for x in sides[a] for y in sides[b])), **stats})
@@ -52,17 +50,3 @@ def recipe_interaction(a: str, b: str, sides: dict[str, tuple[str, ...]], cells:
         row["said"] = bool(said(row, alpha, min_points) and row["agree"] == row["pairs"])
         row["words"] = recipe_words(row, len(rows)) if row["said"] else ""
     return rows
-
-
-def recipe_words(row: dict[str, Any], n_tests: int) -> str:
-    """``Over their files, at X plain is the less accurate (0.62 vs 0.70); ... in all 9 pairs of files``."""
-    loser, winner, sign = (row["a"], row["b"], -1.0) if row["diff"] < 0 else (row["b"], row["a"], 1.0)
-    acc = {row["a"]: row["acc_a"], row["b"]: row["acc_b"]}
-    lo, hi = sorted((100 * sign * row["lo"], 100 * sign * row["hi"]))
-    files = f"{row['n'][0]} and {row['n'][1]}"
-    return (f"Over their files ({files}), at {row['place']} {loser} is the less accurate ({acc[loser]:.2f} vs "
-            f"{acc[winner]:.2f}); measured from each file's accuracy over all random conditions, {loser} does "
-            f"{100 * sign * row['diff']:.0f} points worse there than {winner} (recipe x cell difference "
-            f"{format_interval(100 * sign * row['diff'], lo, hi, 0)} points, Welch t over files p = "
-            f"{format_p(row['p'])}, Holm over {n_tests} factor cells {format_p(row['p_holm'])}; in all "
-            f"{row['pairs']} pairs of files).")

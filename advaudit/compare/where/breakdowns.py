@@ -18,8 +18,9 @@ from scipy.stats import circmean, kstest
 
 from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric
+from advaudit.compare.where.words import factor_verdict
 from advaudit.core.intervals import mean_with_ci
-from advaudit.core.statistics import format_p, holm, kuiper_uniform
+from advaudit.core.statistics import ALPHA, holm, kuiper_uniform
 
 
 def pooled_instances(group: Group, target: str, seeds: list[int]) -> pd.DataFrame | None:
@@ -117,23 +118,10 @@ def per_factor(group: Group, seeds: list[int], factors: list[Any], searched: lis
     return rows
 
 
-def holm_over_factors(rows: list[dict[str, Any]], alpha: float = 0.05) -> None:
+def holm_over_factors(rows: list[dict[str, Any]], alpha: float = ALPHA) -> None:
     """Add ``p_holm`` (Holm over these rows: one checkpoint's factors) and a plain-words ``verdict``."""
     for row in holm(rows):
         row["verdict"] = factor_verdict(row, len(rows), alpha)
-
-
-def factor_verdict(row: dict[str, Any], n_tests: int, alpha: float = 0.05) -> str:
-    """One sentence: does this checkpoint's worst-case set concentrate on this factor?"""
-    unit = f" {row['unit']}" if row.get("unit") else ""
-    where = "circle" if row["periodic"] else "range"
-    tests = (f"{row['test']} p = {format_p(row['p'])}, Holm-corrected over {n_tests} factor"
-             f"{'s' if n_tests != 1 else ''}: {format_p(row['p_holm'])}; n = {row['n']}")
-    if row["p_holm"] < alpha:
-        return (f"{row['factor']}: the worst cases concentrate ({100 * row['share_peak']:.0f}% in the densest fifth "
-                f"of its {where}, around {row['peak']:.3g}{unit}; random conditions put 20% in any fifth) ({tests}).")
-    return f"{row['factor']}: no concentration detectable at {alpha:.0%} ({tests})."
-
 
 
 def searched_factors(factors: list[Any], design: dict[str, Any]) -> list[str]:

@@ -1,9 +1,10 @@
 """``comparison.html``: the comparison's Markdown as one self-contained page a person opens offline.
 
-The page is rendered from ``comparison.md`` itself (so the two never disagree: verdicts first,
-tables after) by a converter for the Markdown subset the report writes (headings, paragraphs,
-one- and two-level lists, pipe tables, images, ``**bold**`` and ```code```). Every figure is
-embedded as a base64 PNG ``data:`` URI and the style sheet is inline: the page loads nothing.
+The page is rendered from ``comparison.md`` itself (:mod:`advaudit.compare.render.markdown`; so the two never
+disagree: verdicts first, tables after) by a converter for the Markdown subset the report writes (headings,
+paragraphs, one- and two-level lists, pipe tables, images, ``**bold**`` and ```code```). Every figure is
+embedded as a base64 PNG ``data:`` URI and the style sheet is inline: the page loads nothing. A section alone
+(:func:`where_html`) goes through the same converter.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import base64
 import html
 import re
 from pathlib import Path
+from typing import Any
+
+from advaudit.compare.render.markdown import where_markdown
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1100px; margin: 2em auto;
@@ -109,3 +113,12 @@ def write_html(markdown_path: Path, path: Path) -> Path:
             f"<title>Checkpoint comparison</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def where_html(section: dict[str, Any] | None) -> str:
+    """The where section (:mod:`advaudit.compare.where.section`) as a self-contained HTML fragment: the Markdown
+    the page shows for it, converted as the page is, its figure embedded; empty for None."""
+    if not section:
+        return ""
+    text = "\n".join(where_markdown(section))
+    return f'<section class="where">\n{markdown_to_html(text, Path(section["plot"]).parent)}\n</section>'

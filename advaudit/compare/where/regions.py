@@ -14,7 +14,7 @@ corrected p gets a **region**: the window one fifth of its range wide (slid in s
 a circle also across the seam) where the share of one checkpoint's worst cases exceeds the other's
 most. That checkpoint is the *suspect*. The region is **proposed** only when the corrected p is
 below ``alpha``; either way it only chooses where to look: what decides is the confirmation on
-held-out instances (:mod:`advaudit.compare.confirm`).
+held-out instances (:mod:`advaudit.compare.where.confirm`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Any, Sequence
 
 import numpy as np
 from scipy.stats import ks_2samp, permutation_test
-from advaudit.core.statistics import format_p, kuiper_statistic
 
-ALPHA = 0.05
+from advaudit.core.statistics import ALPHA, kuiper_statistic
+
 WINDOW = 0.2     # a region is a fifth of the factor's range wide
 STEP = 0.1       # slid in tenths of the range
 
@@ -148,22 +148,3 @@ def between_checkpoints(values: dict[str, dict[str, np.ndarray]], axes: Sequence
 def strongest(tests: list[FactorTest]) -> FactorTest | None:
     """The test with the smallest corrected p (the first of equals), or None."""
     return min(tests, key=lambda t: t.p_holm) if tests else None
-
-
-def region_words(factor: str, region: Sequence[float], unit: str = "") -> str:
-    """``camera_roll 288-360 deg``; ``camera_elevation -60 to -36 deg`` where a bound is negative; an arc
-    across a circle's seam reads ``camera_roll 324-36 deg``."""
-    low, high = f"{region[0]:.4g}", f"{region[1]:.4g}"
-    span = f"{low} to {high}" if low.startswith("-") or high.startswith("-") else f"{low}-{high}"
-    return f"{factor} {span}" + (f" {unit}" if unit else "")
-
-
-def test_words(test: FactorTest, alpha: float = ALPHA) -> str:
-    """One sentence on a pair's strongest factor test and what it proposes."""
-    where = region_words(test.factor, test.region, test.unit)
-    numbers = (f"{test.test} p = {format_p(test.p)}, Holm-corrected over the factors {format_p(test.p_holm)}; "
-               f"{100 * test.share_suspect:.0f}% of {test.suspect}'s worst cases in {where}, "
-               f"{100 * test.share_other:.0f}% of {test.other}'s")
-    if test.proposed(alpha):
-        return f"Their worst cases lie differently in {test.factor}: region proposed, {where} ({numbers})."
-    return f"No factor separates where their worst cases lie at {alpha:.0%} (strongest: {test.factor}; {numbers})."

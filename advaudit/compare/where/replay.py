@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from advaudit.compare.breakdowns import worst_conditions
 from advaudit.compare.design import Group
 from advaudit.compare.metrics import Metric, run_value
+from advaudit.compare.where.breakdowns import worst_conditions
 from advaudit.errors import require
 from advaudit.models import load_target
 from advaudit.worlds import build_world, fit_target_to_world

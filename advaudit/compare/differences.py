@@ -134,9 +134,10 @@ def paired_difference(group: Group, a: str, b: str, metric: Metric, seeds: list[
         stats = mean_with_ci(seed_diffs)
         row.update(diff=stats["mean"], lo=stats["lo"], hi=stats["hi"], interval_over="seeds")
     elif len(pairs) >= 2:
+        # the estimate its interval and test are about: the mean paired difference over the shared instances
+        # (a run's own value may pool proposals, or hold instances the other run has no value for)
         stats = mean_with_ci((pairs["a"] - pairs["b"]).to_numpy(float))
-        row.update(diff=float(seed_diffs[0]) if len(seed_diffs) else stats["mean"], lo=stats["lo"], hi=stats["hi"],
-                   interval_over="instances")
+        row.update(diff=stats["mean"], lo=stats["lo"], hi=stats["hi"], interval_over="instances")
     else:
         row.update(diff=float(seed_diffs[0]) if len(seed_diffs) else float("nan"), lo=float("nan"),
                    hi=float("nan"), interval_over="none")

@@ -8,17 +8,21 @@ ResNet-18 on 224-px inputs (random weights: speed does not depend on them).
 
 28 px: the same worst-case examination (TransformWorld, random search, ``--instances`` x
 ``--budget`` queries in iterations of q = 10, so every step scores one batch of ``instances x 10``
-inputs) of the local TorchScript file and of the served model in each form of ``FORMS``, with
-``max_batch`` equal to that batch (one request per step: the same batch size on both sides; the last
-form sends each step as two requests of half the batch at once), interleaved ``--repeats`` times. The examination's own clock (``seconds_examination``: render, forward, examiner, records)
-is compared; beside it the seconds the client waited on the server and the server's own inference
-time (the runtime reports it in each answer's ``parameters``).
+inputs) of the local TorchScript file and of the served model in each form of ``FORMS``, after a
+round of short ones that warms every form up, with ``max_batch`` equal to that batch (one request
+per step: the same batch size on both sides; the last form sends each step as two requests of half
+the batch at once), interleaved ``--repeats`` times. The examination's own clock
+(``seconds_examination``: render, forward, examiner, records) is compared; beside it the seconds the
+client waited on the server and the server's own inference time (the runtimes report it in each
+answer's ``parameters``).
 
 224 px: one batch of ``--batch`` images sent ``--repeats`` times in each form, its cost split into
 encoding (the client writing the body and reading the answer), the server's own inference, and the
 rest of the request (transfer on loopback plus the server's parsing of the body and writing of the answer).
 
-    OMP_NUM_THREADS=1 WANDB_MODE=disabled .venv/bin/python benchmarks/models/endpoint_speed.py [--repeats 3]
+    OMP_NUM_THREADS=1 WANDB_MODE=disabled .venv/bin/python benchmarks/models/endpoint_speed.py --repeats 3 --budget 300
+
+KServe's environment (``make kserve``, .venv-kserve) must exist.
 """
 
 from __future__ import annotations
@@ -101,10 +105,12 @@ def at_28px(servers: dict[str, LocalServer], cnn: Path, root: Path, args: argpar
                 "class_names": NAMES, "normalization": "model", "dataset": DATASET})
         for name, server, binary, flight in FORMS]
     rows = []
-    for repeat in range(args.repeats):
+    for repeat in range(-1, args.repeats):  # round -1 warms every form up (imports, caches, the servers) unrecorded
         for name, block in blocks:
             result = examination(block, root / f"{name.replace(' ', '_').replace(',', '')}_{repeat}", args.instances,
-                                 args.budget)
+                                 args.budget if repeat >= 0 else 20)
+            if repeat < 0:
+                continue
             record = result.get("endpoint", {})
             rows.append({"form": name, "repeat": repeat, "seconds": result["seconds_examination"],
                          "waiting": record.get("seconds_waiting"), "server": record.get("server_seconds"),
@@ -141,13 +147,16 @@ def at_224px(servers: dict[str, LocalServer], args: argparse.Namespace) -> dict[
 
 def summary(rows: list[dict], split: dict[str, dict], args: argparse.Namespace) -> str:
     """The run's two tables as text (medians of the repeats)."""
-    local = statistics.median(r["seconds"] for r in rows if r["form"] == "local file")
+    locals_ = [r for r in rows if r["form"] == "local file"]
+    local = statistics.median(r["seconds"] for r in locals_)
     lines = [f"28 px, {args.instances} instances x {args.budget} queries, batches of {args.instances * 10} (median "
              f"of {args.repeats}): local file {local:.2f} s"]
     for name, *_ in FORMS:
         served = [r for r in rows if r["form"] == name]
         median = {k: statistics.median(r[k] for r in served) for k in ("seconds", "waiting", "server", "encoding")}
-        lines.append(f"  {name}: {median['seconds']:.2f} s ({median['seconds'] / local:.2f}x); waiting on the server "
+        ratios = ", ".join(f"{r['seconds'] / l['seconds']:.2f}" for r, l in zip(served, locals_))
+        lines.append(f"  {name}: {median['seconds']:.2f} s ({median['seconds'] / local:.2f}x; each round {ratios}); "
+                     f"waiting on the server "
                      f"{median['waiting']:.2f} s, of which the server's own inference {median['server']:.2f} s; "
                      f"client encoding and decoding {median['encoding']:.2f} s")
     lines.append(f"224 px, {args.batch} images per request (median of {args.repeats}):")
@@ -169,7 +178,8 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="endpoint_speed_"))
     cnn, resnet = write_models(root)
     models = [ServedModel("cnn28", cnn, [1, 28, 28]), ServedModel("resnet224", resnet, [3, 224, 224])]
-    servers = {"mlserver": LocalServer(models, root / "mlserver"), "kserve": LocalServer(models, root / "ks", server="kserve"),
+    servers = {"mlserver": LocalServer(models, root / "mlserver"),
+               "kserve": LocalServer(models, root / "ks", server="kserve"),
                "kserve-raw": LocalServer(models, root / "ks-raw", server="kserve", options={"raw_binary": True})}
     try:
         for server in servers.values():

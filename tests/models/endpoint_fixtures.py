@@ -1,4 +1,5 @@
-"""Real Open Inference Protocol servers for the tests: MLServer and KServe serving a small torch model and its ONNX export.
+"""Real Open Inference Protocol servers for the tests: MLServer and KServe serving a small torch model and its
+ONNX export.
 
 :func:`start_test_server` writes the model (:class:`tests.models.user_models.SmallNet`, seed 0) as a
 TorchScript file and as ONNX, and serves them, with the deployments the tests need, on a free port of

@@ -37,7 +37,8 @@ def test_kserve_gets_binary_tensors_by_itself_and_scores_as_the_local_model(kser
         assert record["binary"] is True and "binary_note" not in record  # KServe does not list the extension
         assert record["server"]["name"] == "kserve" and record["inputs"] == 2 + 8 + 300
         assert record["bytes_sent"] < 310 * 28 * 28 * 4 + 4 * 400  # raw float32 and a short JSON header per request
-    as_json = advaudit.load_target(endpoint_block(kserve_server, "fmnist", endpoint={"binary": False, "max_batch": 128}))
+    block = endpoint_block(kserve_server, "fmnist", endpoint={"binary": False, "max_batch": 128})
+    as_json = advaudit.load_target(block)
     assert torch.equal(as_json.predict_proba(x), served["fmnist"])  # JSON writes each float32 exactly: the same scores
     assert endpoint_records()[-1]["binary"] is False
 
@@ -56,7 +57,8 @@ def test_a_binary_request_round_trips_through_the_real_server_to_the_models_logi
     np.testing.assert_allclose(scores, expected, atol=1e-5, rtol=0)
     assert reply["model_version"] == "1" and reply["parameters"]["inference_seconds"] > 0
     plain, plain_headers = encode_request(x, "input", "FP32", binary=False)
-    as_json = requests.post(f"{kserve_server.url}/v2/models/fmnist/infer", data=plain, headers=plain_headers, timeout=20)
+    as_json = requests.post(f"{kserve_server.url}/v2/models/fmnist/infer", data=plain, headers=plain_headers,
+                            timeout=20)
     assert np.array_equal(decode_response(as_json.content, as_json.headers, None)[0], scores)
 
 
@@ -67,8 +69,9 @@ def test_a_refusal_under_binary_names_the_input_not_the_encoding(kserve_server: 
 
 
 def test_a_server_that_does_not_read_binary_tensors_is_one_line_or_gets_json(oip_server: LocalServer) -> None:
-    with pytest.raises(AdvauditError, match=r"does not read binary tensors .*: it refused them \(HTTP 500: .*\) and "
-                                            r"answered the same batch as JSON; set target\.endpoint\.binary: false") as no:
+    refusal = (r"does not read binary tensors .*: it refused them \(HTTP 500: .*\) and answered the same batch as "
+               r"JSON; set target\.endpoint\.binary: false")
+    with pytest.raises(AdvauditError, match=refusal) as no:
         advaudit.load_target(endpoint_block(oip_server, endpoint={"binary": True}))
     assert "\n" not in str(no.value)
     x = torch.rand(4, *FMNIST_SHAPE)
@@ -89,4 +92,4 @@ def test_auto_tries_binary_once_and_keeps_to_json_where_the_server_refuses_it(oi
         assert torch.allclose(target.predict_proba(x), torch.softmax(oip_server.net(x), 1), atol=1e-6)
     record = endpoint_records()[-1]
     assert record["binary"] is False and record["binary_note"].startswith("binary tensors refused (HTTP 500")
-    assert record["requests"] == 2 + 1 and record["retries"] == 0  # the refused try is neither counted nor retried
+    assert record["requests"] == 2 + 1 and record["inputs"] == 2 + 8 + 4  # the refused try is not counted

@@ -197,8 +197,8 @@ class EndpointClient:
         server = {k: self.server.get(k) for k in ("name", "version") if self.server.get(k)}
         stats = {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()}
         return {"endpoint": self.settings.address, "model": self.settings.model, "model_version": self.model_version,
-                "server": server, "binary": self.binary, **({"binary_note": self.binary_note} if self.binary_note else {}),
-                **stats,
+                "server": server, "binary": self.binary,
+                **({"binary_note": self.binary_note} if self.binary_note else {}), **stats,
                 **({"server_seconds": round(self.server_seconds, 3)} if self.server_seconds is not None else {}),
                 "settings": {k: v for k, v in self.settings.record().items() if k not in ("url", "model")}}
 

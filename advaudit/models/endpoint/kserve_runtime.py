@@ -59,8 +59,9 @@ class KServeClassifier(kserve.Model):
             raise HTTPException(status_code=refused.status, detail=str(refused)) from None
         output = InferOutput("logits", list(scores.shape), "FP32")
         output.set_data_from_numpy(scores, binary_data=payload.use_binary_outputs)
-        return InferResponse(response_id=payload.id or uuid.uuid4().hex, model_name=self.name, model_version=self.version,
-                             infer_outputs=[output], parameters={"inference_seconds": round(seconds, 6)},
+        return InferResponse(response_id=payload.id or uuid.uuid4().hex, model_name=self.name,
+                             model_version=self.version, infer_outputs=[output],
+                             parameters={"inference_seconds": round(seconds, 6)},
                              use_binary_outputs=payload.use_binary_outputs)
 
 

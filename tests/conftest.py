@@ -104,3 +104,18 @@ def oip_server(tmp_path_factory: pytest.TempPathFactory):
     server = start_test_server(tmp_path_factory.mktemp("oip"))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def kserve_server(tmp_path_factory: pytest.TempPathFactory):
+    """A real KServe ``ModelServer`` (it reads binary tensors) on a free port of 127.0.0.1, serving the same model
+    as ``oip_server`` as TorchScript and ONNX; about 12 s to start. Skipped where KServe's environment is missing
+    (``make kserve`` makes it)."""
+    from advaudit.models.targets.endpoint.serve import kserve_python
+    from tests.models.endpoint_fixtures import start_kserve_server
+
+    if kserve_python() is None:
+        pytest.skip("KServe is not installed (make kserve makes .venv-kserve)")
+    server = start_kserve_server(tmp_path_factory.mktemp("kserve"))
+    yield server
+    server.stop()

@@ -72,7 +72,8 @@ def _endpoint_line(cfg: DictConfig) -> str:
         return ""
     server = " ".join(str(v) for v in record["server"].values())
     return (f"\n- endpoint: {address}, model version {record['model_version'] or 'not reported'}"
-            f"{f' ({server})' if server else ''}: {record['inputs']} inputs in {record['requests']} requests so far, "
+            f"{f' ({server})' if server else ''}: {record['inputs']} inputs in {record['requests']} requests so far "
+            f"({'binary tensors' if record.get('binary') else 'JSON'}), "
             f"{record['seconds_waiting']:.1f} s waiting on the server")
 
 

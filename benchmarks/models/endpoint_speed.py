@@ -1,23 +1,28 @@
 """What does auditing a model through its inference server cost, against the same model file audited locally?
 
-One MLServer (advaudit.models.targets.endpoint.serve, on 127.0.0.1, one torch thread, sharing the machine with
-the client) serves two TorchScript models: a small CNN on 28-px Fashion-MNIST inputs and a ResNet-18
-on 224-px inputs (random weights: speed does not depend on them).
+Three servers (advaudit.models.targets.endpoint.serve: MLServer, which reads JSON only; KServe's ModelServer,
+which also reads binary tensors; and KServe keeping binary tensors as bytes instead of turning them
+into Python lists, a what-if; on 127.0.0.1, one torch thread each, sharing the machine with the
+client) serve the same two TorchScript models: a small CNN on 28-px Fashion-MNIST inputs and a
+ResNet-18 on 224-px inputs (random weights: speed does not depend on them).
 
 28 px: the same worst-case examination (TransformWorld, random search, ``--instances`` x
 ``--budget`` queries in iterations of q = 10, so every step scores one batch of ``instances x 10``
-inputs) of the local TorchScript file and of the served model, with ``max_batch`` equal to that
-batch (one request per step: the same batch size on both sides), interleaved ``--repeats``
-times. The examination's own clock (``seconds_examination``: render, forward, examiner, records)
-is compared; beside it the seconds the client waited on the server and the server's own inference
-time (the runtime reports it in each answer's ``parameters``).
+inputs) of the local TorchScript file and of the served model in each form of ``FORMS``, after a
+round of short ones that warms every form up, with ``max_batch`` equal to that batch (one request
+per step: the same batch size on both sides; the last form sends each step as two requests of half
+the batch at once), interleaved ``--repeats`` times. The examination's own clock
+(``seconds_examination``: render, forward, examiner, records) is compared; beside it the seconds the
+client waited on the server and the server's own inference time (the runtimes report it in each
+answer's ``parameters``).
 
-224 px: one batch of ``--batch`` images sent ``--repeats`` times, its cost split into encoding (the
-client writing the JSON body and reading the answer), the server's own inference, and the rest of
-the request (transfer on loopback plus the server's JSON parsing); binary tensors
-(the binary tensor data extension): the client's encoding, as MLServer does not offer the extension.
+224 px: one batch of ``--batch`` images sent ``--repeats`` times in each form, its cost split into
+encoding (the client writing the body and reading the answer), the server's own inference, and the
+rest of the request (transfer on loopback plus the server's parsing of the body and writing of the answer).
 
-    OMP_NUM_THREADS=1 WANDB_MODE=disabled .venv/bin/python benchmarks/models/endpoint_speed.py [--repeats 3]
+    OMP_NUM_THREADS=1 WANDB_MODE=disabled .venv/bin/python benchmarks/models/endpoint_speed.py --repeats 3 --budget 300
+
+KServe's environment (``make kserve``, .venv-kserve) must exist.
 """
 
 from __future__ import annotations
@@ -83,48 +88,83 @@ def examination(block: dict, run_dir: Path, instances: int, budget: int) -> dict
     return examine(cfg)
 
 
-def at_28px(server: LocalServer, cnn: Path, root: Path, args: argparse.Namespace) -> list[dict]:
+#: the served forms: (name, server, binary, requests in flight per step). kserve-raw: KServe keeping binary tensors
+#: as bytes (kserve_runtime.keep_raw_bytes, a what-if: stock KServe 0.21 turns them into Python lists)
+FORMS = [("MLServer JSON", "mlserver", False, 1), ("KServe JSON", "kserve", False, 1),
+         ("KServe binary", "kserve", True, 1), ("KServe binary, bytes kept", "kserve-raw", True, 1),
+         ("KServe binary, bytes kept, 2 requests in flight", "kserve-raw", True, 2)]
+
+
+def at_28px(servers: dict[str, LocalServer], cnn: Path, root: Path, args: argparse.Namespace) -> list[dict]:
     batch = args.instances * 10
     local = {"path": str(cnn), "class_names": NAMES, "input_shape": [1, 28, 28], "normalization": "model",
              "dataset": DATASET}
-    served = {"endpoint": {"url": server.url, "model": "cnn28", "max_batch": batch, "concurrency": 1},
-              "class_names": NAMES, "normalization": "model", "dataset": DATASET}
+    blocks = [("local file", local)] + [
+        (name, {"endpoint": {"url": servers[server].url, "model": "cnn28", "max_batch": -(-batch // flight),
+                             "concurrency": flight, "binary": binary},
+                "class_names": NAMES, "normalization": "model", "dataset": DATASET})
+        for name, server, binary, flight in FORMS]
     rows = []
-    for repeat in range(args.repeats):
-        for name, block in (("local file", local), ("endpoint", served)):
-            result = examination(block, root / f"{name.replace(' ', '_')}_{repeat}", args.instances, args.budget)
+    for repeat in range(-1, args.repeats):  # round -1 warms every form up (imports, caches, the servers) unrecorded
+        for name, block in blocks:
+            result = examination(block, root / f"{name.replace(' ', '_').replace(',', '')}_{repeat}", args.instances,
+                                 args.budget if repeat >= 0 else 20)
+            if repeat < 0:
+                continue
             record = result.get("endpoint", {})
             rows.append({"form": name, "repeat": repeat, "seconds": result["seconds_examination"],
                          "waiting": record.get("seconds_waiting"), "server": record.get("server_seconds"),
                          "encoding": (record.get("seconds_encoding") or 0) + (record.get("seconds_decoding") or 0)
-                         if record else None, "inputs": record.get("inputs")})
+                         if record else None, "inputs": record.get("inputs"), "binary": record.get("binary")})
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
-def at_224px(server: LocalServer, args: argparse.Namespace) -> dict:
-    client = EndpointClient(EndpointSettings(url=server.url, model="resnet224", max_batch=args.batch, concurrency=1))
-    client.connect()
+def at_224px(servers: dict[str, LocalServer], args: argparse.Namespace) -> dict[str, dict]:
     x = np.random.default_rng(0).random((args.batch, 3, 224, 224), dtype=np.float32)
-    client.predict(x, "input", "FP32")  # warm-up
-    parts: dict[str, list[float]] = {k: [] for k in ("wall", "encoding", "server", "rest", "binary_encoding")}
+    clients = {}
+    for name, server, binary, flight in FORMS[:4]:
+        clients[name] = EndpointClient(EndpointSettings(url=servers[server].url, model="resnet224", concurrency=1,
+                                                        max_batch=args.batch, binary="true" if binary else "false"))
+        clients[name].connect()
+        clients[name].predict(x, "input", "FP32")  # warm-up
+    parts = {name: {k: [] for k in ("wall", "encoding", "server", "rest")} for name in clients}
     for _ in range(args.repeats):
-        before = dict(client.stats), client.server_seconds or 0.0
-        start = time.perf_counter()
-        client.predict(x, "input", "FP32")
-        wall = time.perf_counter() - start
-        encoding = sum(client.stats[k] - before[0][k] for k in ("seconds_encoding", "seconds_decoding"))
-        server_time = (client.server_seconds or 0.0) - before[1]
-        parts["wall"].append(wall)
-        parts["encoding"].append(encoding)
-        parts["server"].append(server_time)
-        parts["rest"].append(wall - encoding - server_time)
-        start = time.perf_counter()
-        body, _ = encode_request(x, "input", "FP32", binary=True)
-        parts["binary_encoding"].append(time.perf_counter() - start)
-    json_bytes = len(encode_request(x, "input", "FP32", binary=False)[0])
-    out = {k: statistics.median(v) for k, v in parts.items()}
-    return {**out, "json_bytes": json_bytes, "binary_bytes": len(body), "batch": args.batch}
+        for name, client in clients.items():
+            before = dict(client.stats), client.server_seconds or 0.0
+            start = time.perf_counter()
+            client.predict(x, "input", "FP32")
+            wall = time.perf_counter() - start
+            encoding = sum(client.stats[k] - before[0][k] for k in ("seconds_encoding", "seconds_decoding"))
+            server_time = (client.server_seconds or 0.0) - before[1]
+            for key, value in (("wall", wall), ("encoding", encoding), ("server", server_time),
+                               ("rest", wall - encoding - server_time)):
+                parts[name][key].append(value)
+    return {name: {**{k: statistics.median(v) for k, v in parts[name].items()}, "batch": args.batch,
+                   "bytes": len(encode_request(x, "input", "FP32", binary=binary)[0])}
+            for name, _, binary, _ in FORMS[:4]}
+
+
+def summary(rows: list[dict], split: dict[str, dict], args: argparse.Namespace) -> str:
+    """The run's two tables as text (medians of the repeats)."""
+    locals_ = [r for r in rows if r["form"] == "local file"]
+    local = statistics.median(r["seconds"] for r in locals_)
+    lines = [f"28 px, {args.instances} instances x {args.budget} queries, batches of {args.instances * 10} (median "
+             f"of {args.repeats}): local file {local:.2f} s"]
+    for name, *_ in FORMS:
+        served = [r for r in rows if r["form"] == name]
+        median = {k: statistics.median(r[k] for r in served) for k in ("seconds", "waiting", "server", "encoding")}
+        ratios = ", ".join(f"{r['seconds'] / l['seconds']:.2f}" for r, l in zip(served, locals_))
+        lines.append(f"  {name}: {median['seconds']:.2f} s ({median['seconds'] / local:.2f}x; each round {ratios}); "
+                     f"waiting on the server "
+                     f"{median['waiting']:.2f} s, of which the server's own inference {median['server']:.2f} s; "
+                     f"client encoding and decoding {median['encoding']:.2f} s")
+    lines.append(f"224 px, {args.batch} images per request (median of {args.repeats}):")
+    for name, part in split.items():
+        lines.append(f"  {name}: {part['wall']:.3f} s = encoding {part['encoding']:.3f} + server inference "
+                     f"{part['server']:.3f} + transfer and the server's parsing {part['rest']:.3f}; body "
+                     f"{part['bytes'] / 1e6:.1f} MB")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -138,21 +178,18 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="endpoint_speed_"))
     cnn, resnet = write_models(root)
     models = [ServedModel("cnn28", cnn, [1, 28, 28]), ServedModel("resnet224", resnet, [3, 224, 224])]
-    with LocalServer(models, root / "repository") as server:
-        rows = at_28px(server, cnn, root, args)
-        split = at_224px(server, args)
-    local = statistics.median(r["seconds"] for r in rows if r["form"] == "local file")
-    served = [r for r in rows if r["form"] == "endpoint"]
-    median = {k: statistics.median(r[k] for r in served) for k in ("seconds", "waiting", "server", "encoding")}
-    print(f"\n28 px, {args.instances} instances x {args.budget} queries, batches of {args.instances * 10} "
-          f"(median of {args.repeats}):")
-    print(f"  local file {local:.2f} s; endpoint {median['seconds']:.2f} s ({median['seconds'] / local:.2f}x); "
-          f"waiting on the server {median['waiting']:.2f} s, of which the server's own inference "
-          f"{median['server']:.2f} s; client encoding and decoding {median['encoding']:.2f} s")
-    print(f"224 px, {split['batch']} images per request (median of {args.repeats}): {split['wall']:.3f} s = encoding "
-          f"{split['encoding']:.3f} + server inference {split['server']:.3f} + transfer and server-side parsing "
-          f"{split['rest']:.3f}; JSON {split['json_bytes'] / 1e6:.1f} MB; binary body {split['binary_bytes'] / 1e6:.1f} "
-          f"MB encoded in {split['binary_encoding']:.4f} s (MLServer does not offer the binary extension)")
+    servers = {"mlserver": LocalServer(models, root / "mlserver"),
+               "kserve": LocalServer(models, root / "ks", server="kserve"),
+               "kserve-raw": LocalServer(models, root / "ks-raw", server="kserve", options={"raw_binary": True})}
+    try:
+        for server in servers.values():
+            server.start()
+        rows = at_28px(servers, cnn, root, args)
+        split = at_224px(servers, args)
+    finally:
+        for server in servers.values():
+            server.stop()
+    print("\n" + summary(rows, split, args))
     (Path("outputs") / "endpoint_speed.json").parent.mkdir(exist_ok=True)
     Path("outputs/endpoint_speed.json").write_text(json.dumps({"rows": rows, "split_224": split}, indent=1))
 

@@ -1,4 +1,5 @@
-"""A real Open Inference Protocol server for the tests: MLServer serving a small torch model and its ONNX export.
+"""Real Open Inference Protocol servers for the tests: MLServer and KServe serving a small torch model and its
+ONNX export.
 
 :func:`start_test_server` writes the model (:class:`tests.models.user_models.SmallNet`, seed 0) as a
 TorchScript file and as ONNX, and serves them, with the deployments the tests need, on a free port of
@@ -8,6 +9,9 @@ TorchScript file and as ONNX, and serves them, with the deployments the tests ne
 - ``fmnist-secure``: answers only requests carrying ``Bearer $ADVAUDIT_TEST_ENDPOINT_TOKEN``;
 - ``fmnist-quiet``: its metadata names no input (the server alone knows the input's name);
 - ``fmnist-broken``: every request fails on the server (HTTP 500).
+
+:func:`start_kserve_server` serves ``fmnist`` and ``fmnist-onnx`` with KServe's ``ModelServer``, which also
+reads binary tensors (MLServer does not).
 """
 
 from __future__ import annotations
@@ -53,6 +57,15 @@ def start_test_server(root: Path, port: int | None = None) -> LocalServer:
     os.environ[TOKEN_ENV] = TOKEN
     net, script, onnx = write_models(root)
     server = LocalServer(served_models(script, onnx), root / "repository", port=port).start()
+    server.net, server.script, server.onnx = net, script, onnx  # type: ignore[attr-defined]
+    return server
+
+
+def start_kserve_server(root: Path) -> LocalServer:
+    """KServe serving ``fmnist`` (TorchScript) and ``fmnist-onnx`` (version 7), as :func:`start_test_server`."""
+    net, script, onnx = write_models(root)
+    models = [ServedModel("fmnist", script, FMNIST_SHAPE), ServedModel("fmnist-onnx", onnx, FMNIST_SHAPE, version="7")]
+    server = LocalServer(models, root / "repository", server="kserve").start()
     server.net, server.script, server.onnx = net, script, onnx  # type: ignore[attr-defined]
     return server
 

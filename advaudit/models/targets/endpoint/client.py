@@ -29,6 +29,8 @@ from advaudit.models.targets.endpoint.settings import EndpointSettings
 #: every client made in this process, so a task can report the endpoints its audit queried
 CLIENTS: list["EndpointClient"] = []
 RETRIED = (500, 502, 503, 504)
+#: servers (``GET /v2``'s name) known to read JSON only: ``binary: auto`` sends them JSON without trying
+JSON_ONLY = ("mlserver",)
 
 
 def credentials(settings: EndpointSettings) -> dict[str, str]:
@@ -60,7 +62,9 @@ class EndpointClient:
         self.server: dict[str, Any] = {}
         self.model_version: str | None = None
         self.server_seconds: float | None = None  # the server's own inference time, where it reports it
-        self.binary = settings.binary == "true"
+        self.binary = settings.binary != "false"  # auto: binary until the server shows it does not read it
+        self._binary_known = settings.binary == "false"  # whether the server is known to read what self.binary says
+        self.binary_note: str | None = None
         self.stats = {"requests": 0, "inputs": 0, "retries": 0, "seconds_waiting": 0.0, "seconds_encoding": 0.0,
                       "seconds_decoding": 0.0, "bytes_sent": 0}
         CLIENTS.append(self)
@@ -74,8 +78,11 @@ class EndpointClient:
             self.server = answer.json() if answer.ok else {}
         except (AdvauditError, ValueError):
             self.server = {}
-        if s.binary == "auto":
-            self.binary = BINARY_EXTENSION in (self.server.get("extensions") or [])
+        if BINARY_EXTENSION in (self.server.get("extensions") or []):
+            self._binary_known = True  # a server that lists the extension (Triton) is taken at its word
+        elif s.binary == "auto" and self.server.get("name") in JSON_ONLY:  # no probe that would fail on its log
+            self.binary, self._binary_known = False, True
+            self.binary_note = f"{self.server['name']} does not read binary tensors; sent JSON"
         answer = self._send("GET", s.model_path, None, {})
         if not answer.ok:
             raise refusal(s, answer.status_code, error_text(answer.content), "metadata", None)
@@ -98,32 +105,65 @@ class EndpointClient:
 
     def _infer(self, x: np.ndarray, name: str, datatype: str) -> np.ndarray:
         s = self.settings
-        started = time.perf_counter()
-        body, headers = encode_request(x, name, datatype, self.binary, s.output_name)
-        encoded = time.perf_counter()
-        answer = self._send("POST", f"{s.model_path}/infer", body, headers)
+        binary = self.binary
+        answer, sent = self._post(x, name, datatype, binary, probe=binary and not self._binary_known)
+        if binary and not self._binary_known and answer.status_code not in (200, 401, 403, 404):
+            answer, sent = self._binary_refused(answer, x, name, datatype)
+        elif binary and answer.ok:
+            self._binary_known = True  # the server read a binary request: no more probes
         if not answer.ok:
             raise refusal(s, answer.status_code, error_text(answer.content), "infer", (name, list(x.shape), datatype))
         received = time.perf_counter()
         scores, reply = decode_response(answer.content, answer.headers, s.output_name)
         version = reply.get("model_version")
         reported = (reply.get("parameters") or {}).get("inference_seconds")  # a server that reports its own time
-        # (advaudit's MLServer runtime does: advaudit.models.targets.endpoint.runtime)
+        # (advaudit's MLServer and KServe runtimes do: advaudit.models.targets.endpoint.served)
         require(len(scores) == len(x), f"the endpoint {s.address} answered {len(scores)} score rows for {len(x)} "
                 "inputs; the model must return one row per input")
         with self._lock:
             self.stats["requests"] += 1
             self.stats["inputs"] += len(x)
-            self.stats["bytes_sent"] += len(body)
-            self.stats["seconds_encoding"] += encoded - started
+            self.stats["bytes_sent"] += sent[0]
+            self.stats["seconds_encoding"] += sent[1]
             self.stats["seconds_decoding"] += time.perf_counter() - received
             self.model_version = str(version) if version is not None else self.model_version
             if isinstance(reported, (int, float)):
                 self.server_seconds = (self.server_seconds or 0.0) + float(reported)
         return scores
 
-    def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> requests.Response:
-        """One request with retries on connection errors, timeouts and 5xx answers; the last answer returned."""
+    def _post(self, x: np.ndarray, name: str, datatype: str, binary: bool, probe: bool = False
+              ) -> tuple[requests.Response, tuple[int, float]]:
+        """One inference request for ``x``; ``(answer, (bytes sent, seconds encoding))``. A ``probe`` (binary
+        tensors to a server not yet known to read them) is not retried on a 5xx answer: a server that cannot
+        read them may answer so (MLServer does)."""
+        started = time.perf_counter()
+        body, headers = encode_request(x, name, datatype, binary, self.settings.output_name)
+        encoded = time.perf_counter() - started
+        return self._send("POST", f"{self.settings.model_path}/infer", body, headers, probe), (
+            len(body), encoded)
+
+    def _binary_refused(self, answer: requests.Response, x: np.ndarray, name: str, datatype: str
+                        ) -> tuple[requests.Response, tuple[int, float]]:
+        """The first binary request was refused: the same batch goes as JSON. Refused again, the JSON answer
+        says why (the input, not the encoding); answered, the server does not read binary tensors: ``auto``
+        sends JSON from now on (the record says so), ``binary: true`` is refused in one line."""
+        s = self.settings
+        problem = f"HTTP {answer.status_code}: {error_text(answer.content)[:160]}"
+        retry = self._post(x, name, datatype, False)
+        if not retry[0].ok:
+            return retry
+        require(s.binary != "true", f"the endpoint {s.address} does not read binary tensors (the binary tensor data "
+                f"extension): it refused them ({problem}) and answered the same batch as JSON; set "
+                "target.endpoint.binary: false (or auto, which finds this out)")
+        with self._lock:
+            self.binary, self._binary_known = False, True
+            self.binary_note = f"binary tensors refused ({problem}); sent JSON"
+        return retry
+
+    def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str], probe: bool = False
+              ) -> requests.Response:
+        """One request with retries on connection errors, timeouts and 5xx answers (a ``probe``'s 5xx answer is
+        returned at once); the last answer returned."""
         s = self.settings
         session = getattr(self._local, "session", None)
         if session is None:
@@ -144,7 +184,7 @@ class EndpointClient:
             except requests.ConnectionError as error:
                 problem = _connection_problem(error)
                 continue
-            if answer.status_code not in RETRIED or attempt == s.retries:
+            if answer.status_code not in RETRIED or attempt == s.retries or probe:
                 return answer
             problem = f"HTTP {answer.status_code}"
         waited = time.perf_counter() - first
@@ -157,7 +197,8 @@ class EndpointClient:
         server = {k: self.server.get(k) for k in ("name", "version") if self.server.get(k)}
         stats = {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()}
         return {"endpoint": self.settings.address, "model": self.settings.model, "model_version": self.model_version,
-                "server": server, "binary": self.binary, **stats,
+                "server": server, "binary": self.binary,
+                **({"binary_note": self.binary_note} if self.binary_note else {}), **stats,
                 **({"server_seconds": round(self.server_seconds, 3)} if self.server_seconds is not None else {}),
                 "settings": {k: v for k, v in self.settings.record().items() if k not in ("url", "model")}}
 

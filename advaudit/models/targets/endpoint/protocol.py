@@ -62,7 +62,9 @@ def encode_request(x: np.ndarray, name: str, datatype: str, binary: bool, output
         return orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), {"Content-Type": "application/json"}
     raw = x.astype(x.dtype.newbyteorder("<"), copy=False).tobytes()
     tensor["parameters"] = {"binary_data_size": len(raw)}
-    header = orjson.dumps({"inputs": [tensor], **({"outputs": outputs} if outputs else {})})
+    # the answer in binary too (binary_data_output: the whole answer; a named output's binary_data: that one)
+    header = orjson.dumps({"inputs": [tensor], "parameters": {"binary_data_output": True},
+                           **({"outputs": outputs} if outputs else {})})
     return header + raw, {"Content-Type": "application/octet-stream", HEADER_LENGTH: str(len(header))}
 
 

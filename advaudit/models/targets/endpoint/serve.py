@@ -1,4 +1,4 @@
-"""Serve a classifier file over the Open Inference Protocol on this machine, with MLServer.
+"""Serve a classifier file over the Open Inference Protocol on this machine, with MLServer or KServe.
 
     python -m advaudit.models.targets.endpoint.serve model.onnx --name fmnist --input-shape 1 28 28 --port 8080
     python -m advaudit.models.targets.endpoint.serve outputs/train/runs/<time>/checkpoints/target.pt --name fmnist
@@ -6,13 +6,18 @@
 writes an MLServer model repository for the file (an advaudit target file is traced to TorchScript first,
 raw ``[0, 1]`` inputs to logits, its normalisation inside) (``settings.json``, ``<name>/model-settings.json``
 naming :class:`~advaudit.models.targets.endpoint.runtime.ServedClassifier`) and runs ``mlserver start`` on it
-until interrupted. Tests, benchmarks and docs/deployed-model.md use :class:`LocalServer` to stand up
-the same server on free ports. MLServer is a development dependency (``pip install -e '.[dev]'``).
+until interrupted; ``--server kserve`` runs KServe's ``ModelServer`` on the same files instead
+(:mod:`~advaudit.models.targets.endpoint.kserve_runtime`), which also reads binary tensors. Tests, benchmarks
+and docs/deployed-model.md use :class:`LocalServer` to stand up the same servers on free ports.
+MLServer is a development dependency (``pip install -e '.[dev]'``); KServe pins FastAPI and pandas
+versions MLServer cannot share, so ``make kserve`` installs it into an environment of its own,
+``.venv-kserve``, that reads everything else from ``.venv``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -32,6 +37,9 @@ from advaudit.models.targets.formats import identify
 from advaudit.models.targets.io import load_target
 
 RUNTIME = "advaudit.models.targets.endpoint.runtime.ServedClassifier"
+SERVERS = ("mlserver", "kserve")
+#: where KServe's environment is looked for (``make kserve`` makes the first), unless $ADVAUDIT_KSERVE_PYTHON names one
+KSERVE_VENV = ".venv-kserve"
 
 
 @dataclass
@@ -67,36 +75,52 @@ def free_port() -> int:
 
 
 class LocalServer:
-    """``mlserver start`` on a repository of :class:`ServedModel` in ``folder``, on free ports of 127.0.0.1."""
+    """A server of :class:`ServedModel` on free ports of 127.0.0.1, its files in ``folder``: ``mlserver start``
+    on a model repository, or (``server="kserve"``) KServe's ``ModelServer``
+    (:mod:`~advaudit.models.targets.endpoint.kserve_runtime`, in the environment :func:`kserve_python` finds)."""
 
-    def __init__(self, models: list[ServedModel], folder: str | Path, port: int | None = None) -> None:
-        self.models, self.folder = list(models), Path(folder)
+    def __init__(self, models: list[ServedModel], folder: str | Path, port: int | None = None,
+                 server: str = "mlserver", options: dict[str, Any] | None = None) -> None:
+        require(server in SERVERS, f"server={server!r}; use one of {', '.join(SERVERS)}")
+        self.models, self.folder, self.server = list(models), Path(folder), server
+        self.options = dict(options or {})  # KServe's: raw_binary (kserve_runtime.keep_raw_bytes)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
-        self.log = self.folder / "mlserver.log"
+        self.log = self.folder / f"{server}.log"
 
     def start(self, timeout: float = 90.0) -> "LocalServer":
         """Write the repository, start the server, and wait until every model is ready."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        settings = {"host": "127.0.0.1", "http_port": self.port, "grpc_port": free_port(), "metrics_endpoint": None,
-                    "parallel_workers": 0, "debug": False, "gzip_enabled": False, "load_models_at_startup": True}
-        (self.folder / "settings.json").write_text(json.dumps(settings, indent=1))
-        for model in self.models:
-            (self.folder / model.name).mkdir(exist_ok=True)
-            (self.folder / model.name / "model-settings.json").write_text(json.dumps(model.settings(), indent=1))
+        grpc_port = free_port()
+        if self.server == "kserve":
+            setup = {"http_port": self.port, "grpc_port": grpc_port, "models": [m.settings() for m in self.models],
+                     **self.options}
+            (self.folder / "kserve.json").write_text(json.dumps(setup, indent=1))
+            python = kserve_python()
+            require(python is not None, "KServe is not installed: `make kserve` makes its environment (.venv-kserve; "
+                    "it cannot share MLServer's), or set ADVAUDIT_KSERVE_PYTHON to a Python that imports kserve")
+            command = [str(python), "-m", "advaudit.models.targets.endpoint.kserve_runtime", str(self.folder / "kserve.json")]
+        else:
+            settings = {"host": "127.0.0.1", "http_port": self.port, "grpc_port": grpc_port, "metrics_endpoint": None,
+                        "parallel_workers": 0, "debug": False, "gzip_enabled": False, "load_models_at_startup": True}
+            (self.folder / "settings.json").write_text(json.dumps(settings, indent=1))
+            for model in self.models:
+                (self.folder / model.name).mkdir(exist_ok=True)
+                (self.folder / model.name / "model-settings.json").write_text(json.dumps(model.settings(), indent=1))
+            command = [sys.executable, "-m", "mlserver.cli.main", "start", str(self.folder)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[4]),
                                                             os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
         with open(self.log, "ab") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "mlserver.cli.main", "start", str(self.folder)],
-                                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                            start_new_session=True)
         self._wait_ready(timeout)
         return self
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            require(self.process is not None and self.process.poll() is None, f"the MLServer process ended "
+            require(self.process is not None and self.process.poll() is None, f"the {self.server} process ended "
                     f"(exit {self.process.returncode if self.process else None}); its log: {self.log}")
             try:
                 if all(requests.get(f"{self.url}/v2/models/{m.name}/ready", timeout=2).ok for m in self.models):
@@ -105,7 +129,7 @@ class LocalServer:
                 pass
             time.sleep(0.2)
         self.stop()
-        raise AdvauditError(f"MLServer did not get ready within {timeout:g} s; its log: {self.log}")
+        raise AdvauditError(f"{self.server} did not get ready within {timeout:g} s; its log: {self.log}")
 
     def kill(self) -> None:
         """End the server at once (SIGKILL), as a crashed deployment ends."""
@@ -127,6 +151,18 @@ class LocalServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def kserve_python() -> Path | None:
+    """The Python that runs KServe: ``$ADVAUDIT_KSERVE_PYTHON``, else ``.venv-kserve`` beside this checkout or beside
+    the running environment, else this one if it imports kserve; ``None`` where there is none."""
+    named = os.environ.get("ADVAUDIT_KSERVE_PYTHON")
+    if named:
+        return Path(named)
+    for root in (Path(__file__).resolve().parents[4], Path(sys.prefix).parent):
+        if (root / KSERVE_VENV / "bin" / "python").exists():
+            return root / KSERVE_VENV / "bin" / "python"
+    return Path(sys.executable) if importlib.util.find_spec("kserve") else None
 
 
 def script_target(path: Path, out: Path) -> tuple[Path, list[int]]:
@@ -164,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precision", choices=["float32", "half"], default="float32",
                         help="half: run a TorchScript model in float16, as a deployment might")
     parser.add_argument("--folder", default="outputs/serve", help="where the model repository is written")
+    parser.add_argument("--server", choices=SERVERS, default="mlserver", help="kserve: KServe's ModelServer, which "
+                        "also reads binary tensors (its environment: make kserve)")
     args = parser.parse_args(argv)
     for number in (signal.SIGTERM, signal.SIGINT):  # either stops the server too (SIGINT is ignored under `&`)
         signal.signal(number, signal.default_int_handler)
@@ -174,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             path, shape = script_target(path, Path(args.folder) / f"{args.name}.pt")
         require(shape is not None, "--input-shape is required for an ONNX or TorchScript file, e.g. --input-shape 1 28 28")
         model = ServedModel(args.name, path, list(shape), version=args.version, extra={"precision": args.precision})
-        server = LocalServer([model], args.folder, port=args.port)
+        server = LocalServer([model], args.folder, port=args.port, server=args.server)
         server.start()
         print(f"serving {args.path} as {server.url}/v2/models/{args.name} (log: {server.log}); Ctrl-C stops it",
               flush=True)

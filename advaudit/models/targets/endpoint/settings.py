@@ -36,8 +36,9 @@ class EndpointSettings:
         version: the model version to ask for (``/versions/{version}``); ``None``: the server's default.
         input_name / datatype: the input tensor's name and datatype; ``None``: from the model's metadata.
         output_name: which output holds the scores; ``None``: the first the server returns.
-        binary: send tensors with the binary tensor data extension: ``auto`` (where the server lists
-            ``binary_tensor_data`` among its extensions), ``true`` or ``false`` (JSON).
+        binary: send tensors with the binary tensor data extension: ``auto`` (tried on the first request;
+            JSON from then on where the server refuses it), ``true`` (a server that cannot read it is
+            refused in one line) or ``false`` (JSON).
         timeout: seconds one request may take.
         retries: further tries after a connection error, a timeout or a 5xx answer.
         backoff: seconds before the first retry, doubled for each next one.

@@ -70,8 +70,8 @@ def _endpoint_line(record: dict[str, Any] | None) -> str:
     server = " ".join(str(v) for v in record["server"].values())
     jobs = f" by its {record['jobs']} shards" if record.get("jobs") else ""
     return (f"\n- endpoint: {record['endpoint']}, model version {record['model_version'] or 'not reported'}"
-            f"{f' ({server})' if server else ''}: {record['inputs']} inputs in {record['requests']} requests{jobs} so far, "
-            f"{record['seconds_waiting']:.1f} s waiting on the server")
+            f"{f' ({server})' if server else ''}: {record['inputs']} inputs in {record['requests']} requests{jobs} "
+            f"so far, {record['seconds_waiting']:.1f} s waiting on the server")
 
 
 def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any], plots: dict[str, Path],

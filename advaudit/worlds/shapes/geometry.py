@@ -15,9 +15,9 @@ INF = float("inf")
 
 
 def length(v: Tensor) -> Tensor:
-    """``|v|`` ``[...]`` of vectors ``v`` ``[..., 3]``, component by component in a fixed order: a vector's length never
-    depends on the batch it is in (a reduction over the last dim may add its three terms in another order, or
-    with a fused multiply-add, depending on where the vector falls in a vectorised loop)."""
+    """``|v|`` ``[...]`` of vectors ``v`` ``[..., 3]``, component by component in a fixed order: a vector's length
+    never depends on the batch it is in (a reduction over the last dim may add its three terms in another order,
+    or with a fused multiply-add, depending on where the vector falls in a vectorised loop)."""
     return (v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1] + v[..., 2] * v[..., 2]).sqrt()
 
 

@@ -9,8 +9,6 @@ from omegaconf import DictConfig
 
 from advaudit.audits.settings import WorstCaseAuditConf
 from advaudit.core.intervals import format_interval
-from advaudit.models.targets.endpoint import endpoint_records
-from advaudit.models.targets.imported.spec import endpoint_label
 
 
 def _fmt(result: dict[str, Any], key: str, percent: bool = False) -> str:
@@ -63,21 +61,22 @@ def _in_loss(audit: WorstCaseAuditConf) -> str:
             "outside S as weaknesses")
 
 
-def _endpoint_line(cfg: DictConfig) -> str:
-    """Where a served target was queried, the model version its server reported and the time spent waiting on it."""
-    block = cfg.target.get("endpoint") if isinstance(cfg.target, DictConfig) else None
-    address = endpoint_label(block) if block is not None else None
-    record = next((r for r in reversed(endpoint_records()) if r["endpoint"] == address), None)
+def _endpoint_line(record: dict[str, Any] | None) -> str:
+    """Where a served target was queried, the model version its server reported and the time spent waiting on it
+    (``record``: :attr:`advaudit.audits.worst_case_record.ExaminationRecord.endpoint`; the sums of a sharded
+    examination's jobs)."""
     if record is None:
         return ""
     server = " ".join(str(v) for v in record["server"].values())
-    return (f"\n- endpoint: {address}, model version {record['model_version'] or 'not reported'}"
-            f"{f' ({server})' if server else ''}: {record['inputs']} inputs in {record['requests']} requests so far "
-            f"({'binary tensors' if record.get('binary') else 'JSON'}), "
+    jobs = f" by its {record['jobs']} shards" if record.get("jobs") else ""
+    return (f"\n- endpoint: {record['endpoint']}, model version {record['model_version'] or 'not reported'}"
+            f"{f' ({server})' if server else ''}: {record['inputs']} inputs in {record['requests']} requests{jobs} "
+            f"so far ({'binary tensors' if record.get('binary') else 'JSON'}), "
             f"{record['seconds_waiting']:.1f} s waiting on the server")
 
 
-def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any], plots: dict[str, Path]) -> str:
+def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any], plots: dict[str, Path],
+             endpoint: dict[str, Any] | None = None) -> str:
     rows = "\n".join(f"| {queries} | {b['iterations']} | {_fmt(result, f'examine/E_T_valid@{queries}')} | "
                      f"{_fmt(result, f'examine/E_T@{queries}')} | {_fmt(result, f'examine/worst@{queries}')} |"
                      for b in result["budgets"] for queries in [b["queries"]])
@@ -92,7 +91,7 @@ def markdown(cfg: DictConfig, audit: WorstCaseAuditConf, result: dict[str, Any],
     accuracy = result["examine/random_valid_accuracy"]
     return f"""# Worst-case audit
 
-- target: `{cfg.target}`{_endpoint_line(cfg)}{_classes_line(result)}
+- target: `{cfg.target}`{_endpoint_line(endpoint)}{_classes_line(result)}
 - examiner: `{cfg.examiner.name}`, mode `{audit.mode.value}`, {result['n_instances']} instances,
   {result['queries_per_instance']} queries each in iterations of q = {result['q']}
   ({result['queries_per_second'] or 0:.0f} queries/s)

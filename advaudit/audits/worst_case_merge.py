@@ -55,6 +55,8 @@ def merge_worst_case(dirs: list[Path], shards: list[dict[str, Any]], results: li
     seconds = sum(float(sh["seconds"]) for sh in shards)
     result = summarise_and_report(record, seconds, q, report_budgets, join_histories(dirs, [r.numpy() for r in rows]))
     result["merged_from"] = [str(d) for d in dirs]
+    if record.endpoint is not None:  # as one job's result says where its target was served (advaudit.tasks)
+        result["endpoint"] = record.endpoint
     identity = {k: results[0][k] for k in _IDENTITY if k in results[0]}
     return {**identity, **result, "seconds": round(sum(float(r.get("seconds", 0)) for r in results), 2),
             "config": config}

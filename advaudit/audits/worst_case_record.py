@@ -22,6 +22,8 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.audits.settings import WorstCaseAuditConf
+from advaudit.models.endpoint import endpoint_records
+from advaudit.models.imported.spec import endpoint_label
 from advaudit.worlds.protocol import Factor
 
 HISTORY_FILE = "history.pt"
@@ -33,7 +35,9 @@ class ExaminationRecord:
 
     ``ids`` and ``labels`` ``[N]``: the examined instances in the examination's order; ``factors``: the world's
     factors, of which ``free`` (indices) were searched; ``checks``, ``reference_path`` and ``min_prob``: the
-    validity judge's checks, its reference judge and threshold."""
+    validity judge's checks, its reference judge and threshold; ``endpoint``: for a target on a server, what its
+    client recorded (:meth:`advaudit.models.endpoint.EndpointClient.record`: the model version, the inputs, requests
+    and seconds waiting), else None."""
 
     cfg: DictConfig
     audit: WorstCaseAuditConf
@@ -47,6 +51,7 @@ class ExaminationRecord:
     checks: list[str]
     reference_path: str | None
     min_prob: float | None
+    endpoint: dict[str, Any] | None = None
 
     @property
     def free_factors(self) -> list[Factor]:
@@ -60,14 +65,14 @@ class ExaminationRecord:
                    [str(c) for c in ex.target.class_names], ex.target.meta.get("class_alignment"),
                    list(ex.world.factors), list(ex.space.free), list(judge.checks),
                    str(judge.reference_path) if judge.reference_path is not None else None,
-                   float(judge.min_prob) if judge.reference_path is not None else None)
+                   float(judge.min_prob) if judge.reference_path is not None else None, served_record(ex.cfg))
 
     def facts(self) -> dict[str, Any]:
         """The record as plain data (JSON), without the config, settings and run dir it is read with."""
         return {"ids": self.ids.tolist(), "labels": self.labels.tolist(), "class_names": self.class_names,
                 "class_alignment": self.class_alignment, "factors": [dataclasses.asdict(f) for f in self.factors],
                 "free": self.free, "checks": self.checks, "reference_path": self.reference_path,
-                "min_prob": self.min_prob}
+                "min_prob": self.min_prob, "endpoint": self.endpoint}
 
     @classmethod
     def from_facts(cls, facts: dict[str, Any], cfg: DictConfig, audit: WorstCaseAuditConf,
@@ -76,7 +81,7 @@ class ExaminationRecord:
         return cls(cfg, audit, Path(out), np.asarray(facts["ids"], dtype=np.int64),
                    np.asarray(facts["labels"], dtype=np.int64), list(facts["class_names"]), facts["class_alignment"],
                    [Factor(**f) for f in facts["factors"]], [int(i) for i in facts["free"]], list(facts["checks"]),
-                   facts["reference_path"], facts["min_prob"])
+                   facts["reference_path"], facts["min_prob"], facts.get("endpoint"))
 
     def joined(self, parts: list["ExaminationRecord"], rows: list[np.ndarray]) -> "ExaminationRecord":
         """The record of the whole examination from its shards' ``parts``, whose instances sit at ``rows``
@@ -85,7 +90,30 @@ class ExaminationRecord:
         ids, labels = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         for part, where in zip(parts, rows):
             ids[where], labels[where] = part.ids, part.labels
-        return dataclasses.replace(self, ids=ids, labels=labels)
+        return dataclasses.replace(self, ids=ids, labels=labels, endpoint=joined_endpoint([p.endpoint for p in parts]))
+
+
+def served_record(cfg: DictConfig) -> dict[str, Any] | None:
+    """What this process's client of ``cfg.target``'s server recorded so far (None for a target not on a server)."""
+    block = cfg.target.get("endpoint") if isinstance(cfg.target, DictConfig) else None
+    address = endpoint_label(block) if block is not None else None
+    return next((r for r in reversed(endpoint_records()) if r["endpoint"] == address), None)
+
+
+def joined_endpoint(records: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """One record for the jobs of a sharded examination that queried the same server: the counts and seconds
+    summed (each job loaded the target, so each sent its own probe batch), the first job's address and settings,
+    the model versions the jobs were told (``", "``-joined where they differ) and ``jobs``, how many there were."""
+    present = [r for r in records if r is not None]
+    if len(present) <= 1:
+        return present[0] if present else None
+    versions = list(dict.fromkeys(str(r["model_version"]) for r in present if r.get("model_version")))
+    joined = {**present[0], "model_version": ", ".join(versions) or None, "jobs": len(present)}
+    for key, value in present[0].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            total = sum(r.get(key) or 0 for r in present)
+            joined[key] = round(total, 3) if isinstance(total, float) else total
+    return joined
 
 
 def save_history(history: dict[str, Any], out: Path) -> Path:

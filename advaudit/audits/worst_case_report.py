@@ -170,7 +170,7 @@ def summarise_and_report(ex: ExaminationRecord, seconds: float, q: int, budgets:
     plots = _plots(ex, history, fresh, result["per_class"], q)
     result["plots"] = {key: str(path) for key, path in plots.items()}
     report = out / "report.md"
-    report.write_text(markdown(ex.cfg, ex.audit, result, plots))
+    report.write_text(markdown(ex.cfg, ex.audit, result, plots, ex.endpoint))
     result["report"] = str(report)
     _log(ex.cfg, result, plots, history["true_prob"], q)
     return result

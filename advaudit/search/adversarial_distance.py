@@ -42,8 +42,14 @@ def pool_scores(distance: Tensor, confidence: Tensor, pools: Tensor, settings: L
     d, p = distance.double().numpy(), confidence.double().numpy()
     index = pools.numpy()
     if settings.per_pool:
-        rows = [adversarial_distance(d[row], p[row], settings)
-                for row in progress(index, desc="LOWESS per pool", unit="pool")]
+        fits: dict[bytes, np.ndarray] = {}  # a pool's LOWESS depends on its set of items, not on their order
+        rows = []
+        for row in progress(index, desc="LOWESS per pool", unit="pool"):
+            items = np.sort(row)
+            key = items.tobytes()
+            if key not in fits:  # pools of every eligible item (pool_size clamped to them) are fitted once
+                fits[key] = adversarial_distance(d[items], p[items], settings)
+            rows.append(fits[key][np.searchsorted(items, row)])
         scores = np.stack(rows)
     else:
         scores = adversarial_distance(d, p, settings)[index]

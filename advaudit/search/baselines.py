@@ -312,6 +312,7 @@ class FacilityLocations(_Masked):
         self.meta_x[..., 1:] = ((self.meta_x - mean) / std)[..., 1:]
         self.labels = torch.zeros(r, p, dtype=torch.float64)
         self.p_error = (1 - confidence).clone()
+        self.asked: list[Tensor] = []                                                  # [R] per query so far
 
     def next(self) -> Tensor:
         shrink = (self.nearest_error[:, None, :] - self.distance).clamp_min(0).sum(2)   # [R, P]
@@ -324,10 +325,14 @@ class FacilityLocations(_Masked):
         self.nearest_error = torch.where(found, torch.minimum(self.nearest_error, self.distance[self.rows, positions]),
                                          self.nearest_error)
         self.labels[self.rows, positions] = is_error.double()
-        weight = self.queried.double()
-        seen_error = (self.labels * weight).sum(1)
-        both = (seen_error > 0) & (seen_error < weight.sum(1))
+        self.asked.append(positions)
+        asked = torch.stack(self.asked, 1)                                            # [R, t] queried positions
+        answers = self.labels.gather(1, asked)                                        # [R, t]
+        seen_error = answers.sum(1)
+        both = (seen_error > 0) & (seen_error < asked.shape[1])
         if bool(both.any()):
-            w = fit_logistic(self.meta_x[both], self.labels[both], weight[both], ridge=self.ridge)
+            # the meta-model's data are the t queried items of each pool (the others would enter with weight 0)
+            x = self.meta_x[both].gather(1, asked[both][..., None].expand(-1, -1, self.meta_x.shape[2]))
+            w = fit_logistic(x, answers[both], torch.ones_like(answers[both]), ridge=self.ridge)
             fitted = torch.sigmoid((self.meta_x[both] @ w[..., None]).squeeze(-1))
             self.p_error[both] = fitted

@@ -9,6 +9,7 @@ written nowhere.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -212,3 +213,30 @@ def test_the_docs_block_works_as_written(oip_server: LocalServer) -> None:
     x = torch.rand(4, *FMNIST_SHAPE)
     with torch.no_grad():
         assert torch.allclose(target.predict_proba(x), torch.softmax(oip_server.net(x), 1), atol=1e-6)
+
+
+def test_a_merged_examination_of_a_served_target_names_the_endpoint_as_one_job_does(
+        oip_server: LocalServer, tmp_path: Path) -> None:
+    from advaudit.audits.merging import merge_shards
+    from advaudit.confutil import override_value
+    from advaudit.tasks import examine
+    from tests.conftest import compose_config
+
+    overrides = [f"target={override_value(endpoint_block(oip_server, dataset=SMALL_FMNIST))}", "logger=none",
+                 *EXAMINATION]
+    examine(compose_config("examine", overrides, tmp_path / "one"))
+    shards = [examine(compose_config("examine", [*overrides, "audit.shards=2", f"audit.shard={k}"], tmp_path / f"{k}"))
+              for k in (0, 1)]
+    merged = merge_shards([tmp_path / f"{k}" / "run" for k in (0, 1)], tmp_path / "merged")
+
+    def endpoint_line(run: Path) -> str:
+        return next(line for line in (run / "report.md").read_text().splitlines() if line.startswith("- endpoint: "))
+
+    one, joined = endpoint_line(tmp_path / "one" / "run"), endpoint_line(tmp_path / "merged")
+    head = f"- endpoint: {oip_server.url}/v2/models/fmnist, model version "
+    assert one.startswith(head) and joined.startswith(head)
+    said = [re.match(r"(.*, model version .*): \d+ inputs in \d+ requests", line) for line in (one, joined)]
+    assert said[0] and said[1] and said[0].group(1) == said[1].group(1)   # the same server, model and version
+    requests = sum(s["endpoint"]["requests"] for s in shards)     # what the two jobs sent, summed
+    assert merged["endpoint"]["requests"] == requests and merged["endpoint"]["jobs"] == 2
+    assert f"in {requests} requests by its 2 shards so far" in joined

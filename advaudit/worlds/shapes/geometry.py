@@ -14,6 +14,18 @@ EPS = 1e-4
 INF = float("inf")
 
 
+def length(v: Tensor) -> Tensor:
+    """``|v|`` ``[...]`` of vectors ``v`` ``[..., 3]``, component by component in a fixed order: a vector's length
+    never depends on the batch it is in (a reduction over the last dim may add its three terms in another order,
+    or with a fused multiply-add, depending on where the vector falls in a vectorised loop)."""
+    return (v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1] + v[..., 2] * v[..., 2]).sqrt()
+
+
+def unit(v: Tensor, eps: float = 1e-12) -> Tensor:
+    """``v / max(|v|, eps)`` ``[..., 3]`` (``torch.nn.functional.normalize``'s result, batch-invariant: :func:`length`)."""
+    return v / length(v).clamp_min(eps)[..., None]
+
+
 def _safe(x: Tensor, eps: float = 1e-9) -> Tensor:
     """``x`` with magnitudes below ``eps`` replaced by ``eps`` (keeping the sign)."""
     return torch.where(x.abs() < eps, torch.full_like(x, eps).copysign(x), x)
@@ -128,13 +140,13 @@ def normals(p: Tensor, kind: Tensor, params: Tensor, kinds: list[int] | None = N
     """
     present = sorted(set(kinds)) if kinds is not None else [k for k in range(3) if bool((kind == k).any())]
     if len(present) == 1:
-        return torch.nn.functional.normalize(_NORMALS[present[0]](p, params), dim=-1)
+        return unit(_NORMALS[present[0]](p, params))
     n = torch.zeros_like(p)
     for k in present:
         rows = (kind == k).nonzero().squeeze(1)
         if len(rows):
             n.index_copy_(0, rows, _NORMALS[k](p.index_select(0, rows), params.index_select(0, rows)))
-    return torch.nn.functional.normalize(n, dim=-1)
+    return unit(n)
 
 
 def _cap_or_side(y: Tensor, y0: Tensor, y1: Tensor, side: Tensor) -> Tensor:

@@ -21,7 +21,7 @@ from torch import Tensor
 
 from advaudit.worlds.shapes.catalogue import OBJECT_RADIUS, Primitives
 from advaudit.worlds.shapes.culling import KINDS, Rays, Slots, blocked, nearest, slot_table
-from advaudit.worlds.shapes.geometry import INF, normals
+from advaudit.worlds.shapes.geometry import INF, length, normals, unit
 
 FOV_DEGREES = 50.0
 AMBIENT = 0.15
@@ -43,7 +43,7 @@ def camera_basis(distance: Tensor, azimuth: Tensor, elevation: Tensor, roll: Ten
     """Origins ``[B, 3]`` and the orthonormal camera basis ``[B, 3, 3]`` (rows: right, up, forward)
     of an orbit camera aimed at 0."""
     origin = spherical(distance, azimuth, elevation)
-    forward = -torch.nn.functional.normalize(origin, dim=-1)
+    forward = -unit(origin)
     az = _deg(azimuth)
     right = torch.stack([az.cos(), torch.zeros_like(az), -az.sin()], -1)  # never degenerate
     up = torch.cross(right, forward, dim=-1)
@@ -112,6 +112,24 @@ def _dot(a: Tensor, b: Tensor) -> Tensor:
     return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
 
 
+_POW_LANES = 64      # a multiple of every CPU vector loop's block (two vectors of 16 floats with AVX-512)
+_POW_BLOCK = 16384   # elements per call: below PyTorch's parallel grain (32768), so no call is split across threads
+
+
+def _pow(base: Tensor, exponent: Tensor) -> Tensor:
+    """``base ** exponent`` ``[M]`` with every value independent of the batch it is in. PyTorch's CPU loop computes
+    the last ``M mod 2 x lanes`` elements of a tensor with the scalar ``pow`` and the others with the vectorised one,
+    which differ in the last bit now and then, so a pixel's colour depended on how many pixels were shaded with
+    it (a shard of an examination rendered other images than one job). Here every element takes the vectorised
+    path: blocks of :data:`_POW_BLOCK`, each padded to a multiple of :data:`_POW_LANES`."""
+    parts = []
+    for start in range(0, len(base), _POW_BLOCK):
+        b, e = base[start:start + _POW_BLOCK], exponent[start:start + _POW_BLOCK]
+        pad = -len(b) % _POW_LANES
+        parts.append((torch.cat([b, b.new_ones(pad)]) ** torch.cat([e, e.new_ones(pad)]))[:len(b)])
+    return torch.cat(parts) if parts else base ** exponent
+
+
 def _can_shadow_itself(prims: Primitives) -> bool:
     """False for a single convex primitive (every ShapeWorld primitive is convex): a point on it that
     faces a light sees the light (the body lies behind its tangent plane), so shadow rays would
@@ -171,7 +189,7 @@ def _shade(p: Tensor, n: Tensor, d: Tensor, obj: Tensor, scene: dict, visibility
     lights = {key: value.index_select(0, obj) for key, value in scene["lights"].items()}
     to_sun, sun_power, light_power = lights["to_sun"], lights["sun_power"], lights["light_power"]
     to_light = lights["light"] - p
-    light_dist = to_light.norm(dim=-1)
+    light_dist = length(to_light)
     to_light = to_light / light_dist[:, None]
     lit = visibility(to_sun, to_light, light_dist)
     lit_sun, lit_light = lit if lit is not None else (torch.ones_like(light_dist),) * 2
@@ -179,11 +197,11 @@ def _shade(p: Tensor, n: Tensor, d: Tensor, obj: Tensor, scene: dict, visibility
                + light_power * _dot(n, to_light).clamp_min(0) * lit_light)
     view = -d
     shine = scene["shininess"].index_select(0, obj)
-    half_sun = torch.nn.functional.normalize(to_sun + view, dim=-1)
-    half_light = torch.nn.functional.normalize(to_light + view, dim=-1)
+    half_sun = unit(to_sun + view)
+    half_light = unit(to_light + view)
     spec = scene["specular"].index_select(0, obj) * (
-        sun_power * lit_sun * _dot(n, half_sun).clamp_min(0) ** shine
-        + light_power * lit_light * _dot(n, half_light).clamp_min(0) ** shine)
+        sun_power * lit_sun * _pow(_dot(n, half_sun).clamp_min(0), shine)
+        + light_power * lit_light * _pow(_dot(n, half_light).clamp_min(0), shine))
     return (scene["albedo"].index_select(0, obj) * diffuse[:, None] + spec[:, None]).clamp(0, 1)
 
 

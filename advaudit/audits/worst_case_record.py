@@ -22,8 +22,8 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.audits.settings import WorstCaseAuditConf
-from advaudit.models.endpoint import endpoint_records
-from advaudit.models.imported.spec import endpoint_label
+from advaudit.models.targets.endpoint import endpoint_records
+from advaudit.models.targets.imported.spec import endpoint_label
 from advaudit.worlds.protocol import Factor
 
 HISTORY_FILE = "history.pt"

@@ -28,6 +28,7 @@ from advaudit.compare.where.sensitivity import measure as sensitivity
 from advaudit.compare.why.attribution import Sides, attribute
 from advaudit.compare.why.measure import measure
 from advaudit.compare.why.plan import interventions
+from advaudit.compare.why.words import gap_move
 from advaudit.models import load_target
 from advaudit.worlds.protocol import Factor, Instances
 from tests.compare.fixtures import write_worst_case
@@ -236,3 +237,11 @@ def test_the_headline_is_measured_against_the_gap_not_against_a_group_that_overs
     assert headline_of(rows, -0.099)["name"] == "rotation"
     assert headline_of(rows)["name"] == "geometric"
     assert headline_of(rows, -0.30)["name"] == "geometric"          # a gap the factor explains too little of
+
+
+def test_a_gap_that_changes_sides_is_said_to_reverse() -> None:
+    """+4.2 -> -7.0 (the other checkpoint ahead by more once the factor is at its reference) reverses; a smaller
+    gap falls, even across zero; a larger one on the same side widens."""
+    assert gap_move(4.2, -7.0) == "reverses"
+    assert gap_move(7.5, -1.2) == "falls"
+    assert gap_move(-4.0, -7.4) == "widens"

@@ -49,14 +49,21 @@ def reference_words(k: Intervention, references: dict[str, float | None], units:
     return f"{k.words} at {'their' if k.plural else 'its'} reference ({values})"
 
 
+def gap_move(gap: float, remaining: float) -> str:
+    """How the gap moves when factors are set to their reference: it "falls" when smaller, "reverses" when the
+    other checkpoint is then ahead by at least as much, else it "widens"."""
+    if abs(remaining) < abs(gap):
+        return "falls"
+    return "reverses" if gap * remaining < 0 else "widens"
+
+
 def row_words(row: dict[str, Any], result: dict[str, Any], k: Intervention, references: dict[str, float | None],
               units: dict[str, str], tests: int) -> str:
     """One said intervention: how the gap moves with it taken away and the part it explains or hides."""
     gap, design = result["gap"], result["design"]
     head = f"With {reference_words(k, references, units)}"
-    move = (f"the gap between {result['a']} and {result['b']} "
-            + ("falls" if abs(row["remaining"]) < abs(gap["diff"]) else "widens")
-            + f" from {points(gap['diff'])} to {points(row['remaining'])} points")
+    move = (f"the gap between {result['a']} and {result['b']} {gap_move(gap['diff'], row['remaining'])}"
+            f" from {points(gap['diff'])} to {points(row['remaining'])} points")
     verb = {"explains": "explain" if k.plural else "explains", "hides": "hide" if k.plural else "hides",
             "opens": "change it by"}[row["relation"]]
     sign = 1.0 if row["relation"] != "hides" else -1.0

@@ -36,7 +36,7 @@ class ExaminationRecord:
     ``ids`` and ``labels`` ``[N]``: the examined instances in the examination's order; ``factors``: the world's
     factors, of which ``free`` (indices) were searched; ``checks``, ``reference_path`` and ``min_prob``: the
     validity judge's checks, its reference judge and threshold; ``endpoint``: for a target on a server, what its
-    client recorded (:meth:`advaudit.models.endpoint.EndpointClient.record`: the model version, the inputs, requests
+    client recorded (:meth:`advaudit.models.targets.endpoint.client.EndpointClient.record`: the model version, the inputs, requests
     and seconds waiting), else None."""
 
     cfg: DictConfig

@@ -10,23 +10,23 @@ Usage: PYTHONPATH=$PWD .venv/bin/python benchmarks/compare/search_mean.py RUN_A 
 from __future__ import annotations
 
 import argparse
-import json
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 from scipy.stats import wilcoxon
 
+from advaudit.audits.worst_case import STEPS_FILE
+from advaudit.core.records import read_jsonl
+
 
 def valid_probabilities(run: Path) -> dict[int, list[tuple[int, float]]]:
     """Per instance, (query index, true-class probability) of every valid proposal in ``run/steps.jsonl``."""
     out: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    with open(run / "steps.jsonl") as lines:
-        for line in lines:
-            row = json.loads(line)
-            for prob, valid in zip(row["true_prob"], row["valid"]):
-                if valid:
-                    out[row["instance"]].append((row["step"], prob))
+    for row in read_jsonl(run / STEPS_FILE):
+        for prob, valid in zip(row["true_prob"], row["valid"]):
+            if valid:
+                out[row["instance"]].append((row["step"], prob))
     return out
 
 

@@ -20,12 +20,9 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.stats import wilcoxon
 
 from advaudit.core.intervals import format_interval, mean_with_ci
-from advaudit.core.statistics import format_p
-
-ALPHA = 0.05
+from advaudit.core.statistics import ALPHA, format_p, signed_rank_test
 
 
 def random_baselines(fresh: dict[str, Any], n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -46,7 +43,7 @@ def movement(final: np.ndarray, baseline: np.ndarray, strength: bool, seed: int 
     diffs = diffs[np.isfinite(diffs)]
     out: dict[str, Any] = {**mean_with_ci(diffs, seed=seed), "p": float("nan"), "moved": False}
     if len(diffs) and np.any(diffs != 0):
-        out["p"] = float(wilcoxon(diffs, zero_method="wilcox").pvalue)
+        out["p"] = signed_rank_test(diffs)[1]
     towards = out["lo"] > 0 if strength else out["hi"] < 0
     out["moved"] = bool(math.isfinite(out["p"]) and out["p"] < ALPHA and towards)
     return out

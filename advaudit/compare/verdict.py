@@ -136,6 +136,10 @@ def p_words(row: dict[str, Any], family: str = "") -> str:
 
 def no_test_words(row: dict[str, Any]) -> str:
     """Why a pair has no p-value, in words that cannot be read as a test's result."""
+    if row.get("units") == "files":
+        files = row.get("n_files") or ["?", "?"]
+        return (f"not tested: Welch's test over the files ({files[0]} and {files[1]}) has no spread to test, every file "
+                "of each recipe has the same value")
     runs = int(row.get("n_seeds", 0) or 0)
     return (f"not tested: one value per run and {runs} run{'s' if runs != 1 else ''} per checkpoint (a test needs "
             "per-instance values or at least 6 seeds)")
@@ -194,8 +198,9 @@ def primary_sentence(row: dict[str, Any], metric: Metric, names: dict[str, str],
 
 def secondary_sentence(row: dict[str, Any], metric: Metric, names: dict[str, str], means: dict[str, float],
                        judged: dict[str, Any], primary_weaker: str | None, tests: int) -> tuple[str, str]:
-    """``(relation, sentence)`` of one secondary metric: supports, conflicts, or why it says nothing."""
-    first, second, diff = oriented(row, judged["weaker"])
+    """``(relation, sentence)`` of one secondary metric: supports, conflicts, or why it says nothing. The pair is
+    written in the order of the primary's verdict unless this metric names its own weaker checkpoint."""
+    first, second, diff = oriented(row, judged["weaker"] or primary_weaker)
     n1, n2 = names.get(first, first), names.get(second, second)
     values = f"{n1} {means[first]:.3f}, {n2} {means[second]:.3f}"
     status = judged["status"]

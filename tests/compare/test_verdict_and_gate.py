@@ -14,7 +14,7 @@ import pytest
 
 from advaudit.compare import compare_runs
 from advaudit.compare.metrics import Metric
-from advaudit.compare.verdict import bound_of
+from advaudit.compare.verdict import bound_of, no_test_words, secondary_sentence
 from tests.compare.fixtures import write_worst_case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +104,26 @@ def test_a_secondary_metric_against_the_primary_is_a_conflict_not_a_headline(tmp
     assert relations["examine/worst"] == "supports" and relations["examine/failure_rate"] == "conflicts"
     head = (tmp_path / "out" / "comparison.md").read_text().split("successful runs")[0]
     assert head.count("**") == 2                                      # one headline per pair, in bold
+
+
+def test_evidence_without_a_verdict_of_its_own_is_written_in_the_primary_verdicts_order() -> None:
+    """The primary says "B − A = -0.08": evidence that names nobody follows that order, not the pair's table order."""
+    row = {"a": "A", "b": "B", "diff": 0.084, "lo": 0.033, "hi": 0.135, "p": 0.017, "p_holm": 0.085,
+           "test": "Welch t over files", "family": "evidence", "family_size": 5}
+    metric, names = Metric("examine/E_T", True, "E_T"), {"A": "A", "B": "B"}
+    relation, text = secondary_sentence(row, metric, names, {"A": 0.3, "B": 0.2}, {"status": "none", "weaker": None},
+                                        "B", 5)
+    assert relation == "none" and "(B − A = -0.084 [-0.135, -0.033]; Welch t over files p = 0.017" in text
+    lower = row | {"diff": -0.084, "lo": -0.135, "hi": -0.033, "p_holm": 0.02}
+    relation, text = secondary_sentence(lower, metric, names, {"A": 0.2, "B": 0.3}, {"status": "weaker", "weaker": "A"},
+                                        "B", 5)
+    assert relation == "conflicts" and "A weaker (A − B = -0.084" in text    # its own weaker checkpoint first
+
+
+def test_recipes_whose_files_do_not_spread_are_said_untested_for_that_reason() -> None:
+    files = no_test_words({"units": "files", "n_files": [3, 3], "n_seeds": 1, "p": float("nan")})
+    assert files.startswith("not tested: Welch's test over the files (3 and 3) has no spread") and "seeds" not in files
+    assert "at least 6 seeds" in no_test_words({"units": "seeds", "n_seeds": 2, "p": float("nan")})
 
 
 def _pair_records(root: Path, weaker_by: float, seed: int) -> None:

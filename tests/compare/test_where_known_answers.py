@@ -21,7 +21,8 @@ from advaudit.compare import compare_runs
 from advaudit.compare.render.html import where_html
 from advaudit.compare.where.confirm import region_conditions
 from advaudit.compare.where.regions import Axis, between_checkpoints, strongest
-from advaudit.compare.where.sensitivity import fifth_index, per_fifth, said
+from advaudit.compare.where.cells import said
+from advaudit.compare.where.sensitivity import fifth_index, per_fifth
 from advaudit.core.statistics import holm, kuiper_statistic
 from advaudit.worlds.protocol import Factor, Instances
 from tests.compare.fixtures import write_worst_case

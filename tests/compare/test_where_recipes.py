@@ -34,6 +34,24 @@ def predict_strong_seed1(x: Tensor) -> Tensor:
     return plane._probs(x, torch.where((t > 0.3) & (t < 0.33), 0.2, 0.9))
 
 
+def predict_strong_seed2(x: Tensor) -> Tensor:
+    """Seed 2 of the strong recipe: wrong on another sliver of t."""
+    t = x.reshape(len(x), 3)[:, 0]
+    return plane._probs(x, torch.where((t > 0.6) & (t < 0.63), 0.2, 0.9))
+
+
+def predict_weak_t_from_086(x: Tensor) -> Tensor:
+    """A third weak file: the weakness from t >= 0.86 (70% of the top fifth)."""
+    t = x.reshape(len(x), 3)[:, 0]
+    return plane._probs(x, torch.where(t >= 0.86, 0.2, 0.9))
+
+
+def predict_weak_t_from_09(x: Tensor) -> Tensor:
+    """A fourth: from t >= 0.9, half of the top fifth."""
+    t = x.reshape(len(x), 3)[:, 0]
+    return plane._probs(x, torch.where(t >= 0.9, 0.2, 0.9))
+
+
 def _block(name: str, function: str) -> dict[str, object]:
     return {"function": function, "class_names": ["a", "b"], "input_shape": [1, 1, 3], "normalization": "model",
             "name": name}
@@ -77,6 +95,28 @@ def test_a_weakness_in_every_file_is_said_about_the_recipe_and_confirmed_on_othe
                for s in where["sentences"])
     assert any(s.startswith("Over the recipes' files: Checked on held-out instances under new random conditions with "
                             "t 0.8-1: cand is the weaker checkpoint there") for s in where["sentences"])
+
+
+def test_a_weakness_of_different_size_in_each_of_three_files_is_said_where_welch_over_files_cannot_be(
+        tmp_path: Path) -> None:
+    """Three files a recipe: every weak file loses in the top fifth of t, by 50-100% of it. Welch's test over 3 + 3
+    files has about 2 degrees of freedom and fails Holm over the cells; every one of the 9 pairs of files says the
+    cell over the paired instances, so the recipe's cell is said, and confirmed over the files."""
+    rng, runs = np.random.default_rng(5), tmp_path / "runs"
+    weak = (f"{plane.MODULE}.predict_weak_t", f"{MODULE}.predict_weak_t_from_086", f"{MODULE}.predict_weak_t_from_09")
+    strong = (f"{plane.MODULE}.predict_strong", f"{MODULE}.predict_strong_seed1", f"{MODULE}.predict_strong_seed2")
+    for seed, (w, s) in enumerate(zip(weak, strong)):
+        _write(runs / f"w{seed}", "cand", w, seed, True, rng)
+        _write(runs / f"s{seed}", "base", s, seed, False, rng)
+    where = compare_runs([runs], tmp_path / "out", where=Settings(instances=20))["groups"][0]["where"]
+    top = next(r for r in where["sensitivity"]["pairs"] if (r["factor"], r["kind"], r["fifth"]) == ("t", "fifth", 4))
+    assert top["p_holm"] > 0.05 and top["p"] < 0.05             # over the files alone: not after Holm
+    assert top["said"] and top["pairs_said"] == top["pairs"] == 9 and top["p_holm_pairs"] < 0.05
+    assert {(r["factor"], r["fifth"], r["a"] if r["diff"] < 0 else r["b"])
+            for r in where["sensitivity"]["pairs"] if r["said"] and r["kind"] == "fifth"} == {("t", 4, "cand")}
+    assert any("said in each of the 9 pairs of files, tested over 20 held-out instances" in s for s in where["sentences"])
+    [check] = where["recipe_checks"]
+    assert (check["factor"], check["weaker"]) == ("t", "cand")
 
 
 def test_a_weakness_in_one_file_only_is_not_said_about_the_recipe(tmp_path: Path) -> None:

@@ -34,16 +34,15 @@ in a fifth (because it loses elsewhere) is never said to make the other "lose mo
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from advaudit.compare.where.cells import Cells, cell_fields, cells_of, per_cell, said
+from advaudit.compare.where.cells import Cells, cell_fields, cells_of, per_cell
 from advaudit.compare.where.confirm import Settings, score, uniform_conditions
+from advaudit.compare.where.interaction import interaction
 from advaudit.compare.where.sensitivity_recipes import recipe_interaction
-from advaudit.compare.where.words import sensitivity_words
 from advaudit.core.intervals import mean_with_ci
-from advaudit.core.statistics import ALPHA, holm, paired_mean_test
 
 FIFTHS = 5
 
@@ -105,24 +104,3 @@ def cell_accuracies(world: Any, s: Any, correct: dict[str, np.ndarray]) -> tuple
         index = c.index(s[:, :, column[c.name]].numpy())
         accuracy.append({name: per_cell(values, index, len(c.bounds)) for name, values in correct.items()})
     return cells, accuracy
-
-
-def interaction(a: str, b: str, cells: Sequence[Cells], accuracy: Sequence[dict[str, np.ndarray]],
-                overall: dict[str, np.ndarray], alpha: float = ALPHA,
-                min_points: float = 0.0) -> list[dict[str, Any]]:
-    """The pair's rows over every cell: accuracies, the difference in the cell, the interaction with its
-    interval and Wilcoxon p, Holm-corrected over the rows; ``words`` where it is said."""
-    rows = []
-    for c, by_target in zip(cells, accuracy):
-        acc_a, acc_b = by_target[a], by_target[b]
-        for k in range(len(c.bounds)):
-            loss = paired_mean_test(acc_a[:, k] - overall[a], acc_b[:, k] - overall[b])
-            rows.append({"a": a, "b": b, **cell_fields(c, k), "acc_a": float(np.nanmean(acc_a[:, k])),
-                         "acc_b": float(np.nanmean(acc_b[:, k])), "overall_a": float(overall[a].mean()),
-                         "overall_b": float(overall[b].mean()),
-                         "in_fifth": paired_mean_test(acc_a[:, k], acc_b[:, k]), **loss})
-    holm(rows)
-    for row in rows:
-        row["said"] = said(row, alpha, min_points)
-        row["words"] = sensitivity_words(row, len(rows)) if row["said"] else ""
-    return rows

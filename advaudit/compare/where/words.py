@@ -121,7 +121,9 @@ def _shift(delta: float) -> str:
 
 
 def recipe_words(row: dict[str, Any], n_tests: int) -> str:
-    """``Over their files, at X plain is the less accurate (0.62 vs 0.70); ... in all 9 pairs of files``."""
+    """``Over their files (3 and 3), at X plain is the less accurate (0.62 vs 0.70); ... in each of the 9 pairs of
+    files ...``: the recipes' difference over the files, then the test that says it (every pair of files, over
+    instances: :mod:`advaudit.compare.where.sensitivity_recipes`)."""
     loser, winner, sign = (row["a"], row["b"], -1.0) if row["diff"] < 0 else (row["b"], row["a"], 1.0)
     acc = {row["a"]: row["acc_a"], row["b"]: row["acc_b"]}
     lo, hi = sorted((100 * sign * row["lo"], 100 * sign * row["hi"]))
@@ -129,9 +131,10 @@ def recipe_words(row: dict[str, Any], n_tests: int) -> str:
     return (f"Over their files ({files}), at {row['place']} {loser} is the less accurate ({acc[loser]:.2f} vs "
             f"{acc[winner]:.2f}); measured from each file's accuracy over all random conditions, {loser} does "
             f"{100 * sign * row['diff']:.0f} points worse there than {winner} (recipe x cell difference "
-            f"{format_interval(100 * sign * row['diff'], lo, hi, 0)} points, Welch t over files p = "
-            f"{format_p(row['p'])}, Holm over {n_tests} factor cells {format_p(row['p_holm'])}; in all "
-            f"{row['pairs']} pairs of files).")
+            f"{format_interval(100 * sign * row['diff'], lo, hi, 0)} points over the files, Welch p = "
+            f"{format_p(row['p'])}); said in each of the {row['pairs']} pairs of files, tested over "
+            f"{row['n_instances']} held-out instances (Wilcoxon, Holm over {n_tests} factor cells in each pair: at "
+            f"most {format_p(row['p_holm_pairs'])}).")
 
 
 #: said under a finding between single files: it is about the two files compared, not yet about their recipes

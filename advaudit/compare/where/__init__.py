@@ -8,8 +8,9 @@ checkpoints differ from their worst cases and from new renders of held-out insta
 - :mod:`.regions`: the worst cases tested between two checkpoints per factor, and the region proposed;
 - :mod:`.confirm`: a region (or cell) checked on held-out instances under new random conditions, and the
   settings of every held-out check (:class:`.confirm.Settings`);
-- :mod:`.cells`, :mod:`.sensitivity`, :mod:`.sensitivity_recipes`: accuracy per fifth of each factor and per
-  band of distance from its reference, and the checkpoint x cell differences (files, or recipes over their files);
+- :mod:`.cells`, :mod:`.sensitivity`, :mod:`.interaction`, :mod:`.sensitivity_recipes`: accuracy per fifth of each
+  factor and per band of distance from its reference, and the checkpoint x cell differences (two files over
+  instances; two recipes in every pair of their files);
 - :mod:`.units`: the checkpoint files every held-out render is scored by;
 - :mod:`.words`: the sentences; :mod:`.section`: the comparison's where section; :mod:`.plot`: its figure.
 

@@ -67,11 +67,14 @@ class ServedModel:
                                          **self.extra}}}
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def free_port(taken: tuple[int, ...] = ()) -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now, and none of ``taken`` (ports picked before, not yet bound)."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in taken:
+            return port
 
 
 class LocalServer:
@@ -84,15 +87,23 @@ class LocalServer:
         require(server in SERVERS, f"server={server!r}; use one of {', '.join(SERVERS)}")
         self.models, self.folder, self.server = list(models), Path(folder), server
         self.options = dict(options or {})  # KServe's: raw_binary (kserve_runtime.keep_raw_bytes)
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port: int | None = port  # None: free ports are picked when the server starts
+        self.grpc_port: int | None = None
         self.process: subprocess.Popen | None = None
         self.log = self.folder / f"{server}.log"
 
+    @property
+    def url(self) -> str:
+        """The REST address, ``http://127.0.0.1:<port>`` (known once the server has started, or a port was given)."""
+        return f"http://127.0.0.1:{self.port}"
+
     def start(self, timeout: float = 90.0) -> "LocalServer":
-        """Write the repository, start the server, and wait until every model is ready."""
+        """Write the repository, start the server on its ports (free ones picked now, where none was given; the same
+        again on a restart), and wait until every model is ready."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        grpc_port = free_port()
+        self.port = self.port or free_port()
+        self.grpc_port = self.grpc_port or free_port(taken=(self.port,))
+        grpc_port = self.grpc_port
         if self.server == "kserve":
             setup = {"http_port": self.port, "grpc_port": grpc_port, "models": [m.settings() for m in self.models],
                      **self.options}

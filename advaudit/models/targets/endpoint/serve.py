@@ -38,6 +38,8 @@ from advaudit.models.targets.io import load_target
 
 RUNTIME = "advaudit.models.targets.endpoint.runtime.ServedClassifier"
 SERVERS = ("mlserver", "kserve")
+#: the largest gRPC message either server takes or sends (their defaults, 4 MB and 8 MB, hold 6 or 13 images of 224 px)
+GRPC_MESSAGE_LIMIT = 256 * 2**20
 #: where KServe's environment is looked for (``make kserve`` makes the first), unless $ADVAUDIT_KSERVE_PYTHON names one
 KSERVE_VENV = ".venv-kserve"
 
@@ -105,15 +107,16 @@ class LocalServer:
         self.grpc_port = self.grpc_port or free_port(taken=(self.port,))
         grpc_port = self.grpc_port
         if self.server == "kserve":
-            setup = {"http_port": self.port, "grpc_port": grpc_port, "models": [m.settings() for m in self.models],
-                     **self.options}
+            setup = {"http_port": self.port, "grpc_port": grpc_port, "grpc_max_message_length": GRPC_MESSAGE_LIMIT,
+                     "models": [m.settings() for m in self.models], **self.options}
             (self.folder / "kserve.json").write_text(json.dumps(setup, indent=1))
             python = kserve_python()
             require(python is not None, "KServe is not installed: `make kserve` makes its environment (.venv-kserve; "
                     "it cannot share MLServer's), or set ADVAUDIT_KSERVE_PYTHON to a Python that imports kserve")
             command = [str(python), "-m", "advaudit.models.targets.endpoint.kserve_runtime", str(self.folder / "kserve.json")]
         else:
-            settings = {"host": "127.0.0.1", "http_port": self.port, "grpc_port": grpc_port, "metrics_endpoint": None,
+            settings = {"host": "127.0.0.1", "http_port": self.port, "grpc_port": grpc_port,
+                        "grpc_max_message_length": GRPC_MESSAGE_LIMIT, "metrics_endpoint": None,
                         "parallel_workers": 0, "debug": False, "gzip_enabled": False, "load_models_at_startup": True}
             (self.folder / "settings.json").write_text(json.dumps(settings, indent=1))
             for model in self.models:

@@ -98,7 +98,7 @@ class ServedClassifier:
             module.to(memory_format=self.layout)
 
         def run(x: np.ndarray) -> np.ndarray:
-            with torch.no_grad():
+            with torch.inference_mode():  # as the local target scores
                 inputs = torch.from_numpy(x)
                 inputs = inputs.contiguous(memory_format=self.layout) if self.layout is not None else inputs
                 return module(inputs.half() if self.half else inputs.float()).float().numpy()

@@ -36,8 +36,9 @@ print(json.dumps({"kept": model.kept_memory, "faults": faults}))
 @pytest.mark.skipif(platform.system() != "Linux", reason="page faults per thread and glibc's mallopt: Linux")
 def test_the_served_model_reuses_freed_memory_instead_of_faulting_it_in_again(tmp_path: Path) -> None:
     root = str(Path(__file__).resolve().parents[2])
-    out = subprocess.run([sys.executable, "-c", PROGRAM, str(tmp_path / "m.pt"), "keep"], capture_output=True, text=True,
-                         timeout=120, cwd=root, env={"PYTHONPATH": root, "OMP_NUM_THREADS": "1", "PATH": "/usr/bin"})
+    out = subprocess.run([sys.executable, "-c", PROGRAM, str(tmp_path / "m.pt"), "keep"], capture_output=True,
+                         text=True, timeout=120, cwd=root,
+                         env={"PYTHONPATH": root, "OMP_NUM_THREADS": "1", "PATH": "/usr/bin"})
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     # each request's activations: 500 x 16 x 28 x 28 float32 = 25 MB twice, 12,000 pages if faulted in afresh

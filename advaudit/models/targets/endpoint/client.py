@@ -2,7 +2,8 @@
 
 :class:`EndpointClient` reads the server's and the model's metadata once, then sends each batch to
 ``POST <url>/v2/models/<model>/infer`` (or, with ``protocol: grpc``, to the gRPC service's ``ModelInfer``:
-:mod:`~advaudit.models.targets.endpoint.grpc_protocol`) in requests of at most ``max_batch`` inputs, ``concurrency`` at a
+:mod:`~advaudit.models.targets.endpoint.grpc_protocol`) in requests of at most ``max_batch`` inputs,
+``concurrency`` at a
 time, retrying connection errors, timeouts and 5xx answers ``retries`` times with a doubling backoff.
 What a failure means is said in one line with its fix (:func:`refusal`). It counts what it sends
 (requests, inputs: every input is one query of the audit's budget) and the seconds the audit waited
@@ -84,7 +85,8 @@ class EndpointClient:
             elif s.binary == "auto" and self.server.get("name") in JSON_ONLY:  # no probe that would fail on its log
                 self.binary, self._binary_known = False, True
                 self.binary_note = f"{self.server['name']} does not read binary tensors; sent JSON"
-        answer = self._retried(self._grpc.model) if self._grpc is not None else self._send("GET", s.model_path, None, {})
+        answer = (self._retried(self._grpc.model) if self._grpc is not None
+                  else self._send("GET", s.model_path, None, {}))
         if not answer.ok:
             raise refusal(s, answer.status_code, error_text(answer.content), "metadata", None)
         self.metadata = parse_metadata(answer.content, s.address)
@@ -92,7 +94,8 @@ class EndpointClient:
         return self.metadata
 
     def _server_metadata(self) -> dict[str, Any]:
-        """``GET /v2`` (gRPC: ``ServerMetadata``): the server's name, version and extensions; ``{}`` if it does not say."""
+        """``GET /v2`` (gRPC: ``ServerMetadata``): the server's name, version and extensions; ``{}`` if it does not
+        say."""
         if self._grpc is not None:
             return self._grpc.server()
         try:
@@ -217,12 +220,16 @@ class EndpointClient:
                             f"{waited:.1f} s; start the server again (or fix target.endpoint.url), then rerun the same "
                             "command: an examination resumes from its last finished step")
 
+    def sent_as(self) -> str:
+        """How the tensors went: ``raw tensors over gRPC``, ``binary tensors`` or ``JSON``."""
+        return "raw tensors over gRPC" if self._grpc is not None else ("binary tensors" if self.binary else "JSON")
+
     def record(self) -> dict[str, Any]:
         """Plain data for ``result.json`` and reports: where, which version, what was sent, how long it waited."""
         server = {k: self.server.get(k) for k in ("name", "version") if self.server.get(k)}
         stats = {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()}
         return {"endpoint": self.settings.address, "model": self.settings.model, "model_version": self.model_version,
-                "server": server, "binary": self.binary,
+                "server": server, "binary": self.binary, "sent_as": self.sent_as(),
                 **({"binary_note": self.binary_note} if self.binary_note else {}), **stats,
                 **({"server_seconds": round(self.server_seconds, 3)} if self.server_seconds is not None else {}),
                 "settings": {k: v for k, v in self.settings.record().items() if k not in ("url", "model")}}

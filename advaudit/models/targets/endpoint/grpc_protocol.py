@@ -160,10 +160,13 @@ class GrpcChannel:
         index = pick_output([t.name for t in reply.outputs], output, str(reply)[:160])
         tensor = reply.outputs[index]
         dtype = np.dtype(NUMPY_TYPES.get(tensor.datatype, np.float32)).newbyteorder("<")
-        values = (np.frombuffer(reply.raw_output_contents[index], dtype=dtype) if index < len(reply.raw_output_contents)
-                  else np.asarray(getattr(tensor.contents, CONTENTS.get(tensor.datatype, "fp32_contents")), dtype=dtype))
+        if index < len(reply.raw_output_contents):
+            values = np.frombuffer(reply.raw_output_contents[index], dtype=dtype)
+        else:
+            values = np.asarray(getattr(tensor.contents, CONTENTS.get(tensor.datatype, "fp32_contents")), dtype=dtype)
         parameters = {p.key: value_of(p.value) for p in reply.parameters}
-        return rows(values, list(tensor.shape)), {"model_version": reply.model_version or None, "parameters": parameters}
+        return rows(values, list(tensor.shape)), {"model_version": reply.model_version or None,
+                                                  "parameters": parameters}
 
     def server(self) -> dict[str, Any]:
         """``ServerMetadata`` as REST's ``GET /v2`` gives it (``{}`` where the server does not answer it)."""

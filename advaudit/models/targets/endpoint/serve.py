@@ -70,7 +70,7 @@ class ServedModel:
 
 
 def free_port(taken: tuple[int, ...] = ()) -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now, and none of ``taken`` (ports picked before, not yet bound)."""
+    """A TCP port on 127.0.0.1 that nothing listens on now, and none of ``taken`` (picked before, not yet bound)."""
     while True:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))

@@ -7,7 +7,8 @@ writes an MLServer model repository for the file (an advaudit target file is tra
 raw ``[0, 1]`` inputs to logits, its normalisation inside) (``settings.json``, ``<name>/model-settings.json``
 naming :class:`~advaudit.models.targets.endpoint.runtime.ServedClassifier`) and runs ``mlserver start`` on it
 until interrupted; ``--server kserve`` runs KServe's ``ModelServer`` on the same files instead
-(:mod:`~advaudit.models.targets.endpoint.kserve_runtime`), which also reads binary tensors. Tests, benchmarks
+(:mod:`~advaudit.models.targets.endpoint.kserve_runtime`), which also reads binary tensors. Both serve the
+protocol's gRPC service too, on ``--grpc-port``. Tests, benchmarks
 and docs/deployed-model.md use :class:`LocalServer` to stand up the same servers on free ports.
 MLServer is a development dependency (``pip install -e '.[dev]'``); KServe pins FastAPI and pandas
 versions MLServer cannot share, so ``make kserve`` installs it into an environment of its own,
@@ -85,12 +86,12 @@ class LocalServer:
     (:mod:`~advaudit.models.targets.endpoint.kserve_runtime`, in the environment :func:`kserve_python` finds)."""
 
     def __init__(self, models: list[ServedModel], folder: str | Path, port: int | None = None,
-                 server: str = "mlserver", options: dict[str, Any] | None = None) -> None:
+                 server: str = "mlserver", options: dict[str, Any] | None = None, grpc_port: int | None = None) -> None:
         require(server in SERVERS, f"server={server!r}; use one of {', '.join(SERVERS)}")
         self.models, self.folder, self.server = list(models), Path(folder), server
         self.options = dict(options or {})  # KServe's: raw_binary (kserve_runtime.keep_raw_bytes)
         self.port: int | None = port  # None: free ports are picked when the server starts
-        self.grpc_port: int | None = None
+        self.grpc_port: int | None = grpc_port  # the gRPC service's (None: picked as the REST port is)
         self.process: subprocess.Popen | None = None
         self.log = self.folder / f"{server}.log"
 
@@ -210,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input-shape", type=int, nargs="+", default=None, help="one input's shape, e.g. 1 28 28 "
                         "(an advaudit target file says its own)")
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--grpc-port", type=int, default=8081, help="the Open Inference Protocol's gRPC service")
     parser.add_argument("--version", default="1")
     parser.add_argument("--precision", choices=["float32", "half"], default="float32",
                         help="half: run a TorchScript model in float16, as a deployment might")
@@ -226,10 +228,10 @@ def main(argv: list[str] | None = None) -> int:
             path, shape = script_target(path, Path(args.folder) / f"{args.name}.pt")
         require(shape is not None, "--input-shape is required for an ONNX or TorchScript file, e.g. --input-shape 1 28 28")
         model = ServedModel(args.name, path, list(shape), version=args.version, extra={"precision": args.precision})
-        server = LocalServer([model], args.folder, port=args.port, server=args.server)
+        server = LocalServer([model], args.folder, port=args.port, server=args.server, grpc_port=args.grpc_port)
         server.start()
-        print(f"serving {args.path} as {server.url}/v2/models/{args.name} (log: {server.log}); Ctrl-C stops it",
-              flush=True)
+        print(f"serving {args.path} as {server.url}/v2/models/{args.name}, gRPC on 127.0.0.1:{server.grpc_port} "
+              f"(log: {server.log}); Ctrl-C stops it", flush=True)
         server.process.wait()
     except AdvauditError as error:
         print(f"error: {error}", file=sys.stderr)

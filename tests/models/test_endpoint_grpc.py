@@ -13,7 +13,7 @@ import torch
 import advaudit
 from advaudit.errors import AdvauditError
 from advaudit.models.targets.endpoint import endpoint_records
-from advaudit.models.targets.endpoint.grpc_protocol import GrpcChannel
+from advaudit.models.targets.endpoint.grpc_protocol import GrpcChannel, varint
 from advaudit.models.targets.endpoint.serve import LocalServer
 from advaudit.models.targets.endpoint.settings import parse_endpoint
 from tests.models.endpoint_fixtures import FMNIST_SHAPE, endpoint_block
@@ -65,4 +65,6 @@ def test_grpc_settings_refuse_what_does_not_apply() -> None:
     request = channel.messages["ModelInferRequest"].FromString(body)  # the protocol's own message, field by field
     assert request.model_name == "m" and list(request.inputs[0].shape) == [3, *FMNIST_SHAPE]
     assert request.raw_input_contents[0] == x.tobytes() and request.outputs[0].name == "logits"
+    assert body == request.SerializeToString()  # the raw bytes appended as field 7 are protobuf's own serialization
+    assert varint(300) == b"\xac\x02" and varint(0) == b"\x00" and varint(127) == b"\x7f"  # protobuf's own examples
     channel.close()

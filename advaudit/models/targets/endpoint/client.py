@@ -3,9 +3,8 @@
 :class:`EndpointClient` reads the server's and the model's metadata once, then sends each batch to
 ``POST <url>/v2/models/<model>/infer`` (or, with ``protocol: grpc``, to the gRPC service's ``ModelInfer``:
 :mod:`~advaudit.models.targets.endpoint.grpc_protocol`) in requests of at most ``max_batch`` inputs,
-``concurrency`` at a
-time, retrying connection errors, timeouts and 5xx answers ``retries`` times with a doubling backoff.
-What a failure means is said in one line with its fix (:func:`refusal`). It counts what it sends
+``concurrency`` at a time, retrying connection errors, timeouts and 5xx answers ``retries`` times with a
+doubling backoff. What a failure means is said in one line with its fix (:func:`refusal`). It counts what it sends
 (requests, inputs: every input is one query of the audit's budget) and the seconds the audit waited
 on the server; :meth:`EndpointClient.record` is that account, with the model version the server
 reported, and never holds a credential.

@@ -86,7 +86,8 @@ class LocalServer:
     (:mod:`~advaudit.models.targets.endpoint.kserve_runtime`, in the environment :func:`kserve_python` finds)."""
 
     def __init__(self, models: list[ServedModel], folder: str | Path, port: int | None = None,
-                 server: str = "mlserver", options: dict[str, Any] | None = None, grpc_port: int | None = None) -> None:
+                 server: str = "mlserver", options: dict[str, Any] | None = None,
+                 grpc_port: int | None = None) -> None:
         require(server in SERVERS, f"server={server!r}; use one of {', '.join(SERVERS)}")
         self.models, self.folder, self.server = list(models), Path(folder), server
         self.options = dict(options or {})  # KServe's: raw_binary (kserve_runtime.keep_raw_bytes)

@@ -59,7 +59,8 @@ class ServedClassifier:
     ``extra``: ``input_name`` and ``input_shape`` (``[C, H, W]``) it accepts, ``precision`` (``float32``
     or ``half``: the model and its inputs in float16, as a deployment might run it), ``threads`` (torch's
     or onnxruntime's, default 1), ``memory`` (``keep``, the default: :func:`keep_freed_memory`; ``release``:
-    the C library's default, which returns freed memory to the system), ``token_env`` (requests must carry
+    the C library's default, which returns freed memory to the system; the setting is the process's, so one
+    model keeping memory keeps it for every model of the server), ``token_env`` (requests must carry
     ``Bearer $<token_env>``), ``fail`` /
     ``fail_after`` (the module docstring).
     """

@@ -118,7 +118,8 @@ def examine(cfg: DictConfig) -> dict[str, Any]:
         log.info("endpoint %s (model version %s%s): %d inputs in %d requests as %s, %.1f s waiting on it",
                  record["endpoint"], record["model_version"] or "not reported",
                  "".join(f", {' '.join(record['server'].values())}" for _ in [0] if record["server"]),
-                 record["inputs"], record["requests"], "binary tensors" if record.get("binary") else "JSON",
+                 record["inputs"], record["requests"],
+                 record.get("sent_as") or ("binary tensors" if record.get("binary") else "JSON"),
                  record["seconds_waiting"])
     return {**result, "endpoint": endpoints[0]} if len(endpoints) == 1 else (
         {**result, "endpoints": endpoints} if endpoints else result)

@@ -55,8 +55,9 @@ MODEL_LAYERS: list[tuple[str, ...]] = [
 
 # third-party libraries that are optional, or slow to import (0.2-4 s each on top of torch, 2-core
 # machine), so a function imports them when it needs them and a run that never does never pays for them
+# (grpc and protobuf's google.protobuf: 0.1 s, for target.endpoint.protocol: grpc alone)
 LAZY_ALLOWED = frozenset({
-    "botorch", "drjit", "eagerpy", "foolbox", "gpytorch", "joblib", "matplotlib", "mitsuba", "onnx",
+    "botorch", "drjit", "eagerpy", "foolbox", "google", "gpytorch", "grpc", "joblib", "matplotlib", "mitsuba", "onnx",
     "onnxruntime", "optuna", "pandas", "pytorch_lightning", "scipy", "skops", "sklearn", "statsmodels",
     "tabulate", "threadpoolctl", "timm", "torchvision", "transformers", "trimesh", "wandb",
 })

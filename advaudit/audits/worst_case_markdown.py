@@ -71,7 +71,7 @@ def _endpoint_line(record: dict[str, Any] | None) -> str:
     jobs = f" by its {record['jobs']} shards" if record.get("jobs") else ""
     return (f"\n- endpoint: {record['endpoint']}, model version {record['model_version'] or 'not reported'}"
             f"{f' ({server})' if server else ''}: {record['inputs']} inputs in {record['requests']} requests{jobs} "
-            f"so far ({'binary tensors' if record.get('binary') else 'JSON'}), "
+            f"so far ({record.get('sent_as') or ('binary tensors' if record.get('binary') else 'JSON')}), "
             f"{record['seconds_waiting']:.1f} s waiting on the server")
 
 

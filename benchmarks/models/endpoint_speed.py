@@ -1,17 +1,18 @@
 """What does auditing a model through its inference server cost, against the same model file audited locally?
 
-Three servers (advaudit.models.targets.endpoint.serve: MLServer, which reads JSON only; KServe's ModelServer,
-which also reads binary tensors; and KServe keeping binary tensors as bytes instead of turning them
-into Python lists, a what-if; on 127.0.0.1, one torch thread each, sharing the machine with the
-client) serve the same two TorchScript models: a small CNN on 28-px Fashion-MNIST inputs and a
-ResNet-18 on 224-px inputs (random weights: speed does not depend on them).
+Servers started by advaudit.models.targets.endpoint.serve (on 127.0.0.1, one torch thread each, sharing the machine
+with the client) serve the same two TorchScript models: a small CNN on 28-px Fashion-MNIST inputs and a ResNet-18
+on 224-px inputs (random weights: speed does not depend on them). MLServer reads JSON on REST; KServe's ModelServer
+also reads REST's binary tensors (and turns them into Python lists); both serve the protocol's gRPC service, where
+tensors go as raw bytes. Two what-ifs sit beside them: KServe keeping REST's binary tensors as bytes, and KServe
+whose served model hands freed memory back to the system (the C library's default, which advaudit's served model
+no longer keeps: served.keep_freed_memory).
 
 28 px: the same worst-case examination (TransformWorld, random search, ``--instances`` x
 ``--budget`` queries in iterations of q = 10, so every step scores one batch of ``instances x 10``
 inputs) of the local TorchScript file and of the served model in each form of ``FORMS``, after a
 round of short ones that warms every form up, with ``max_batch`` equal to that batch (one request
-per step: the same batch size on both sides; the last form sends each step as two requests of half
-the batch at once), interleaved ``--repeats`` times. The examination's own clock
+per step: the same batch size on both sides), interleaved ``--repeats`` times. The examination's own clock
 (``seconds_examination``: render, forward, examiner, records) is compared; beside it the seconds the
 client waited on the server and the server's own inference time (the runtimes report it in each
 answer's ``parameters``).
@@ -43,7 +44,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from advaudit.confutil import override_value  # noqa: E402
 from advaudit.models.targets.endpoint.client import EndpointClient  # noqa: E402
-from advaudit.models.targets.endpoint.protocol import encode_request  # noqa: E402
 from advaudit.models.targets.endpoint.serve import LocalServer, ServedModel  # noqa: E402
 from advaudit.models.targets.endpoint.settings import EndpointSettings  # noqa: E402
 from advaudit.runtime import configure_threads  # noqa: E402
@@ -88,11 +88,20 @@ def examination(block: dict, run_dir: Path, instances: int, budget: int) -> dict
     return examine(cfg)
 
 
-#: the served forms: (name, server, binary, requests in flight per step). kserve-raw: KServe keeping binary tensors
-#: as bytes (kserve_runtime.keep_raw_bytes, a what-if: stock KServe 0.21 turns them into Python lists)
-FORMS = [("MLServer JSON", "mlserver", False, 1), ("KServe JSON", "kserve", False, 1),
-         ("KServe binary", "kserve", True, 1), ("KServe binary, bytes kept", "kserve-raw", True, 1),
-         ("KServe binary, bytes kept, 2 requests in flight", "kserve-raw", True, 2)]
+#: the served forms: (name, server, endpoint settings). kserve-raw: KServe keeping REST's binary tensors as bytes
+#: (kserve_runtime.keep_raw_bytes, a what-if: stock KServe 0.21 turns them into Python lists); kserve-release: KServe
+#: whose served model hands freed memory back to the system (glibc's default; served.keep_freed_memory undone)
+FORMS = [("MLServer JSON", "mlserver", {"binary": False}), ("MLServer gRPC", "mlserver", {"protocol": "grpc"}),
+         ("KServe JSON", "kserve", {"binary": False}), ("KServe binary", "kserve", {"binary": True}),
+         ("KServe gRPC", "kserve", {"protocol": "grpc"}),
+         ("KServe gRPC, memory released", "kserve-release", {"protocol": "grpc"}),
+         ("KServe binary, bytes kept", "kserve-raw", {"binary": True})]
+
+
+def form_endpoint(server: LocalServer, settings: dict) -> dict:
+    """The endpoint block's address and settings for a form: the gRPC port where it speaks gRPC."""
+    port = server.grpc_port if settings.get("protocol") == "grpc" else server.port
+    return {"url": f"http://127.0.0.1:{port}", **settings}
 
 
 def at_28px(servers: dict[str, LocalServer], cnn: Path, root: Path, args: argparse.Namespace) -> list[dict]:
@@ -100,10 +109,10 @@ def at_28px(servers: dict[str, LocalServer], cnn: Path, root: Path, args: argpar
     local = {"path": str(cnn), "class_names": NAMES, "input_shape": [1, 28, 28], "normalization": "model",
              "dataset": DATASET}
     blocks = [("local file", local)] + [
-        (name, {"endpoint": {"url": servers[server].url, "model": "cnn28", "max_batch": -(-batch // flight),
-                             "concurrency": flight, "binary": binary},
+        (name, {"endpoint": {**form_endpoint(servers[server], settings), "model": "cnn28", "max_batch": batch,
+                             "concurrency": 1},
                 "class_names": NAMES, "normalization": "model", "dataset": DATASET})
-        for name, server, binary, flight in FORMS]
+        for name, server, settings in FORMS]
     rows = []
     for repeat in range(-1, args.repeats):  # round -1 warms every form up (imports, caches, the servers) unrecorded
         for name, block in blocks:
@@ -123,12 +132,13 @@ def at_28px(servers: dict[str, LocalServer], cnn: Path, root: Path, args: argpar
 def at_224px(servers: dict[str, LocalServer], args: argparse.Namespace) -> dict[str, dict]:
     x = np.random.default_rng(0).random((args.batch, 3, 224, 224), dtype=np.float32)
     clients = {}
-    for name, server, binary, flight in FORMS[:4]:
-        clients[name] = EndpointClient(EndpointSettings(url=servers[server].url, model="resnet224", concurrency=1,
-                                                        max_batch=args.batch, binary="true" if binary else "false"))
+    for name, server, settings in FORMS:
+        endpoint = {**form_endpoint(servers[server], settings), "binary": str(settings.get("binary", "auto")).lower()}
+        clients[name] = EndpointClient(EndpointSettings(**endpoint, model="resnet224", concurrency=1,
+                                                        max_batch=args.batch))
         clients[name].connect()
         clients[name].predict(x, "input", "FP32")  # warm-up
-    parts = {name: {k: [] for k in ("wall", "encoding", "server", "rest")} for name in clients}
+    parts = {name: {k: [] for k in ("wall", "encoding", "server", "rest", "bytes")} for name in clients}
     for _ in range(args.repeats):
         for name, client in clients.items():
             before = dict(client.stats), client.server_seconds or 0.0
@@ -138,11 +148,11 @@ def at_224px(servers: dict[str, LocalServer], args: argparse.Namespace) -> dict[
             encoding = sum(client.stats[k] - before[0][k] for k in ("seconds_encoding", "seconds_decoding"))
             server_time = (client.server_seconds or 0.0) - before[1]
             for key, value in (("wall", wall), ("encoding", encoding), ("server", server_time),
-                               ("rest", wall - encoding - server_time)):
+                               ("rest", wall - encoding - server_time),
+                               ("bytes", client.stats["bytes_sent"] - before[0]["bytes_sent"])):
                 parts[name][key].append(value)
-    return {name: {**{k: statistics.median(v) for k, v in parts[name].items()}, "batch": args.batch,
-                   "bytes": len(encode_request(x, "input", "FP32", binary=binary)[0])}
-            for name, _, binary, _ in FORMS[:4]}
+    return {name: {**{k: statistics.median(v) for k, v in parts[name].items()}, "batch": args.batch}
+            for name in clients}
 
 
 def summary(rows: list[dict], split: dict[str, dict], args: argparse.Namespace) -> str:
@@ -178,8 +188,10 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="endpoint_speed_"))
     cnn, resnet = write_models(root)
     models = [ServedModel("cnn28", cnn, [1, 28, 28]), ServedModel("resnet224", resnet, [3, 224, 224])]
+    released = [ServedModel(m.name, m.path, m.input_shape, extra={"memory": "release"}) for m in models]
     servers = {"mlserver": LocalServer(models, root / "mlserver"),
                "kserve": LocalServer(models, root / "ks", server="kserve"),
+               "kserve-release": LocalServer(released, root / "ks-release", server="kserve"),
                "kserve-raw": LocalServer(models, root / "ks-raw", server="kserve", options={"raw_binary": True})}
     try:
         for server in servers.values():

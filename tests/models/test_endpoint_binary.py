@@ -55,7 +55,7 @@ def test_a_binary_request_round_trips_through_the_real_server_to_the_models_logi
     with torch.no_grad():
         expected = kserve_server.net(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(scores, expected, atol=1e-5, rtol=0)
-    assert reply["model_version"] == "1" and reply["parameters"]["inference_seconds"] > 0
+    assert reply["model_version"] == "1" and float(reply["parameters"]["inference_seconds"]) > 0
     plain, plain_headers = encode_request(x, "input", "FP32", binary=False)
     as_json = requests.post(f"{kserve_server.url}/v2/models/fmnist/infer", data=plain, headers=plain_headers,
                             timeout=20)

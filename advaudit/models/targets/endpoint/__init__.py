@@ -4,7 +4,9 @@ KServe, Triton, MLServer and others serve models behind the same REST protocol (
 /v2/models/{name}`` for metadata, ``POST /v2/models/{name}/infer`` for scores). A ``target`` block
 with ``endpoint: {url, model, ...}`` (:mod:`~advaudit.models.targets.endpoint.settings`) audits such a model
 as a black box: the input's name, datatype and shape come from the model's metadata unless the
-block gives them, batches go out as JSON or binary tensors (:mod:`~advaudit.models.targets.endpoint.protocol`)
+block gives them, batches go out as JSON or binary tensors (:mod:`~advaudit.models.targets.endpoint.protocol`),
+or as raw bytes over the protocol's gRPC service (``protocol: grpc``:
+:mod:`~advaudit.models.targets.endpoint.grpc_protocol`)
 through :class:`~advaudit.models.targets.endpoint.client.EndpointClient`, and the outputs become class
 probabilities by the same rules as every other target (``class_names``, ``class_map``, ``outputs``).
 No code runs on this side; loading reads metadata and sends a probe batch.

@@ -1,9 +1,10 @@
 """One model on an Open Inference Protocol server, as a prediction function ``numpy [B, ...] -> numpy [B, M]``.
 
 :class:`EndpointClient` reads the server's and the model's metadata once, then sends each batch to
-``POST <url>/v2/models/<model>/infer`` in requests of at most ``max_batch`` inputs, ``concurrency`` at a
-time, retrying connection errors, timeouts and 5xx answers ``retries`` times with a doubling backoff.
-What a failure means is said in one line with its fix (:func:`refusal`). It counts what it sends
+``POST <url>/v2/models/<model>/infer`` (or, with ``protocol: grpc``, to the gRPC service's ``ModelInfer``:
+:mod:`~advaudit.models.targets.endpoint.grpc_protocol`) in requests of at most ``max_batch`` inputs,
+``concurrency`` at a time, retrying connection errors, timeouts and 5xx answers ``retries`` times with a
+doubling backoff. What a failure means is said in one line with its fix (:func:`refusal`). It counts what it sends
 (requests, inputs: every input is one query of the audit's budget) and the seconds the audit waited
 on the server; :meth:`EndpointClient.record` is that account, with the model version the server
 reported, and never holds a credential.
@@ -16,12 +17,13 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import requests
 
 from advaudit.errors import AdvauditError, require
+from advaudit.models.targets.endpoint.grpc_protocol import GrpcChannel, Unreachable
 from advaudit.models.targets.endpoint.protocol import (BINARY_EXTENSION, ModelMetadata, decode_response, encode_request,
                                                error_text, parse_metadata)
 from advaudit.models.targets.endpoint.settings import EndpointSettings
@@ -63,7 +65,9 @@ class EndpointClient:
         self.model_version: str | None = None
         self.server_seconds: float | None = None  # the server's own inference time, where it reports it
         self.binary = settings.binary != "false"  # auto: binary until the server shows it does not read it
-        self._binary_known = settings.binary == "false"  # whether the server is known to read what self.binary says
+        # whether the server is known to read what self.binary says (gRPC: raw bytes are the protocol's own)
+        self._binary_known = settings.binary == "false" or settings.protocol == "grpc"
+        self._grpc = GrpcChannel(settings, self._headers) if settings.protocol == "grpc" else None
         self.binary_note: str | None = None
         self.stats = {"requests": 0, "inputs": 0, "retries": 0, "seconds_waiting": 0.0, "seconds_encoding": 0.0,
                       "seconds_decoding": 0.0, "bytes_sent": 0}
@@ -73,22 +77,31 @@ class EndpointClient:
     def connect(self) -> ModelMetadata:
         """Read ``GET /v2`` (the server: name, version, extensions) and ``GET /v2/models/<model>``."""
         s = self.settings
-        try:
-            answer = self._send("GET", "/v2", None, {})
-            self.server = answer.json() if answer.ok else {}
-        except (AdvauditError, ValueError):
-            self.server = {}
-        if BINARY_EXTENSION in (self.server.get("extensions") or []):
-            self._binary_known = True  # a server that lists the extension (Triton) is taken at its word
-        elif s.binary == "auto" and self.server.get("name") in JSON_ONLY:  # no probe that would fail on its log
-            self.binary, self._binary_known = False, True
-            self.binary_note = f"{self.server['name']} does not read binary tensors; sent JSON"
-        answer = self._send("GET", s.model_path, None, {})
+        self.server = self._server_metadata()
+        if not self._binary_known:  # REST, binary: auto or true
+            if BINARY_EXTENSION in (self.server.get("extensions") or []):
+                self._binary_known = True  # a server that lists the extension (Triton) is taken at its word
+            elif s.binary == "auto" and self.server.get("name") in JSON_ONLY:  # no probe that would fail on its log
+                self.binary, self._binary_known = False, True
+                self.binary_note = f"{self.server['name']} does not read binary tensors; sent JSON"
+        answer = (self._retried(self._grpc.model) if self._grpc is not None
+                  else self._send("GET", s.model_path, None, {}))
         if not answer.ok:
             raise refusal(s, answer.status_code, error_text(answer.content), "metadata", None)
         self.metadata = parse_metadata(answer.content, s.address)
         self.model_version = s.version or (self.metadata.versions[-1] if self.metadata.versions else None)
         return self.metadata
+
+    def _server_metadata(self) -> dict[str, Any]:
+        """``GET /v2`` (gRPC: ``ServerMetadata``): the server's name, version and extensions; ``{}`` if it does not
+        say."""
+        if self._grpc is not None:
+            return self._grpc.server()
+        try:
+            answer = self._send("GET", "/v2", None, {})
+            return answer.json() if answer.ok else {}
+        except (AdvauditError, ValueError):
+            return {}
 
     # -- inference ---------------------------------------------------------------------------------
     def predict(self, x: np.ndarray, name: str, datatype: str) -> np.ndarray:
@@ -114,7 +127,8 @@ class EndpointClient:
         if not answer.ok:
             raise refusal(s, answer.status_code, error_text(answer.content), "infer", (name, list(x.shape), datatype))
         received = time.perf_counter()
-        scores, reply = decode_response(answer.content, answer.headers, s.output_name)
+        scores, reply = (self._grpc.infer_answer(answer.content, s.output_name) if self._grpc is not None
+                         else decode_response(answer.content, answer.headers, s.output_name))
         version = reply.get("model_version")
         reported = (reply.get("parameters") or {}).get("inference_seconds")  # a server that reports its own time
         # (advaudit's MLServer and KServe runtimes do: advaudit.models.targets.endpoint.served)
@@ -127,8 +141,9 @@ class EndpointClient:
             self.stats["seconds_encoding"] += sent[1]
             self.stats["seconds_decoding"] += time.perf_counter() - received
             self.model_version = str(version) if version is not None else self.model_version
-            if isinstance(reported, (int, float)):
-                self.server_seconds = (self.server_seconds or 0.0) + float(reported)
+            seconds = _seconds(reported)
+            if seconds is not None:
+                self.server_seconds = (self.server_seconds or 0.0) + seconds
         return scores
 
     def _post(self, x: np.ndarray, name: str, datatype: str, binary: bool, probe: bool = False
@@ -137,6 +152,10 @@ class EndpointClient:
         tensors to a server not yet known to read them) is not retried on a 5xx answer: a server that cannot
         read them may answer so (MLServer does)."""
         started = time.perf_counter()
+        if self._grpc is not None:
+            body = self._grpc.infer_request(x, name, datatype, self.settings.output_name)
+            encoded = time.perf_counter() - started
+            return self._retried(lambda: self._grpc.call("ModelInfer", body)), (len(body), encoded)
         body, headers = encode_request(x, name, datatype, binary, self.settings.output_name)
         encoded = time.perf_counter() - started
         return self._send("POST", f"{self.settings.model_path}/infer", body, headers, probe), (
@@ -162,29 +181,37 @@ class EndpointClient:
 
     def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str], probe: bool = False
               ) -> requests.Response:
-        """One request with retries on connection errors, timeouts and 5xx answers (a ``probe``'s 5xx answer is
-        returned at once); the last answer returned."""
+        """One REST request, retried as :meth:`_retried` says."""
         s = self.settings
         session = getattr(self._local, "session", None)
         if session is None:
             session = self._local.session = requests.Session()
         url = f"{s.url.rstrip('/')}{path}"
+        return self._retried(lambda: session.request(method, url, data=body, headers={**self._headers, **headers},
+                                                     timeout=s.timeout), probe)
+
+    def _retried(self, attempt: Callable[[], Any], probe: bool = False) -> Any:
+        """``attempt()`` (one request: an answer with ``status_code``), retried on connection errors, timeouts and
+        5xx answers (a ``probe``'s 5xx answer is returned at once); the last answer returned."""
+        s = self.settings
         first = time.perf_counter()
-        for attempt in range(s.retries + 1):
-            if attempt:
+        for tried in range(s.retries + 1):
+            if tried:
                 with self._lock:
                     self.stats["retries"] += 1
-                time.sleep(s.backoff * 2 ** (attempt - 1))
+                time.sleep(s.backoff * 2 ** (tried - 1))
             try:
-                answer = session.request(method, url, data=body, headers={**self._headers, **headers},
-                                         timeout=s.timeout)
+                answer = attempt()
             except requests.Timeout:
                 problem = f"no answer within target.endpoint.timeout={s.timeout:g} s"
                 continue
             except requests.ConnectionError as error:
                 problem = _connection_problem(error)
                 continue
-            if answer.status_code not in RETRIED or attempt == s.retries or probe:
+            except Unreachable as error:
+                problem = str(error)
+                continue
+            if answer.status_code not in RETRIED or tried == s.retries or probe:
                 return answer
             problem = f"HTTP {answer.status_code}"
         waited = time.perf_counter() - first
@@ -192,15 +219,29 @@ class EndpointClient:
                             f"{waited:.1f} s; start the server again (or fix target.endpoint.url), then rerun the same "
                             "command: an examination resumes from its last finished step")
 
+    def sent_as(self) -> str:
+        """How the tensors went: ``raw tensors over gRPC``, ``binary tensors`` or ``JSON``."""
+        return "raw tensors over gRPC" if self._grpc is not None else ("binary tensors" if self.binary else "JSON")
+
     def record(self) -> dict[str, Any]:
         """Plain data for ``result.json`` and reports: where, which version, what was sent, how long it waited."""
         server = {k: self.server.get(k) for k in ("name", "version") if self.server.get(k)}
         stats = {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()}
         return {"endpoint": self.settings.address, "model": self.settings.model, "model_version": self.model_version,
-                "server": server, "binary": self.binary,
+                "server": server, "binary": self.binary, "sent_as": self.sent_as(),
                 **({"binary_note": self.binary_note} if self.binary_note else {}), **stats,
                 **({"server_seconds": round(self.server_seconds, 3)} if self.server_seconds is not None else {}),
                 "settings": {k: v for k, v in self.settings.record().items() if k not in ("url", "model")}}
+
+
+def _seconds(value: Any) -> float | None:
+    """A reported time as a number: a number, or a string holding one (gRPC parameters carry no floats)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value) if isinstance(value, (int, float, str)) else None
+    except ValueError:
+        return None
 
 
 def _connection_problem(error: requests.ConnectionError) -> str:
@@ -226,6 +267,9 @@ def refusal(s: EndpointSettings, status: int, message: str, what: str,
                              "(the model's error is there), fix the deployment, then rerun the same command")
     if sent is None:
         return AdvauditError(f"{head}; check target.endpoint.url and target.endpoint.model")
+    if status == 413:
+        return AdvauditError(f"{head}; a request of {sent[1][0]} inputs is larger than the server takes: lower "
+                             "target.endpoint.max_batch")
     name, shape, datatype = sent
     lowered = message.lower()
     if "shape" in lowered:

@@ -6,7 +6,8 @@ Only the server process imports this module; :class:`~advaudit.models.targets.en
 (``server="kserve"``) writes ``kserve.json`` (the ports and each model's ``model-settings.json``, as for
 MLServer) and starts it. KServe reads the binary tensor data extension on REST (a body of JSON then raw
 tensors, ``Inference-Header-Content-Length``) and answers in binary when the request asks for it
-(``parameters.binary_data_output``), which MLServer does not; the model is
+(``parameters.binary_data_output``), which MLServer does not; both also serve the protocol's gRPC service
+on ``grpc_port``, where KServe keeps raw tensor contents as bytes. The model is
 :class:`~advaudit.models.targets.endpoint.served.ServedClassifier`, as on MLServer. KServe pins FastAPI and
 pandas versions MLServer cannot share, so it lives in an environment of its own (``make kserve``).
 """
@@ -61,7 +62,7 @@ class KServeClassifier(kserve.Model):
         output.set_data_from_numpy(scores, binary_data=payload.use_binary_outputs)
         return InferResponse(response_id=payload.id or uuid.uuid4().hex, model_name=self.name,
                              model_version=self.version, infer_outputs=[output],
-                             parameters={"inference_seconds": round(seconds, 6)},
+                             parameters={"inference_seconds": f"{seconds:.6f}"},
                              use_binary_outputs=payload.use_binary_outputs)
 
 
@@ -99,11 +100,15 @@ def main(config: str) -> None:
     setup = json.loads(Path(config).read_text())
     if setup.get("raw_binary"):
         keep_raw_bytes()
+    limit = setup.get("grpc_max_message_length")
+    if limit:  # ModelServer reads these from its command line's defaults when the gRPC server starts
+        kserve.model_server.args.grpc_max_receive_message_length = int(limit)
+        kserve.model_server.args.grpc_max_send_message_length = int(limit)
     models = [KServeClassifier(settings) for settings in setup["models"]]
     for model in models:
         model.load()
     kserve.ModelServer(http_port=int(setup["http_port"]), grpc_port=int(setup["grpc_port"]), workers=1,
-                       enable_grpc=False, enable_docs_url=False,
+                       enable_grpc=True, enable_docs_url=False,
                        enable_latency_logging=False).start(models)
 
 

@@ -78,23 +78,28 @@ def decode_response(body: bytes, headers: Any, output: str | None) -> tuple[np.n
     head, rest = (body[:int(length)], body[int(length):]) if length else (body, b"")
     data = orjson.loads(head)
     outputs = data.get("outputs") or []
-    require(bool(outputs), f"the server's answer holds no outputs ({head[:160]!r})")
-    names = [str(o.get("name")) for o in outputs]
+    index = pick_output([str(o.get("name")) for o in outputs], output, repr(head[:160]))
+    tensor = outputs[index]
+    offset = sum(int((t.get("parameters") or {}).get("binary_data_size") or 0) for t in outputs[:index])
+    size = int((tensor.get("parameters") or {}).get("binary_data_size") or 0)
+    dtype = np.dtype(NUMPY_TYPES.get(str(tensor["datatype"]), np.float32)).newbyteorder("<")
+    values = np.frombuffer(rest[offset:offset + size], dtype=dtype) if size else np.asarray(tensor["data"], dtype=dtype)
+    return rows(values, [int(d) for d in tensor["shape"]]), {k: v for k, v in data.items() if k != "outputs"}
+
+
+def pick_output(names: list[str], output: str | None, answer: str) -> int:
+    """The index of the output named ``output`` among an answer's ``names`` (``None``: the first); refused in one
+    line where there is none (``answer``: the start of the answer, for the message)."""
+    require(bool(names), f"the server's answer holds no outputs ({answer})")
     if output is not None and output not in names:
         raise AdvauditError(f"target.endpoint.output_name={output!r} is not among the model's outputs {names}; "
                             f"use one of them")
-    offset = 0
-    for tensor in outputs:
-        size = int((tensor.get("parameters") or {}).get("binary_data_size") or 0)
-        if output is None or tensor["name"] == output:
-            dtype = np.dtype(NUMPY_TYPES.get(str(tensor["datatype"]), np.float32)).newbyteorder("<")
-            values = (np.frombuffer(rest[offset:offset + size], dtype=dtype) if size
-                      else np.asarray(tensor["data"], dtype=dtype))
-            shape = [int(d) for d in tensor["shape"]]
-            rest_of = {k: v for k, v in data.items() if k != "outputs"}
-            return values.reshape(shape[0], -1) if shape else values.reshape(1, -1), rest_of
-        offset += size
-    raise AdvauditError("the server's answer holds no output to read")  # unreachable: the name was checked
+    return names.index(output) if output is not None else 0
+
+
+def rows(values: np.ndarray, shape: list[int]) -> np.ndarray:
+    """An output's flat ``values`` as scores ``[B, M]`` (its ``shape``'s first dimension the batch)."""
+    return values.reshape(shape[0], -1) if shape else values.reshape(1, -1)
 
 
 def error_text(body: bytes) -> str:

@@ -40,4 +40,4 @@ class ServedClassifier(MLModel):
             raise MLServerError(str(refused), status_code=refused.status) from None
         output = NumpyCodec.encode_output("logits", np.asarray(scores, dtype=np.float32))
         return InferenceResponse(model_name=self.name, model_version=self.version, outputs=[output],
-                                 parameters=Parameters(inference_seconds=round(seconds, 6)))
+                                 parameters=Parameters(inference_seconds=f"{seconds:.6f}"))

@@ -7,7 +7,8 @@ writes an MLServer model repository for the file (an advaudit target file is tra
 raw ``[0, 1]`` inputs to logits, its normalisation inside) (``settings.json``, ``<name>/model-settings.json``
 naming :class:`~advaudit.models.targets.endpoint.runtime.ServedClassifier`) and runs ``mlserver start`` on it
 until interrupted; ``--server kserve`` runs KServe's ``ModelServer`` on the same files instead
-(:mod:`~advaudit.models.targets.endpoint.kserve_runtime`), which also reads binary tensors. Tests, benchmarks
+(:mod:`~advaudit.models.targets.endpoint.kserve_runtime`), which also reads binary tensors. Both serve the
+protocol's gRPC service too, on ``--grpc-port``. Tests, benchmarks
 and docs/deployed-model.md use :class:`LocalServer` to stand up the same servers on free ports.
 MLServer is a development dependency (``pip install -e '.[dev]'``); KServe pins FastAPI and pandas
 versions MLServer cannot share, so ``make kserve`` installs it into an environment of its own,
@@ -38,6 +39,8 @@ from advaudit.models.targets.io import load_target
 
 RUNTIME = "advaudit.models.targets.endpoint.runtime.ServedClassifier"
 SERVERS = ("mlserver", "kserve")
+#: the largest gRPC message either server takes or sends (their defaults, 4 MB and 8 MB, hold 6 or 13 images of 224 px)
+GRPC_MESSAGE_LIMIT = 256 * 2**20
 #: where KServe's environment is looked for (``make kserve`` makes the first), unless $ADVAUDIT_KSERVE_PYTHON names one
 KSERVE_VENV = ".venv-kserve"
 
@@ -67,11 +70,14 @@ class ServedModel:
                                          **self.extra}}}
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def free_port(taken: tuple[int, ...] = ()) -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now, and none of ``taken`` (picked before, not yet bound)."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in taken:
+            return port
 
 
 class LocalServer:
@@ -80,29 +86,39 @@ class LocalServer:
     (:mod:`~advaudit.models.targets.endpoint.kserve_runtime`, in the environment :func:`kserve_python` finds)."""
 
     def __init__(self, models: list[ServedModel], folder: str | Path, port: int | None = None,
-                 server: str = "mlserver", options: dict[str, Any] | None = None) -> None:
+                 server: str = "mlserver", options: dict[str, Any] | None = None,
+                 grpc_port: int | None = None) -> None:
         require(server in SERVERS, f"server={server!r}; use one of {', '.join(SERVERS)}")
         self.models, self.folder, self.server = list(models), Path(folder), server
         self.options = dict(options or {})  # KServe's: raw_binary (kserve_runtime.keep_raw_bytes)
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port: int | None = port  # None: free ports are picked when the server starts
+        self.grpc_port: int | None = grpc_port  # the gRPC service's (None: picked as the REST port is)
         self.process: subprocess.Popen | None = None
         self.log = self.folder / f"{server}.log"
 
+    @property
+    def url(self) -> str:
+        """The REST address, ``http://127.0.0.1:<port>`` (known once the server has started, or a port was given)."""
+        return f"http://127.0.0.1:{self.port}"
+
     def start(self, timeout: float = 90.0) -> "LocalServer":
-        """Write the repository, start the server, and wait until every model is ready."""
+        """Write the repository, start the server on its ports (free ones picked now, where none was given; the same
+        again on a restart), and wait until every model is ready."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        grpc_port = free_port()
+        self.port = self.port or free_port()
+        self.grpc_port = self.grpc_port or free_port(taken=(self.port,))
+        grpc_port = self.grpc_port
         if self.server == "kserve":
-            setup = {"http_port": self.port, "grpc_port": grpc_port, "models": [m.settings() for m in self.models],
-                     **self.options}
+            setup = {"http_port": self.port, "grpc_port": grpc_port, "grpc_max_message_length": GRPC_MESSAGE_LIMIT,
+                     "models": [m.settings() for m in self.models], **self.options}
             (self.folder / "kserve.json").write_text(json.dumps(setup, indent=1))
             python = kserve_python()
             require(python is not None, "KServe is not installed: `make kserve` makes its environment (.venv-kserve; "
                     "it cannot share MLServer's), or set ADVAUDIT_KSERVE_PYTHON to a Python that imports kserve")
             command = [str(python), "-m", "advaudit.models.targets.endpoint.kserve_runtime", str(self.folder / "kserve.json")]
         else:
-            settings = {"host": "127.0.0.1", "http_port": self.port, "grpc_port": grpc_port, "metrics_endpoint": None,
+            settings = {"host": "127.0.0.1", "http_port": self.port, "grpc_port": grpc_port,
+                        "grpc_max_message_length": GRPC_MESSAGE_LIMIT, "metrics_endpoint": None,
                         "parallel_workers": 0, "debug": False, "gzip_enabled": False, "load_models_at_startup": True}
             (self.folder / "settings.json").write_text(json.dumps(settings, indent=1))
             for model in self.models:
@@ -196,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input-shape", type=int, nargs="+", default=None, help="one input's shape, e.g. 1 28 28 "
                         "(an advaudit target file says its own)")
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--grpc-port", type=int, default=8081, help="the Open Inference Protocol's gRPC service")
     parser.add_argument("--version", default="1")
     parser.add_argument("--precision", choices=["float32", "half"], default="float32",
                         help="half: run a TorchScript model in float16, as a deployment might")
@@ -212,10 +229,10 @@ def main(argv: list[str] | None = None) -> int:
             path, shape = script_target(path, Path(args.folder) / f"{args.name}.pt")
         require(shape is not None, "--input-shape is required for an ONNX or TorchScript file, e.g. --input-shape 1 28 28")
         model = ServedModel(args.name, path, list(shape), version=args.version, extra={"precision": args.precision})
-        server = LocalServer([model], args.folder, port=args.port, server=args.server)
+        server = LocalServer([model], args.folder, port=args.port, server=args.server, grpc_port=args.grpc_port)
         server.start()
-        print(f"serving {args.path} as {server.url}/v2/models/{args.name} (log: {server.log}); Ctrl-C stops it",
-              flush=True)
+        print(f"serving {args.path} as {server.url}/v2/models/{args.name}, gRPC on 127.0.0.1:{server.grpc_port} "
+              f"(log: {server.log}); Ctrl-C stops it", flush=True)
         server.process.wait()
     except AdvauditError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -24,6 +24,7 @@ from advaudit.errors import require
 #: the Open Inference Protocol's tensor datatypes the endpoint target can send (inputs)
 INPUT_DATATYPES = ("FP32", "FP64", "FP16")
 BINARY_CHOICES = ("auto", "true", "false")
+PROTOCOLS = ("rest", "grpc")
 
 
 @dataclass
@@ -31,7 +32,10 @@ class EndpointSettings:
     """What reaching one model on an inference server takes; defaults suit a server on the same network.
 
     Attributes:
-        url: the server's base URL (``http://host:port``; the ``/v2/...`` paths are added).
+        url: the server's base URL (``http://host:port``; the ``/v2/...`` paths are added); with ``protocol:
+            grpc`` its gRPC port (``http://``: plaintext, ``https://``: TLS).
+        protocol: ``rest`` (HTTP/JSON, the default) or ``grpc`` (the protocol's gRPC service, tensors as raw
+            bytes: :mod:`~advaudit.models.targets.endpoint.grpc_protocol`).
         model: the model's name on the server.
         version: the model version to ask for (``/versions/{version}``); ``None``: the server's default.
         input_name / datatype: the input tensor's name and datatype; ``None``: from the model's metadata.
@@ -50,6 +54,7 @@ class EndpointSettings:
 
     url: str = ""
     model: str = ""
+    protocol: str = "rest"
     version: str | None = None
     input_name: str | None = None
     datatype: str | None = None
@@ -105,6 +110,10 @@ def _check(s: EndpointSettings) -> None:
     require(isinstance(s.model, str) and bool(s.model), "target.endpoint.model is required: the model's name on the "
             "server (GET <url>/v2/models/<name> answers with its metadata)")
     require(s.binary in BINARY_CHOICES, f"target.endpoint.binary={s.binary!r}; use auto, true or false")
+    require(s.protocol in PROTOCOLS, f"target.endpoint.protocol={s.protocol!r}; use rest or grpc (the server's gRPC "
+            "port in target.endpoint.url)")
+    require(not (s.protocol == "grpc" and s.binary == "false"), "target.endpoint.binary=false is for REST: over gRPC "
+            "tensors go as raw bytes; drop binary, or set protocol: rest to send JSON")
     require(s.datatype is None or s.datatype in INPUT_DATATYPES, f"target.endpoint.datatype={s.datatype!r}; the "
             f"endpoint target sends one of {', '.join(INPUT_DATATYPES)}")
     for key in ("timeout", "backoff"):

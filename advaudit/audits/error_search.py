@@ -39,9 +39,8 @@ from advaudit.data.split import class_index
 from advaudit.errors import require
 from advaudit.models.targets.tracking import open_wandb
 from advaudit.search.attacks import attack_box
-from advaudit.search.coverage import coverage_utility_curve, pool_diameter
 from advaudit.search.methods import build_method, is_scorer
-from advaudit.search.metrics import oracle_ceiling, pool_mean_and_sd, sdr_curve, spread_curve
+from advaudit.search.metrics import oracle_ceiling, pool_mean_and_sd, sdr_curve
 from advaudit.search.pools import eligible
 from advaudit.search.scorers import ScoreInputs
 
@@ -145,7 +144,7 @@ def _score_shard(cfg: DictConfig, out: Path) -> dict[str, Any]:
     for name in search.methods:  # the methods that read no scores: this shard's chunks of pools
         if name not in search.scorers:
             started = time.perf_counter()
-            chosen, _ = query_pools(out, search, name, budget, int(cfg.seed), audit.shard, audit.shards)
+            chosen = query_pools(out, search, name, budget, int(cfg.seed), audit.shard, audit.shards)["positions"]
             log.info("%s: %d of %d pools in %.1f s", name, len(chosen), len(search.pools), time.perf_counter() - started)
     finish_shard(out, scorers=facts)
     return {"shard": audit.shard, "shards": audit.shards, "search/eligible": len(search.index),
@@ -181,8 +180,6 @@ def _run_methods(run_dir: RunDir, search: Search, budget: int, seed: int) -> dic
     """Every method's curves, in order; each method draws from its own streams (one per chunk of pools,
     :mod:`advaudit.audits.error_search_queries`), and each finished method is a unit of the run dir, so a rerun
     loads the finished methods and the finished chunks of the others."""
-    diameters = torch.cat([pool_diameter(search.features[search.pools[s:s + 100]])
-                           for s in range(0, len(search.pools), 100)])
     results: dict[str, dict[str, Any]] = {}
     for i, name in enumerate(search.methods[:1] if search.interactive else search.methods):
         saved = run_dir.load("method_curves", f"{i:02d}-{name}")
@@ -190,9 +187,8 @@ def _run_methods(run_dir: RunDir, search: Search, budget: int, seed: int) -> dic
             results[name] = json.loads(saved["record"])
             continue
         started = time.perf_counter()
-        positions, answers = query_pools(run_dir.out, search, name, budget, seed)
-        results[name] = _method_record(name, positions, answers, search.pools, search.conf_e, search.features,
-                                       search.audit.coverage_variance, diameters)
+        results[name] = _method_record(name, query_pools(run_dir.out, search, name, budget, seed), search.pools,
+                                       search.conf_e)
         results[name]["seconds"] = round(time.perf_counter() - started, 2)
         log.info("%s: %d pools x %d queries in %.1f s", name, len(search.pools), budget, results[name]["seconds"])
         run_dir.save("method_curves", f"{i:02d}-{name}", {"record": json.dumps(results[name])})
@@ -226,25 +222,19 @@ def _summarise(search: Search, method: str, results: dict[str, dict[str, Any]], 
     return summary
 
 
-def _method_record(name: str, positions: torch.Tensor, answers: torch.Tensor, pools: torch.Tensor,
-                   confidence: torch.Tensor, features: torch.Tensor, variance: float,
-                   diameters: torch.Tensor, chunk: int = 100) -> dict[str, Any]:
+def _method_record(name: str, queried: dict[str, torch.Tensor], pools: torch.Tensor,
+                   confidence: torch.Tensor) -> dict[str, Any]:
     """Curves over query counts ``1..B`` for one method: each measure's mean and SD over the pools.
 
-    ``positions`` / ``answers`` ``[R, B]`` (positions within each pool), ``pools`` ``[R, P]`` eligible-item
-    indices, ``confidence`` ``[N]`` and ``features`` ``[N, D]`` of the eligible items, ``diameters`` ``[R]``.
+    ``queried``: the method's ``positions`` / ``answers`` ``[R, B]`` (positions within each pool) and its
+    ``spread`` / ``coverage`` curves ``[R, B]`` (:func:`advaudit.audits.error_search_queries.query_pools`);
+    ``pools`` ``[R, P]`` eligible-item indices, ``confidence`` ``[N]`` of the eligible items.
     """
+    positions, answers = queried["positions"], queried["answers"]
     item = pools.gather(1, positions)                       # [R, B] eligible-item indices
     queried_conf = confidence[item]
-    spread, coverage = [], []
-    for s in range(0, len(pools), chunk):                   # [chunk, P, B] distances at a time
-        rows = slice(s, s + chunk)
-        pool_features, pool_conf = features[pools[rows]], confidence[pools[rows]]
-        spread.append(spread_curve(pool_features, positions[rows]))
-        coverage.append(coverage_utility_curve(pool_features, pool_conf, positions[rows], answers[rows],
-                                               variance, diameters[rows]))
     curves = {"sdr": sdr_curve(answers, queried_conf), "errors": answers.double().cumsum(1),
-              "spread": torch.cat(spread), "coverage": torch.cat(coverage), "confidence": queried_conf}
+              "spread": queried["spread"], "coverage": queried["coverage"], "confidence": queried_conf}
     record: dict[str, Any] = {"method": name}
     for key, values in curves.items():
         mean, sd = pool_mean_and_sd(values)

@@ -6,7 +6,8 @@ with its own random stream, seeded from the run's seed, the method's name and th
 the methods before it, nor on the chunks before it, nor on the job that runs it: a shard of a split search
 (``audit.shards`` > 1) runs its chunks of the methods that read no scores (every ``shards``-th chunk from
 ``shard``), and the merge reads them instead of running them. Each finished chunk is a line of
-``<out>/queries/<method>.jsonl`` (its first pool, the budget, positions and answers ``[chunk, B]``), which is
+``<out>/queries/<method>.jsonl`` (its first pool, the budget, positions, answers and the spread and coverage
+curves ``[chunk, B]``), which is
 also how a run resumes within a method.
 """
 
@@ -21,7 +22,9 @@ from torch import Tensor
 
 from advaudit.core.records import append_jsonl, read_jsonl
 from advaudit.search.baselines import ScoreOrder
+from advaudit.search.coverage import coverage_utility_curve, pool_diameter
 from advaudit.search.features import pca_features
+from advaudit.search.metrics import spread_curve
 from advaudit.search.oracle import TerminalOracle
 from advaudit.search.policy import PoolBatch, label_oracle, run_policy
 from advaudit.search.pools import chunk_generator, draw_pools
@@ -49,38 +52,48 @@ def draw(search: Any, seed: int) -> int:
 
 
 def query_pools(out: Path, search: Any, name: str, budget: int, seed: int,
-                shard: int = 0, shards: int = 1) -> tuple[Tensor, Tensor]:
-    """Method ``name`` on every ``shards``-th chunk of pools from ``shard`` (all of them by default): positions
-    and answers ``[R', B]`` of those pools, in order. Chunks found in ``<out>/queries/<name>.jsonl`` are read,
-    the others run and appended there."""
+                shard: int = 0, shards: int = 1) -> dict[str, Tensor]:
+    """Method ``name`` on every ``shards``-th chunk of pools from ``shard`` (all of them by default), in order:
+    ``positions`` and ``answers`` ``[R', B]`` of those pools and their ``spread`` and ``coverage`` curves ``[R', B]``
+    (:func:`advaudit.search.metrics.spread_curve`, :func:`advaudit.search.coverage.coverage_utility_curve`, each
+    computed on its chunk of pools, so the same in every job). Chunks found in ``<out>/queries/<name>.jsonl`` are
+    read, the others run and appended there."""
     path = out / QUERIES / f"{name}.jsonl"
-    done = {int(r["start"]): r for r in read_jsonl(path) if r.get("budget") == budget}
+    done = {int(r["start"]): r for r in read_jsonl(path) if r.get("budget") == budget and "coverage" in r}
     pools, step = search.pools, search.audit.pool_chunk
-    positions, answers = [], []
+    parts: dict[str, list[Tensor]] = {key: [] for key in _DTYPES}
     for start in range(shard * step, len(pools), shards * step):
         rows = slice(start, start + step)
         record = done.get(start)
         if record is None or len(record["positions"]) != len(pools[rows]):
-            chosen, found = _run_chunk(out, search, name, budget, rows, chunk_generator(seed, name, start))
+            chunk = _run_chunk(out, search, name, budget, rows, chunk_generator(seed, name, start))
             path.parent.mkdir(parents=True, exist_ok=True)
-            append_jsonl(path, [{"start": start, "budget": budget, "positions": chosen.tolist(),
-                                 "answers": found.int().tolist()}])
+            append_jsonl(path, [{"start": start, "budget": budget,
+                                 **{key: value.tolist() for key, value in chunk.items()}}])
         else:
-            chosen, found = torch.tensor(record["positions"]), torch.tensor(record["answers"]).bool()
-        positions.append(chosen.view(-1, budget))
-        answers.append(found.view(-1, budget))
-    empty = torch.empty(0, budget, dtype=torch.long)
-    return (torch.cat(positions), torch.cat(answers)) if positions else (empty, empty.bool())
+            chunk = {key: torch.tensor(record[key], dtype=dtype) for key, dtype in _DTYPES.items()}
+        for key in _DTYPES:
+            parts[key].append(chunk[key].view(-1, budget))
+    return {key: torch.cat(values) if values else torch.empty(0, budget, dtype=_DTYPES[key])
+            for key, values in parts.items()}
+
+
+#: what a chunk records, as the dtypes it is computed in (JSON gives them back to the bit)
+_DTYPES = {"positions": torch.long, "answers": torch.bool, "spread": torch.float32, "coverage": torch.float64}
 
 
 def _run_chunk(out: Path, search: Any, name: str, budget: int, rows: slice,
-               generator: torch.Generator) -> tuple[Tensor, Tensor]:
-    """Method ``name`` on the pools ``rows``: positions and answers ``[chunk, B]``."""
+               generator: torch.Generator) -> dict[str, Tensor]:
+    """Method ``name`` on the pools ``rows``: positions, answers and the spread and coverage curves ``[chunk, B]``."""
     pools = search.pools
-    batch = PoolBatch(search.features[pools[rows]], search.conf_e[pools[rows]],
-                      {k: v[rows] for k, v in search.item_scores.items()})
+    features, confidence = search.features[pools[rows]], search.conf_e[pools[rows]]
+    batch = PoolBatch(features, confidence, {k: v[rows] for k, v in search.item_scores.items()})
     oracle = (TerminalOracle(search.items, pools[0], search.index, search.target.class_names[search.critical],
                              search.conf_e, out / "oracle")
               if search.interactive else label_oracle(search.is_error[pools[rows]]))
     policy = ScoreOrder(name) if name in search.scorers else search.makers[name]()
-    return run_policy(policy, batch, oracle, budget, generator)
+    positions, answers = run_policy(policy, batch, oracle, budget, generator)
+    coverage = coverage_utility_curve(features, confidence, positions, answers, search.audit.coverage_variance,
+                                      pool_diameter(features))
+    return {"positions": positions, "answers": answers, "spread": spread_curve(features, positions).float(),
+            "coverage": coverage.double()}

@@ -7,8 +7,7 @@ the methods before it, nor on the chunks before it, nor on the job that runs it:
 (``audit.shards`` > 1) runs its chunks of the methods that read no scores (every ``shards``-th chunk from
 ``shard``), and the merge reads them instead of running them. Each finished chunk is a line of
 ``<out>/queries/<method>.jsonl`` (its first pool, the budget, positions, answers and the spread and coverage
-curves ``[chunk, B]``), which is
-also how a run resumes within a method.
+curves ``[chunk, B]``), which is also how a run resumes within a method.
 """
 
 from __future__ import annotations

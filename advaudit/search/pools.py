@@ -35,5 +35,5 @@ def chunk_generator(seed: int, method: str, start: int) -> torch.Generator:
     ``seed``, the method's name and ``start`` (numpy's ``SeedSequence`` with them as its spawn key), so what a
     method draws on a chunk does not depend on the other methods, on the chunks before it or on the job that runs
     it (a shard runs its chunks, the merge reads them)."""
-    key = np.random.SeedSequence(int(seed), spawn_key=(zlib.crc32(method.encode()), int(start)))
+    key = np.random.SeedSequence(int(seed) % 2**64, spawn_key=(zlib.crc32(method.encode()), int(start)))
     return torch.Generator().manual_seed(int(key.generate_state(1, np.uint64)[0]))

@@ -28,6 +28,7 @@ import torch
 from omegaconf import DictConfig
 
 from advaudit.audits.common import load_audit_target, target_datamodule
+from advaudit.audits.error_search_queries import draw, query_pools
 from advaudit.audits.error_search_report import write_report
 from advaudit.audits.lifecycle import RunDir, fingerprint
 from advaudit.audits.shards import finish_shard, start_shard
@@ -38,14 +39,9 @@ from advaudit.data.split import class_index
 from advaudit.errors import require
 from advaudit.models.targets.tracking import open_wandb
 from advaudit.search.attacks import attack_box
-from advaudit.search.baselines import ScoreOrder
-from advaudit.search.coverage import coverage_utility_curve, pool_diameter
-from advaudit.search.features import pca_features
 from advaudit.search.methods import build_method, is_scorer
-from advaudit.search.metrics import oracle_ceiling, pool_mean_and_sd, sdr_curve, spread_curve
-from advaudit.search.oracle import TerminalOracle
-from advaudit.search.policy import PoolBatch, label_oracle, run_policy
-from advaudit.search.pools import draw_pools, eligible
+from advaudit.search.metrics import oracle_ceiling, pool_mean_and_sd, sdr_curve
+from advaudit.search.pools import eligible
 from advaudit.search.scorers import ScoreInputs
 
 log = logging.getLogger(__name__)
@@ -100,28 +96,15 @@ def run(cfg: DictConfig, resumed: dict[str, int] | None = None) -> dict[str, Any
     if typed(ErrorSearchAuditConf, cfg.audit).shards > 1:
         return _score_shard(cfg, out)
     search = _set_up(cfg, out, resumed or {})
-    audit = search.audit
-    generator = torch.Generator().manual_seed(int(cfg.seed))
-    replications = 1 if search.interactive else audit.replications
-    clamp = search.interactive or audit.clamp_pool_size  # pools as large as the data allow
-    pool_size = min(audit.pool_size, len(search.index)) if clamp else audit.pool_size
-    if pool_size < audit.pool_size:
-        log.info("pools of %d: only %d eligible items (audit.pool_size=%d)", pool_size, len(search.index),
-                 audit.pool_size)
-    search.pools = draw_pools(len(search.index), pool_size, replications, generator)      # [R, P]
+    budget = draw(search, int(cfg.seed))                                                   # pools [R, P]
     for name, scorer in search.scorers.items():
         search.item_scores[name] = scorer.pool_scores(search.distances[name], search.conf_e, search.pools)
-    # table columns in different units count alike after range-normalisation; pixels stay as they are
-    items, low, high = search.items, search.low, search.high
-    scaled = (items - low) / (high - low).clamp_min(1e-12) if items.dim() == 2 else items
-    search.features = pca_features(scaled, audit.features.components)
-    budget = min(audit.budget, pool_size)
-    results = _run_methods(run_dir, search, budget, generator)
+    results = _run_methods(run_dir, search, budget, int(cfg.seed))
     if not search.interactive:
         results["oracle_ceiling"] = _ceiling_record(search.is_error[search.pools], search.conf_e[search.pools], budget)
     summary = _summarise(search, str(cfg.search.name), results, budget)
     with open_wandb(cfg, job_type="examine", name=f"error_search-{cfg.search.name}") as wandb_run:
-        paths = write_report(out, results, summary, items, search.conf_e, search.is_error, search.distances,
+        paths = write_report(out, results, summary, search.items, search.conf_e, search.is_error, search.distances,
                              search.pools, search.target, search.critical, str(cfg.search.name), search.interactive)
         wandb_run.log(summary)
         for key, path in paths.items():
@@ -157,6 +140,12 @@ def _score_shard(cfg: DictConfig, out: Path) -> dict[str, Any]:
     inputs = _score_inputs(search)
     facts = {name: scorer.score_part(inputs, out / "scores" / name, audit.shard, audit.shards)
              for name, scorer in search.scorers.items()}
+    budget = draw(search, int(cfg.seed))
+    for name in search.methods:  # the methods that read no scores: this shard's chunks of pools
+        if name not in search.scorers:
+            started = time.perf_counter()
+            chosen = query_pools(out, search, name, budget, int(cfg.seed), audit.shard, audit.shards)["positions"]
+            log.info("%s: %d of %d pools in %.1f s", name, len(chosen), len(search.pools), time.perf_counter() - started)
     finish_shard(out, scorers=facts)
     return {"shard": audit.shard, "shards": audit.shards, "search/eligible": len(search.index),
             **{f"search/{name}/chunks": count for name, count in chunks.items()}}
@@ -187,51 +176,26 @@ def _score_inputs(search: Search) -> ScoreInputs:
                        search.critical, search.target)
 
 
-def _run_methods(run_dir: RunDir, search: Search, budget: int, generator: torch.Generator) -> dict[str, dict[str, Any]]:
-    """Every method's curves, in order; each finished method is a unit of the run dir with the random stream's
-    state after it, so a rerun loads the finished methods and draws the rest from the same stream."""
-    diameters = torch.cat([pool_diameter(search.features[search.pools[s:s + 100]])
-                           for s in range(0, len(search.pools), 100)])
+def _run_methods(run_dir: RunDir, search: Search, budget: int, seed: int) -> dict[str, dict[str, Any]]:
+    """Every method's curves, in order; each method draws from its own streams (one per chunk of pools,
+    :mod:`advaudit.audits.error_search_queries`), and each finished method is a unit of the run dir, so a rerun
+    loads the finished methods and the finished chunks of the others."""
     results: dict[str, dict[str, Any]] = {}
-    resuming = True
     for i, name in enumerate(search.methods[:1] if search.interactive else search.methods):
-        saved = run_dir.load("methods", f"{i:02d}-{name}") if resuming else None
-        resuming = saved is not None
+        saved = run_dir.load("method_curves", f"{i:02d}-{name}")
         if saved is not None:
             results[name] = json.loads(saved["record"])
-            generator.set_state(saved["generator"])
             continue
         started = time.perf_counter()
-        positions, answers = _query_pools(run_dir.out, search, name, budget, generator)
-        results[name] = _method_record(name, positions, answers, search.pools, search.conf_e, search.features,
-                                       search.audit.coverage_variance, diameters)
+        results[name] = _method_record(name, query_pools(run_dir.out, search, name, budget, seed), search.pools,
+                                       search.conf_e)
         results[name]["seconds"] = round(time.perf_counter() - started, 2)
         log.info("%s: %d pools x %d queries in %.1f s", name, len(search.pools), budget, results[name]["seconds"])
-        run_dir.save("methods", f"{i:02d}-{name}", {"record": json.dumps(results[name]),
-                                                     "generator": generator.get_state()})
+        run_dir.save("method_curves", f"{i:02d}-{name}", {"record": json.dumps(results[name])})
     path = run_dir.out / "methods.jsonl"
     path.unlink(missing_ok=True)
     append_jsonl(path, list(results.values()))
     return results
-
-
-def _query_pools(out: Path, search: Search, name: str, budget: int,
-                 generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Method ``name`` on every pool, ``audit.pool_chunk`` pools at a time: positions and answers ``[R, B]``."""
-    positions, answers = [], []
-    pools, critical = search.pools, search.critical
-    for start in range(0, len(pools), search.audit.pool_chunk):
-        rows = slice(start, start + search.audit.pool_chunk)
-        batch = PoolBatch(search.features[pools[rows]], search.conf_e[pools[rows]],
-                          {k: v[rows] for k, v in search.item_scores.items()})
-        oracle = (TerminalOracle(search.items, pools[0], search.index, search.target.class_names[critical],
-                                 search.conf_e, out / "oracle")
-                  if search.interactive else label_oracle(search.is_error[pools[rows]]))
-        policy = ScoreOrder(name) if name in search.scorers else search.makers[name]()
-        chosen, found = run_policy(policy, batch, oracle, budget, generator)
-        positions.append(chosen)
-        answers.append(found)
-    return torch.cat(positions), torch.cat(answers)
 
 
 def _summarise(search: Search, method: str, results: dict[str, dict[str, Any]], budget: int) -> dict[str, Any]:
@@ -258,25 +222,19 @@ def _summarise(search: Search, method: str, results: dict[str, dict[str, Any]], 
     return summary
 
 
-def _method_record(name: str, positions: torch.Tensor, answers: torch.Tensor, pools: torch.Tensor,
-                   confidence: torch.Tensor, features: torch.Tensor, variance: float,
-                   diameters: torch.Tensor, chunk: int = 100) -> dict[str, Any]:
+def _method_record(name: str, queried: dict[str, torch.Tensor], pools: torch.Tensor,
+                   confidence: torch.Tensor) -> dict[str, Any]:
     """Curves over query counts ``1..B`` for one method: each measure's mean and SD over the pools.
 
-    ``positions`` / ``answers`` ``[R, B]`` (positions within each pool), ``pools`` ``[R, P]`` eligible-item
-    indices, ``confidence`` ``[N]`` and ``features`` ``[N, D]`` of the eligible items, ``diameters`` ``[R]``.
+    ``queried``: the method's ``positions`` / ``answers`` ``[R, B]`` (positions within each pool) and its
+    ``spread`` / ``coverage`` curves ``[R, B]`` (:func:`advaudit.audits.error_search_queries.query_pools`);
+    ``pools`` ``[R, P]`` eligible-item indices, ``confidence`` ``[N]`` of the eligible items.
     """
+    positions, answers = queried["positions"], queried["answers"]
     item = pools.gather(1, positions)                       # [R, B] eligible-item indices
     queried_conf = confidence[item]
-    spread, coverage = [], []
-    for s in range(0, len(pools), chunk):                   # [chunk, P, B] distances at a time
-        rows = slice(s, s + chunk)
-        pool_features, pool_conf = features[pools[rows]], confidence[pools[rows]]
-        spread.append(spread_curve(pool_features, positions[rows]))
-        coverage.append(coverage_utility_curve(pool_features, pool_conf, positions[rows], answers[rows],
-                                               variance, diameters[rows]))
     curves = {"sdr": sdr_curve(answers, queried_conf), "errors": answers.double().cumsum(1),
-              "spread": torch.cat(spread), "coverage": torch.cat(coverage), "confidence": queried_conf}
+              "spread": queried["spread"], "coverage": queried["coverage"], "confidence": queried_conf}
     record: dict[str, Any] = {"method": name}
     for key, values in curves.items():
         mean, sd = pool_mean_and_sd(values)

@@ -76,7 +76,8 @@ _VOLATILE = ("paths", "logger", "callbacks", "threads", "tags", "device", "optim
 RUN_CONFIG = "run_config.json"
 
 #: audit keys that only steer how a run is executed or resumed, not what it examines
-AUDIT_BOOKKEEPING = frozenset({"stop_after_steps", "checkpoint_every", "pool_chunk", "chunk", "judge",
+#: (not error search's ``pool_chunk``: each chunk of pools is a random stream of its own, so it changes the numbers)
+AUDIT_BOOKKEEPING = frozenset({"stop_after_steps", "checkpoint_every", "chunk", "judge",
                                # how one examination is spread over jobs: a merged sharded run equals the unsharded one
                                "shard", "shards"})
 #: audit.validity keys that only steer how much is judged, not what is examined (the lazy path is exact;

@@ -3,6 +3,9 @@ predictions (calibrated confidence > tau). All R pools are one ``[R, P]`` index 
 
 from __future__ import annotations
 
+import zlib
+
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -25,3 +28,12 @@ def eligible(predicted: Tensor, confidence: Tensor, critical_class: int, tau: fl
         raise AdvauditError(f"no item is predicted as the critical class with confidence > {tau}; items predicted "
                             f"as that class by confidence: {counts}; lower audit.tau or pick another audit.critical_class")
     return mask
+
+
+def chunk_generator(seed: int, method: str, start: int) -> torch.Generator:
+    """The random stream of ``method`` on the chunk of pools that starts at pool ``start``: seeded from the run's
+    ``seed``, the method's name and ``start`` (numpy's ``SeedSequence`` with them as its spawn key), so what a
+    method draws on a chunk does not depend on the other methods, on the chunks before it or on the job that runs
+    it (a shard runs its chunks, the merge reads them)."""
+    key = np.random.SeedSequence(int(seed) % 2**64, spawn_key=(zlib.crc32(method.encode()), int(start)))
+    return torch.Generator().manual_seed(int(key.generate_state(1, np.uint64)[0]))

@@ -88,11 +88,21 @@ def parallel_arm(args: argparse.Namespace, k: int, out: Path) -> dict[str, Any]:
 
 def sequential_arms(args: argparse.Namespace, out: Path) -> list[dict[str, Any]]:
     """One job, then the K shards one after another, then their merge: each one process at one thread. The
-    critical path is counted in CPU seconds (what an idle one-core worker takes); wall seconds are kept too."""
+    critical path is counted in CPU seconds (what an idle one-core worker takes); wall seconds are kept too.
+    ``--arms one`` / ``--arms shards`` runs one of the two (two shorter measurements; the shards' row reads the
+    one job's from ``<out>/rows.jsonl``)."""
     base = [sys.executable, "examine.py", *_overrides(args)]
-    one, one_cpu = _timed([*base, f"hydra.run.dir={out / 'one'}"], out / "one.log")
-    rows = [{"arm": "one job", "wall_s": round(one, 1), "cpu_s": round(one_cpu, 1),
-             "headline": _headline(out / "one" / "result.json", args.audit)}]
+    rows = []
+    if "one" in args.arms.split(","):
+        one, one_cpu = _timed([*base, f"hydra.run.dir={out / 'one'}"], out / "one.log")
+        rows.append({"arm": "one job", "wall_s": round(one, 1), "cpu_s": round(one_cpu, 1),
+                     "headline": _headline(out / "one" / "result.json", args.audit)})
+    if "shards" in args.arms.split(","):
+        rows.append(_shards_arm(args, base, out))
+    return rows
+
+
+def _shards_arm(args: argparse.Namespace, base: list[str], out: Path) -> dict[str, Any]:
     walls, cpus = [], []
     for shard in range(args.shards):
         run_dir = out / f"shard_{shard}"
@@ -106,15 +116,18 @@ def sequential_arms(args: argparse.Namespace, out: Path) -> list[dict[str, Any]]
                                "--out", str(out / "merged")], merge_log)
     inside = re.search(r"merged \d+ shards in ([0-9.]+) s", merge_log.read_text())
     merge_own = float(inside.group(1)) if inside else merge  # the merge itself, without its imports (wall)
-    rows.append({"arm": f"{args.shards} shards", "shard_walls_s": [round(w, 1) for w in walls],
-                 "shard_cpus_s": [round(c, 1) for c in cpus], "merge_wall_s": round(merge, 1),
-                 "merge_own_wall_s": round(merge_own, 1), "merge_cpu_s": round(merge_cpu, 1),
-                 "critical_path_cpu_s": round(max(cpus) + merge_cpu, 1),
-                 "speed_up_cpu": round(one_cpu / (max(cpus) + merge_cpu), 2),
-                 "critical_path_wall_s": round(max(walls) + merge, 1),
-                 "speed_up_wall": round(one / (max(walls) + merge), 2),
-                 "headline": _headline(out / "merged" / "result.json", args.audit)})
-    return rows
+    return {"arm": f"{args.shards} shards", "shard_walls_s": [round(w, 1) for w in walls],
+            "shard_cpus_s": [round(c, 1) for c in cpus], "merge_wall_s": round(merge, 1),
+            "merge_own_wall_s": round(merge_own, 1), "merge_cpu_s": round(merge_cpu, 1),
+            "critical_path_cpu_s": round(max(cpus) + merge_cpu, 1),
+            "critical_path_wall_s": round(max(walls) + merge, 1),
+            "headline": _headline(out / "merged" / "result.json", args.audit)}
+
+
+def _speed_ups(one: dict[str, Any], split: dict[str, Any]) -> None:
+    """The projected speed-ups of ``split`` (the shards' row) against ``one`` (the one job's), in place."""
+    split["speed_up_cpu"] = round(one["cpu_s"] / split["critical_path_cpu_s"], 2)
+    split["speed_up_wall"] = round(one["wall_s"] / split["critical_path_wall_s"], 2)
 
 
 def _machine() -> str:
@@ -135,6 +148,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", nargs="*", default=[], help="more overrides for every arm (key=value)")
     parser.add_argument("--order", default="one,shards", help="parallel: arms in this order, e.g. one,shards,shards,one")
+    parser.add_argument("--arms", default="one,shards", help="sequential: one, shards or both (the shards' row "
+                        "then reads the one job's from <out>/rows.jsonl)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -151,11 +166,29 @@ def main() -> None:
             rows.append({"arm": "one job" if k == 1 else f"{k} shards", **row})
     for row in rows:
         row.update(audit=args.audit, what=label, mode=args.mode, machine_before=before, machine_after=_machine())
-        with open(args.out / "rows.jsonl", "a") as handle:
-            handle.write(json.dumps(row) + "\n")
+    if args.mode == "sequential":
+        rows = _with_earlier_one(rows, args.out / "rows.jsonl")
+    for row in rows:
+        if not row.pop("earlier", False):
+            with open(args.out / "rows.jsonl", "a") as handle:
+                handle.write(json.dumps(row) + "\n")
+    if len(rows) < 2:
+        print(json.dumps(rows[0]))
+        return
     table = _table(rows, args)
     (args.out / "table.md").write_text(table)
     print(table)
+
+
+def _with_earlier_one(rows: list[dict[str, Any]], earlier: Path) -> list[dict[str, Any]]:
+    """Sequential rows with the one job first: this run's, else the last one job of ``earlier`` (marked), and the
+    shards' speed-ups against it."""
+    if rows and rows[0]["arm"] != "one job" and earlier.exists():
+        ones = [json.loads(line) for line in earlier.read_text().splitlines() if '"arm": "one job"' in line]
+        rows = [{**ones[-1], "earlier": True}, *rows] if ones else rows
+    if len(rows) == 2:
+        _speed_ups(rows[0], rows[1])
+    return rows
 
 
 def _table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:

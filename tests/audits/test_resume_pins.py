@@ -49,14 +49,19 @@ def test_worst_case_resumes_to_the_same_result(examiner: str, tiny_shapes_target
 def test_error_search_resumes_to_the_same_result(biased_svm: Path, tmp_path: Path) -> None:
     overrides = [f"target={biased_svm}", "experiment=error_search/table", "logger=none", "search=bansal_weld",
                  "audit.pool_size=40", "audit.replications=8", "audit.budget=6", "audit.report_at=[3,6]",
-                 "audit.compare=[random,low_confidence,lakkaraju,facility_locations]"]
+                 "audit.compare=[random,low_confidence,lakkaraju,facility_locations]", "audit.pool_chunk=3"]
     _examine(overrides, tmp_path / "full")
     _examine(overrides, tmp_path / "killed")
     killed = tmp_path / "killed" / "run"
-    units = sorted((killed / "units" / "methods").glob("*.pt"))
+    units = sorted((killed / "units" / "method_curves").glob("*.pt"))
     assert len(units) == 5
-    for unit in units[1:]:  # killed after its first method: the later ones never reached disk
+    for unit in units[1:]:  # killed in its second method: the later ones never reached disk
         unit.unlink()
+    queries = [killed / "queries" / f"{unit.stem[3:]}.jsonl" for unit in units[1:]]
+    assert all(len(path.read_text().splitlines()) == 3 for path in queries)  # 8 pools in chunks of 3
+    queries[0].write_text(queries[0].read_text().splitlines(keepends=True)[0])  # its first chunk only
+    for path in queries[1:]:
+        path.unlink()
     (killed / "result.json").unlink()
     _examine(overrides, tmp_path / "killed")
     assert _numbers(killed) == _numbers(tmp_path / "full" / "run")

@@ -166,7 +166,7 @@ def _search_overrides(target: Path, *extra: str) -> list[str]:
 def test_two_error_search_shards_merge_to_one_job(biased_svm: Path, tmp_path: Path) -> None:
     from advaudit.tasks import examine
 
-    overrides = _search_overrides(biased_svm)
+    overrides = _search_overrides(biased_svm, "audit.pool_chunk=8")  # 4 chunks of pools: 2 per shard
     whole = examine(compose_config("examine", [*overrides, f"paths.output_dir={tmp_path / 'whole'}"], tmp_path))
     dirs = [tmp_path / f"shard{k}" for k in (1, 0)]
     for run_dir in dirs:
@@ -175,6 +175,10 @@ def test_two_error_search_shards_merge_to_one_job(biased_svm: Path, tmp_path: Pa
         assert part["search/gad/chunks"] >= 2 and not (run_dir / "methods.jsonl").exists()  # only the scoring
         scored = {r["item"] for r in read_jsonl(run_dir / "scores" / "adversarial_distance.jsonl")}
         assert 0 < len(scored) < whole["search/eligible"]
+        shard = int(run_dir.name[-1])  # the policies ran on the shard's chunks of pools, the scorers in the merge
+        for policy in ("random", "lakkaraju"):
+            assert [r["start"] for r in read_jsonl(run_dir / "queries" / f"{policy}.jsonl")] == [8 * shard, 8 * shard + 16]
+        assert not (run_dir / "queries" / "gad.jsonl").exists()
     merged = merge_shards(dirs, tmp_path / "merged")
     assert _numbers(merged) == _numbers(read_json(tmp_path / "whole" / "result.json"))
     curves = [[_numbers(r) for r in read_jsonl(tmp_path / run / "methods.jsonl")] for run in ("merged", "whole")]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import platform
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -33,13 +34,21 @@ print(json.dumps({"kept": model.kept_memory, "faults": faults}))
 """
 
 
-@pytest.mark.skipif(platform.system() != "Linux", reason="page faults per thread and glibc's mallopt: Linux")
-def test_the_served_model_reuses_freed_memory_instead_of_faulting_it_in_again(tmp_path: Path) -> None:
+def _faults(tmp_path: Path, memory: str) -> dict:
     root = str(Path(__file__).resolve().parents[2])
-    out = subprocess.run([sys.executable, "-c", PROGRAM, str(tmp_path / "m.pt"), "keep"], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", PROGRAM, str(tmp_path / f"{memory}.pt"), memory], capture_output=True,
                          text=True, timeout=120, cwd=root,
                          env={"PYTHONPATH": root, "OMP_NUM_THREADS": "1", "PATH": "/usr/bin"})
     assert out.returncode == 0, out.stderr[-2000:]
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(platform.system() != "Linux", reason="page faults per thread and glibc's mallopt: Linux")
+def test_the_served_model_reuses_freed_memory_instead_of_faulting_it_in_again(tmp_path: Path) -> None:
+    """The median over the later requests: the kernel may reclaim an idle page now and then (one request of eight
+    took 6,000 faults once on the shared 2-core machine), which says nothing about the allocator."""
+    kept, released = _faults(tmp_path, "keep"), _faults(tmp_path, "release")
     # each request's activations: 500 x 16 x 28 x 28 float32 = 25 MB twice, 12,000 pages if faulted in afresh
-    assert result["kept"] is True and max(result["faults"][4:]) < 100, result
+    assert kept["kept"] is True and released["kept"] is False
+    assert statistics.median(kept["faults"][2:]) < 100, kept
+    assert statistics.median(released["faults"][2:]) > 1000, released      # the control: glibc's default faults

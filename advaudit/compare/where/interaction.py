@@ -36,19 +36,8 @@ def interaction(a: str, b: str, cells: Sequence[Cells], accuracy: Sequence[dict[
     holm(rows)
     for row in rows:
         loss, inside = row.pop("_paired")
-        if every_interval or row["p_holm"] < alpha:
-            row.update(paired_mean_test(*loss), in_fifth=paired_mean_test(*inside))
-        else:
-            row.update(_without_interval(*loss), in_fifth=_without_interval(*inside))
+        interval = every_interval or row["p_holm"] < alpha
+        row.update(paired_mean_test(*loss, interval=interval), in_fifth=paired_mean_test(*inside, interval=interval))
         row["said"] = said(row, alpha, min_points)
         row["words"] = sensitivity_words(row, len(rows)) if row["said"] else ""
     return rows
-
-
-def _without_interval(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
-    """:func:`advaudit.core.statistics.paired_mean_test`'s fields with no interval: the mean of ``a - b`` ``[n]``
-    over finite pairs and its Wilcoxon p."""
-    diffs = np.asarray(a, float) - np.asarray(b, float)
-    diffs = diffs[np.isfinite(diffs)]
-    return {"diff": float(diffs.mean()) if len(diffs) else float("nan"), "lo": float("nan"), "hi": float("nan"),
-            "p": signed_rank_test(diffs)[1], "n": int(len(diffs))}

@@ -58,8 +58,8 @@ def _table(rows: list[dict[str, Any]], title: str) -> str:
     for memory in ("release", "keep"):
         mine = [r for r in rows if r["memory"] == memory]
         medians = [statistics.median(r[k] for r in mine) for k in keys]
-        lines.append(f"| {memory} | {len(mine)} | " + " | ".join(f"{m:,.1f}" if isinstance(m, float) else f"{m:,}"
-                                                               for m in medians)
+        lines.append(f"| {memory} | {len(mine)} | " + " | ".join(f"{m:,.0f}" if k in ("minor_faults", "peak_mib")
+                                                               else f"{m:,.1f}" for k, m in zip(keys, medians))
                      + f" | {all(r['steps_equal'] for r in mine)} |")
     release, keep = (statistics.median(r["examination_s"] for r in rows if r["memory"] == m) for m in ("release", "keep"))
     lines += ["", f"examination: release / keep = {release / keep:.2f}x"]

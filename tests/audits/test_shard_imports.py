@@ -1,0 +1,21 @@
+"""What a shard of a split audit and the merge import: no Lightning (the datasets are plain classes and GAD's
+pseudo-model trains without a Trainer), since every shard would pay its import (~3 s with torchvision)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_error_search_and_the_merge_import_no_lightning() -> None:
+    code = ("import sys\nimport advaudit.merge, advaudit.audits.error_search, advaudit.search.scorers, "
+            "advaudit.data.fashion_mnist, advaudit.audits.common\n"
+            "print('imported:', sorted(m for m in ('pytorch_lightning', 'torchmetrics', 'torchvision') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert "imported: []" in done.stdout, done.stdout + done.stderr[-2000:]
+    code = "import sys\nimport advaudit.models.training.classifier_training\nprint('pytorch_lightning' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "True", done.stderr[-2000:]  # the check can fail: training does import it

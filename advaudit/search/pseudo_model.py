@@ -54,7 +54,6 @@ class PseudoModel(nn.Module):
         return torch.sigmoid(self.logit(x))
 
 
-
 def fit_pseudo_model(model: PseudoModel, loader: DataLoader, epochs: int) -> None:
     """Fit ``model`` in place: ``epochs`` passes over ``loader`` (``(x [b, *shape], c [b])`` batches), Adam at
     ``model.lr`` on the MSE of ``model(x)`` against ``c``. The steps of Lightning's automatic optimisation (no

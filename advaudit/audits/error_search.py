@@ -74,6 +74,7 @@ class Search:
     pools: torch.Tensor = field(default_factory=lambda: torch.empty(0, 0, dtype=torch.long))
     item_scores: dict[str, torch.Tensor] = field(default_factory=dict)
     features: torch.Tensor = field(default_factory=lambda: torch.empty(0))
+    proba: torch.Tensor | None = None  # [N, K] the target's calibrated probabilities of the split's items
 
     @property
     def items(self) -> torch.Tensor:
@@ -162,6 +163,7 @@ def _eligible(cfg: DictConfig) -> Search:
     index = eligible(predicted, confidence, critical, audit.tau).nonzero().squeeze(1)
     search = Search(audit, target, split, critical, index, confidence[index], predicted,
                     *attack_box(split.x, audit.box), interactive=str(cfg.get("oracle", "labels")) == "cli")
+    search.proba = probs
     log.info("%d of %d %s items are predicted %r with confidence > %s (%d errors among them)",
              len(index), len(split.x), audit.split.value, target.class_names[critical], audit.tau,
              int(search.is_error.sum()))
@@ -173,7 +175,7 @@ def _eligible(cfg: DictConfig) -> Search:
 
 def _score_inputs(search: Search) -> ScoreInputs:
     return ScoreInputs(search.items, search.index, search.split.x, search.predicted, search.low, search.high,
-                       search.critical, search.target)
+                       search.critical, search.target, search.proba)
 
 
 def _run_methods(run_dir: RunDir, search: Search, budget: int, seed: int) -> dict[str, dict[str, Any]]:

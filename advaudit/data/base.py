@@ -1,15 +1,17 @@
-"""The LightningDataModule every dataset shares: splits held in memory as tensors.
+"""The datamodule every dataset shares: splits held in memory as tensors.
 
 Subclasses implement :meth:`ArrayDataModule.load_splits`; this base carves a seeded validation
 split, applies optional subsetting and bias injection (training split only, except test-time
-shifts), and computes the normalisation that the target model stores with its weights.
+shifts), and computes the normalisation that the target model stores with its weights. It has the loaders of
+a LightningDataModule without being one: training hands it to Lightning through an adapter
+(:mod:`advaudit.models.training.classifier_training`), and an audit, which only reads data, does not import
+Lightning (~3 s a process, which every shard of a split audit pays: docs/scaling-out.md).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-import pytorch_lightning as pl
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
@@ -25,7 +27,7 @@ from advaudit.errors import require
 _SETTINGS = DatasetConf()
 
 
-class ArrayDataModule(pl.LightningDataModule):
+class ArrayDataModule:
     """Dataset splits as in-memory tensors, served by plain ``DataLoader``s.
 
     Args:
@@ -50,7 +52,6 @@ class ArrayDataModule(pl.LightningDataModule):
         bias: Mapping[str, Any] | None = None,
         num_workers: int = _SETTINGS.num_workers,
     ) -> None:
-        super().__init__()
         require_within(DatasetConf, "val_fraction", val_fraction, "val_fraction")
         self.batch_size = int(batch_size)
         self.val_fraction = float(val_fraction)

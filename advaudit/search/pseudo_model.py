@@ -4,8 +4,9 @@ A black box ``M_O`` only gives probabilities. We label a design (a Latin hypercu
 per-feature ranges, via ``scipy.stats.qmc``; the unlabeled pool itself; or advaudit's
 ``neighbourhood`` design, pool items plus Gaussian jitter, for data with many features where a
 hypercube almost never lands near the data) with ``M_O``'s
-confidence for the class of interest and fit a DNN regressor ``M_P`` to it with Lightning (MSE).
-``M_P`` is differentiable, so its input gradient steers the attack on ``M_O``.
+confidence for the class of interest and fit a DNN regressor ``M_P`` to it (MSE, Adam, shuffled
+mini-batches: :func:`fit_pseudo_model`). ``M_P`` is differentiable, so its input gradient steers the attack
+on ``M_O``.
 
 Choices the paper leaves open (all in ``search.gad.pseudo_model``: :class:`advaudit.search.settings.PseudoModelConf`): the regressor is an MLP on inputs
 standardised by the design's statistics with a sigmoid output (confidences lie in [0, 1]); the
@@ -17,17 +18,18 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from advaudit.errors import require
+from advaudit.runtime import seed_everything
 from advaudit.search.settings import Design, PseudoModelConf
 
 log = logging.getLogger(__name__)
 
 
-class PseudoModel(pl.LightningModule):
+class PseudoModel(nn.Module):
     """MLP ``[B, *shape] -> [B]`` estimating the black box's class-of-interest confidence."""
 
     def __init__(self, input_shape: tuple[int, ...], hidden: list[int], mean: Tensor, std: Tensor,
@@ -51,14 +53,19 @@ class PseudoModel(pl.LightningModule):
     def forward(self, x: Tensor) -> Tensor:
         return torch.sigmoid(self.logit(x))
 
-    def training_step(self, batch: tuple[Tensor, Tensor], _: int) -> Tensor:
-        x, c = batch
-        loss = nn.functional.mse_loss(self(x), c)
-        self.log("pseudo/mse", loss, prog_bar=True)
-        return loss
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.parameters(), lr=self.lr)
+def fit_pseudo_model(model: PseudoModel, loader: DataLoader, epochs: int) -> None:
+    """Fit ``model`` in place: ``epochs`` passes over ``loader`` (``(x [b, *shape], c [b])`` batches), Adam at
+    ``model.lr`` on the MSE of ``model(x)`` against ``c``. The steps of Lightning's automatic optimisation (no
+    clipping, no accumulation, 32-bit) without its per-step machinery: a shard pays this fit before its GAD attack
+    (docs/scaling-out.md), and the weights are the same to the bit (tests/search/test_pseudo_model.py)."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=model.lr)
+    model.train()
+    for _ in range(epochs):
+        for x, c in loader:
+            optimizer.zero_grad(set_to_none=True)
+            nn.functional.mse_loss(model(x), c).backward()
+            optimizer.step()
 
 
 def latin_hypercube(low: Tensor, high: Tensor, n: int, seed: int) -> Tensor:
@@ -87,12 +94,14 @@ def r_squared(predicted: Tensor, actual: Tensor) -> float:
 
 
 def extract_pseudo_model(black_box: Callable[[Tensor], Tensor], data: Tensor, settings: PseudoModelConf,
-                         ) -> tuple[PseudoModel, float]:
+                         known: Tensor | None = None) -> tuple[PseudoModel, float]:
     """Fit ``M_P`` to ``black_box`` (``[B, *shape] -> [B]`` confidence of the class of interest).
 
     Args:
         data: ``[n, *shape]`` representative unlabeled items: their per-feature ranges bound the
             Latin hypercube, or they are the design (``design="pool"``).
+        known: ``[n]`` ``black_box(data)`` when the caller has it already (the audit predicted the split to find
+            its eligible items): with ``design="pool"`` these are the labels, not asked again.
     Returns:
         The trained pseudo model (eval mode) and its R^2 on a held-out tenth of the design.
     """
@@ -102,8 +111,12 @@ def extract_pseudo_model(black_box: Callable[[Tensor], Tensor], data: Tensor, se
         design = neighbourhood(data, settings.design_size, settings.jitter, settings.seed)
     else:
         design = data
-    with torch.no_grad():
-        labels = torch.cat([black_box(design[i:i + 4096]) for i in range(0, len(design), 4096)]).float()
+    if settings.design == Design.pool and known is not None:
+        require(known.shape == data.shape[:1], f"known labels {list(known.shape)} for {len(data)} items")
+        labels = known.float()
+    else:
+        with torch.no_grad():
+            labels = torch.cat([black_box(design[i:i + 4096]) for i in range(0, len(design), 4096)]).float()
     generator = torch.Generator().manual_seed(settings.seed)
     order = torch.randperm(len(design), generator=generator)
     n_test = max(1, len(design) // 10)
@@ -112,10 +125,8 @@ def extract_pseudo_model(black_box: Callable[[Tensor], Tensor], data: Tensor, se
                         lr=settings.lr)
     loader = DataLoader(TensorDataset(design[train], labels[train]), batch_size=settings.batch_size, shuffle=True,
                         generator=generator)
-    pl.seed_everything(settings.seed, workers=False, verbose=False)
-    trainer = pl.Trainer(max_epochs=settings.epochs, accelerator="cpu", logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(model, loader)
+    seed_everything(settings.seed)  # the global streams as Lightning's seed_everything left them (nothing here reads them)
+    fit_pseudo_model(model, loader, settings.epochs)
     model.eval()
     with torch.no_grad():
         score = r_squared(model(design[test]), labels[test])

@@ -36,7 +36,9 @@ log = logging.getLogger(__name__)
 class ScoreInputs:
     """What a scorer sees: eligible items ``[n, *shape]`` with their dataset indices ``[n]``, every
     split item ``[N, *shape]`` with predicted labels ``[N]`` (attack starting points), the data box
-    ``low``/``high`` ``[*shape]``, the critical class and the target."""
+    ``low``/``high`` ``[*shape]``, the critical class and the target; ``all_proba`` ``[N, K]``: the target's calibrated
+    probabilities of every split item when the caller has them (GAD's pool design reads them instead of asking
+    again)."""
 
     items: Tensor
     item_index: Tensor
@@ -46,6 +48,7 @@ class ScoreInputs:
     high: Tensor
     critical_class: int
     target: Any
+    all_proba: Tensor | None = None
 
 
 class AttackScorer:
@@ -176,7 +179,9 @@ class GAD(AttackScorer):
 
     def prepare(self, inputs: ScoreInputs, cache: Path, facts: dict[str, Any]) -> None:
         black_box = lambda b: inputs.target.predict_proba(b)[:, inputs.critical_class]  # noqa: E731
-        self.pseudo_model, facts["pseudo_r2"] = extract_pseudo_model(black_box, inputs.all_items, self.pseudo_settings)
+        known = None if inputs.all_proba is None else inputs.all_proba[:, inputs.critical_class]
+        self.pseudo_model, facts["pseudo_r2"] = extract_pseudo_model(black_box, inputs.all_items, self.pseudo_settings,
+                                                                     known)
         append_jsonl(self._pseudo_record(cache), {"r2": facts["pseudo_r2"]})
 
     def resumed(self, cache: Path, facts: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.loggers import WandbLogger
+from torch.utils.data import DataLoader
 
 from advaudit.confutil import plain
 from advaudit.errors import AdvauditError, check_finite
@@ -23,6 +24,27 @@ from advaudit.models.targets.target import TorchTarget
 from advaudit.models.targets.tracking import finish_training_run, track_training_run
 
 log = logging.getLogger(__name__)
+
+
+class LightningData(pl.LightningDataModule):
+    """``data`` as Lightning's datamodule: advaudit's datasets are plain classes with the same loaders, so that
+    what only reads data (an audit, each shard of one) does not import Lightning."""
+
+    def __init__(self, data: TrainingData) -> None:
+        super().__init__()
+        self.data = data
+
+    def setup(self, stage: str | None = None) -> None:
+        self.data.setup(stage)
+
+    def train_dataloader(self) -> DataLoader:
+        return self.data.train_dataloader()
+
+    def val_dataloader(self) -> DataLoader:
+        return self.data.val_dataloader()
+
+    def test_dataloader(self) -> DataLoader:
+        return self.data.test_dataloader()
 
 
 def build_target(cfg: DictConfig, datamodule: TrainingData) -> TorchTarget:
@@ -108,7 +130,7 @@ def train_classifier(cfg: DictConfig) -> dict[str, Any]:
     resumed_from = saved_epochs(resume)
     if resumed_from is not None:
         log.info("resuming training from %s (%d epoch(s) done)", resume, resumed_from)
-    trainer.fit(module, datamodule=datamodule, ckpt_path=resume if resumed_from is not None else None,
+    trainer.fit(module, datamodule=LightningData(datamodule), ckpt_path=resume if resumed_from is not None else None,
                 weights_only=True)
 
     target = module.target.cpu().eval()

@@ -1,0 +1,33 @@
+"""What a shard of a split audit and the merge import: no Lightning (the datasets are plain classes and GAD's
+pseudo-model trains without a Trainer) and no comparison, since every shard would pay their imports (~3 s for
+Lightning with torchvision, ~1.5 s for pandas, scipy.stats and matplotlib)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_error_search_and_the_merge_import_no_lightning() -> None:
+    code = ("import sys\nimport advaudit.merge, advaudit.audits.error_search, advaudit.search.scorers, "
+            "advaudit.data.fashion_mnist, advaudit.audits.common\n"
+            "print('imported:', sorted(m for m in ('pytorch_lightning', 'torchmetrics', 'torchvision') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert "imported: []" in done.stdout, done.stdout + done.stderr[-2000:]
+    code = "import sys\nimport advaudit.models.training.classifier_training\nprint('pytorch_lightning' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "True", done.stderr[-2000:]  # the check can fail: training does import it
+
+
+def test_the_sweep_callback_every_run_builds_imports_no_comparison() -> None:
+    """Hydra builds ``SweepEnd`` in every run (a shard too); its work, and the comparison's pandas, scipy.stats and
+    matplotlib, wait for the end of a multirun (tests/compare/test_sweeps.py runs it)."""
+    code = ("import sys\nfrom advaudit.sweep.callbacks import SweepEnd\n"
+            "SweepEnd(compare=True, replay=False, fail_on_error=True, wandb=False, gate=None, margin=0.0)\n"
+            "print('imported:', sorted(m for m in ('pandas', 'scipy.stats', 'matplotlib', 'advaudit.sweep.sweep_end') "
+            "if m in sys.modules))\nimport advaudit.sweep.sweep_end\nprint('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.stdout.splitlines() == ["imported: []", "True"], done.stdout + done.stderr[-2000:]

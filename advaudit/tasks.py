@@ -20,7 +20,7 @@ from advaudit.errors import require
 from advaudit.models.targets.endpoint import CLIENTS
 from advaudit.models.targets.imported.spec import target_label
 from advaudit.models.targets.imported.store import trust_record
-from advaudit.runtime import configure_threads, seed_everything
+from advaudit.runtime import configure_memory, configure_threads, seed_everything
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,7 @@ def task_wrapper(claims_dir: bool = False) -> Callable[[Task], Task]:
             start = time.perf_counter()
             try:
                 validate(cfg, name)
+                configure_memory(str(cfg.get("memory", "keep")))
                 cfg = plain_config(cfg)
                 if claims_dir:
                     claim_run_dir(out, cfg)

@@ -85,6 +85,7 @@ def cases(f: dict[str, Path]) -> dict[str, tuple[str, list[str], str]]:
         "misspelt_key_added": ("examine.py", ["+audit.bugdet=8", t], "bugdet"),
         "unknown_model": ("train.py", ["model=transformer"], "model/transformer"),
         "oracle_not_a_choice": ("examine.py", ["oracle=human", *search], "human"),
+        "memory_not_a_choice": ("examine.py", ["memory=spare", t], "memory"),
         # one validation step: cross-field rules, before any work
         "zero_epochs": ("train.py", ["trainer.max_epochs=0", TINY], "trainer.max_epochs"),
         "negative_lr": ("train.py", ["model.optimizer.lr=-0.1", TINY], "model.optimizer.lr"),

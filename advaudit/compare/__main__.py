@@ -24,6 +24,7 @@ from advaudit.compare.report import compare_records
 from advaudit.compare.where.confirm import Settings
 from advaudit.errors import AdvauditError
 from advaudit.models.targets.tracking import declare_comparison_inputs
+from advaudit.runtime import MEMORY_CHOICES, configure_memory
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -66,6 +67,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         "an output artifact; inside an active W&B run (from Python) into that run")
     parser.add_argument("--gate-alias", default=None, metavar="ALIAS", help="with --gate and --wandb: give every "
                         "candidate that passes the gate this alias on its W&B artifact (e.g. deploy-ok)")
+    parser.add_argument("--memory", choices=MEMORY_CHOICES, default="keep", help="memory the renders and predictions "
+                        "free: keep it for the next batch (no page faults; the process holds its peak) or release it "
+                        "(glibc's default); results are the same")
     return parser.parse_args(argv)
 
 
@@ -84,6 +88,7 @@ def parse_factor_groups(specs: list[str]) -> tuple[tuple[str, tuple[str, ...]], 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    configure_memory(args.memory)
     first = Path(args.roots[0])
     out = Path(args.out) if args.out else (first.parent if first.is_file() else first) / "comparison"
     try:

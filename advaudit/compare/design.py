@@ -29,7 +29,7 @@ from advaudit.core.naming import short_name, short_names
 from advaudit.errors import AdvauditError
 
 # top-level config keys that never define an examination
-BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "device", "tags", "task_name",
+BOOKKEEPING = {"target", "seed", "paths", "hydra", "logger", "threads", "memory", "device", "tags", "task_name",
                "optimized_metric", "callbacks", "trainer", "debug", "status", "sweep", "compare"}
 
 

@@ -90,6 +90,9 @@ class TrainConf:
     seed: int = 42
     # torch intra-op threads (null = all cores; a launcher sets ADVAUDIT_THREADS per job); BLAS pools are capped at 1
     threads: Optional[int] = ranged(None, low=1, integer=True)
+    # host memory freed by a batch: keep (reused by the next batch, no page faults; the process holds its peak
+    # until it ends) | release (glibc's default: large blocks go back to the system at once)
+    memory: str = ranged("keep", choices=("keep", "release"))
     tags: List[str] = field(default_factory=list)
     optimized_metric: Optional[str] = None
     dataset: Any = None
@@ -117,6 +120,9 @@ class ExamineConf:
     oracle: Oracle = Oracle.labels
     # torch intra-op threads (null = all cores; a launcher sets ADVAUDIT_THREADS per job); BLAS pools are capped at 1
     threads: Optional[int] = ranged(None, low=1, integer=True)
+    # host memory freed by a batch: keep (reused by the next batch, no page faults; the process holds its peak
+    # until it ends) | release (glibc's default: large blocks go back to the system at once)
+    memory: str = ranged("keep", choices=("keep", "release"))
     # auto (a CUDA GPU when torch sees one, else the CPU) | cpu | cuda | cuda:N
     device: str = "auto"
     # the target's inference: 32 (float32) | bf16 (bfloat16 autocast) | 16 (float16 autocast, CUDA only)

@@ -69,7 +69,7 @@ def interruption(error: BaseException) -> str | None:
 
 
 #: keys that do not change what a run computes: a rerun may differ in these and still resume
-_VOLATILE = ("paths", "logger", "callbacks", "threads", "tags", "device", "optimized_metric", "hydra",
+_VOLATILE = ("paths", "logger", "callbacks", "threads", "memory", "tags", "device", "optimized_metric", "hydra",
              "audit.stop_after_steps", "dataset.cache_dir", "dataset.num_workers", "world.device",
              "trainer.enable_progress_bar", "trainer.enable_model_summary", "trainer.log_every_n_steps",
              "trainer.default_root_dir", "trainer.accelerator")

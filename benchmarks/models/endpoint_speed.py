@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -83,8 +84,8 @@ def scoring_clock() -> None:
     from advaudit.models.targets.imported.targets import BlackBoxTarget
     from advaudit.models.targets.target import TorchTarget
 
-    def step(original):
-        def stepped(*args, **kwargs):
+    def step(original: Callable[..., Any]) -> Callable[..., Any]:
+        def stepped(*args: Any, **kwargs: Any) -> Any:
             SCORING["inside"] = True
             try:
                 return original(*args, **kwargs)
@@ -92,8 +93,8 @@ def scoring_clock() -> None:
                 SCORING["inside"] = False
         return stepped
 
-    def timed(original):
-        def scored(*args, **kwargs):
+    def timed(original: Callable[..., Any]) -> Callable[..., Any]:
+        def scored(*args: Any, **kwargs: Any) -> Any:
             start = time.perf_counter()
             try:
                 return original(*args, **kwargs)

@@ -15,7 +15,9 @@ round of short ones that warms every form up, with ``max_batch`` equal to that b
 per step: the same batch size on both sides), interleaved ``--repeats`` times. The examination's own clock
 (``seconds_examination``: render, forward, examiner, records) is compared; beside it the seconds the
 client waited on the server and the server's own inference time (the runtimes report it in each
-answer's ``parameters``).
+answer's ``parameters``), and the examination's clock split in two (:func:`scoring_clock`): the seconds its steps
+spent in the target's ``predict_proba`` (the local forward pass; through a server the request, the client's
+conversions included) and the rest (render, examiner, records: the same work on both sides).
 
 224 px: one batch of ``--batch`` images sent ``--repeats`` times in each form, its cost split into
 encoding (the client writing the body and reading the answer), the server's own inference, and the
@@ -35,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -70,6 +73,40 @@ def write_models(root: Path) -> tuple[Path, Path]:
     return cnn, resnet
 
 
+#: seconds the examination's steps spent in the target's predict_proba (scoring_clock)
+SCORING = {"seconds": 0.0, "inside": False}
+
+
+def scoring_clock() -> None:
+    """Time the target's ``predict_proba`` (local and black-box targets) inside the examination's steps only
+    (instance selection and the report also score, outside the examination's clock) into ``SCORING``."""
+    from advaudit.audits import worst_case
+    from advaudit.models.targets.imported.targets import BlackBoxTarget
+    from advaudit.models.targets.target import TorchTarget
+
+    def step(original: Callable[..., Any]) -> Callable[..., Any]:
+        def stepped(*args: Any, **kwargs: Any) -> Any:
+            SCORING["inside"] = True
+            try:
+                return original(*args, **kwargs)
+            finally:
+                SCORING["inside"] = False
+        return stepped
+
+    def timed(original: Callable[..., Any]) -> Callable[..., Any]:
+        def scored(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                SCORING["seconds"] += (time.perf_counter() - start) if SCORING["inside"] else 0.0
+        return scored
+
+    worst_case.examine_step = step(worst_case.examine_step)
+    for cls in (TorchTarget, BlackBoxTarget):
+        cls.predict_proba = timed(cls.predict_proba)
+
+
 def examination(block: dict, run_dir: Path, instances: int, budget: int) -> dict:
     import advaudit.registry  # noqa: F401  (registers the schemas)
     from hydra import compose, initialize_config_dir
@@ -85,7 +122,8 @@ def examination(block: dict, run_dir: Path, instances: int, budget: int) -> dict
     with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[2] / "conf"), version_base="1.3"):
         cfg = compose(config_name="examine", overrides=overrides)
     GlobalHydra.instance().clear()
-    return examine(cfg)
+    SCORING["seconds"] = 0.0
+    return {**examine(cfg), "seconds_scoring": SCORING["seconds"]}
 
 
 #: the served forms: (name, server, endpoint settings). kserve-raw: KServe keeping REST's binary tensors as bytes
@@ -122,6 +160,7 @@ def at_28px(servers: dict[str, LocalServer], cnn: Path, root: Path, args: argpar
                 continue
             record = result.get("endpoint", {})
             rows.append({"form": name, "repeat": repeat, "seconds": result["seconds_examination"],
+                         "scoring": round(result["seconds_scoring"], 3),
                          "waiting": record.get("seconds_waiting"), "server": record.get("server_seconds"),
                          "encoding": (record.get("seconds_encoding") or 0) + (record.get("seconds_decoding") or 0)
                          if record else None, "inputs": record.get("inputs"), "binary": record.get("binary")})
@@ -159,16 +198,21 @@ def summary(rows: list[dict], split: dict[str, dict], args: argparse.Namespace) 
     """The run's two tables as text (medians of the repeats)."""
     locals_ = [r for r in rows if r["form"] == "local file"]
     local = statistics.median(r["seconds"] for r in locals_)
+    local_scoring = statistics.median(r["scoring"] for r in locals_)
     lines = [f"28 px, {args.instances} instances x {args.budget} queries, batches of {args.instances * 10} (median "
-             f"of {args.repeats}): local file {local:.2f} s"]
+             f"of {args.repeats}): local file {local:.2f} s, of which scoring (the forward passes) {local_scoring:.2f} "
+             f"s and the rest {statistics.median(r['seconds'] - r['scoring'] for r in locals_):.2f} s"]
     for name, *_ in FORMS:
         served = [r for r in rows if r["form"] == name]
-        median = {k: statistics.median(r[k] for r in served) for k in ("seconds", "waiting", "server", "encoding")}
+        median = {k: statistics.median(r[k] for r in served) for k in ("seconds", "scoring", "waiting", "server",
+                                                                       "encoding")}
+        rest = statistics.median(r["seconds"] - r["scoring"] for r in served)
         ratios = ", ".join(f"{r['seconds'] / l['seconds']:.2f}" for r, l in zip(served, locals_))
         lines.append(f"  {name}: {median['seconds']:.2f} s ({median['seconds'] / local:.2f}x; each round {ratios}); "
                      f"waiting on the server "
                      f"{median['waiting']:.2f} s, of which the server's own inference {median['server']:.2f} s; "
-                     f"client encoding and decoding {median['encoding']:.2f} s")
+                     f"client encoding and decoding {median['encoding']:.2f} s; the examination's scoring "
+                     f"{median['scoring']:.2f} s and the rest {rest:.2f} s")
     lines.append(f"224 px, {args.batch} images per request (median of {args.repeats}):")
     for name, part in split.items():
         lines.append(f"  {name}: {part['wall']:.3f} s = encoding {part['encoding']:.3f} + server inference "
@@ -185,6 +229,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8, help="224-px images per request")
     args = parser.parse_args()
     configure_threads(1)
+    scoring_clock()
     root = Path(tempfile.mkdtemp(prefix="endpoint_speed_"))
     cnn, resnet = write_models(root)
     models = [ServedModel("cnn28", cnn, [1, 28, 28]), ServedModel("resnet224", resnet, [3, 224, 224])]

@@ -10,8 +10,8 @@ TorchScript file and as ONNX, and serves them, with the deployments the tests ne
 - ``fmnist-quiet``: its metadata names no input (the server alone knows the input's name);
 - ``fmnist-broken``: every request fails on the server (HTTP 500).
 
-:func:`start_kserve_server` serves ``fmnist`` and ``fmnist-onnx`` with KServe's ``ModelServer``, which also
-reads binary tensors (MLServer does not).
+:func:`start_kserve_server` serves ``fmnist``, ``fmnist-onnx`` and ``fmnist-secure`` with KServe's ``ModelServer``,
+which also reads binary tensors (MLServer does not).
 """
 
 from __future__ import annotations
@@ -62,9 +62,12 @@ def start_test_server(root: Path, port: int | None = None) -> LocalServer:
 
 
 def start_kserve_server(root: Path) -> LocalServer:
-    """KServe serving ``fmnist`` (TorchScript) and ``fmnist-onnx`` (version 7), as :func:`start_test_server`."""
+    """KServe serving ``fmnist`` (TorchScript), ``fmnist-onnx`` (version 7) and ``fmnist-secure``, as
+    :func:`start_test_server`."""
+    os.environ[TOKEN_ENV] = TOKEN
     net, script, onnx = write_models(root)
-    models = [ServedModel("fmnist", script, FMNIST_SHAPE), ServedModel("fmnist-onnx", onnx, FMNIST_SHAPE, version="7")]
+    models = [ServedModel("fmnist", script, FMNIST_SHAPE), ServedModel("fmnist-onnx", onnx, FMNIST_SHAPE, version="7"),
+              ServedModel("fmnist-secure", script, FMNIST_SHAPE, extra={"token_env": TOKEN_ENV})]
     server = LocalServer(models, root / "repository", server="kserve").start()
     server.net, server.script, server.onnx = net, script, onnx  # type: ignore[attr-defined]
     return server

@@ -12,11 +12,11 @@ import torch
 
 import advaudit
 from advaudit.errors import AdvauditError
-from advaudit.models.targets.endpoint import endpoint_records
+from advaudit.models.targets.endpoint import CLIENTS, endpoint_records
 from advaudit.models.targets.endpoint.grpc_protocol import GrpcChannel, varint
 from advaudit.models.targets.endpoint.serve import LocalServer
 from advaudit.models.targets.endpoint.settings import parse_endpoint
-from tests.models.endpoint_fixtures import FMNIST_SHAPE, endpoint_block
+from tests.models.endpoint_fixtures import FMNIST_SHAPE, TOKEN, TOKEN_ENV, endpoint_block
 from tests.models.test_endpoint import local_block
 
 
@@ -38,6 +38,22 @@ def test_grpc_scores_as_the_local_model_and_sends_raw_bytes(fixture: str, reques
     assert record["server"]["name"] in ("kserve", "mlserver") and record["model_version"] == "1"
     assert 310 * 28 * 28 * 4 < record["bytes_sent"] < 310 * 28 * 28 * 4 + 5 * 100  # raw float32, a short header each
     assert record["server_seconds"] > 0  # the runtimes' inference time, a string parameter over gRPC
+
+
+@pytest.mark.parametrize("fixture", ["kserve_server", "oip_server"])
+def test_grpc_sends_the_bearer_token_and_a_missing_one_is_refused_at_once(fixture: str,
+                                                                          request: pytest.FixtureRequest) -> None:
+    server = request.getfixturevalue(fixture)
+    x = torch.rand(40, *FMNIST_SHAPE, generator=torch.Generator().manual_seed(5))
+    local = advaudit.load_target(local_block(server)).predict_proba(x)
+    served = advaudit.load_target(grpc_block(server, "fmnist-secure", token_env=TOKEN_ENV)).predict_proba(x)
+    assert float((served - local).abs().max()) <= 1e-6  # the token went as call metadata: the server answered
+    with pytest.raises(AdvauditError, match=r"HTTP 401: UNAUTHENTICATED: missing or wrong bearer token\); give the "
+                                            r"server's credentials in an environment variable named by "
+                                            r"target\.endpoint\.token_env") as refused:
+        advaudit.load_target(grpc_block(server, "fmnist-secure"))
+    assert "\n" not in str(refused.value) and TOKEN not in str(refused.value)
+    assert CLIENTS[-1].stats["retries"] == 0  # a refusal, not a failing model: not retried
 
 
 def test_grpc_refusals_and_a_missing_server_are_one_line(kserve_server: LocalServer) -> None:

@@ -109,8 +109,9 @@ class EndpointClient:
         start = time.perf_counter()
         size = self.settings.max_batch
         chunks = [x[i:i + size] for i in range(0, len(x), size)]
-        try:
-            parts = list(self._pool.map(lambda c: self._infer(c, name, datatype), chunks))
+        try:  # one request (or one at a time) goes from this thread: no hand-off to the pool and back
+            parts = ([self._infer(c, name, datatype) for c in chunks] if len(chunks) == 1 or self.settings.concurrency
+                     == 1 else list(self._pool.map(lambda c: self._infer(c, name, datatype), chunks)))
         finally:
             with self._lock:
                 self.stats["seconds_waiting"] += time.perf_counter() - start

@@ -22,6 +22,7 @@ from typing import Any
 
 import kserve
 from fastapi import HTTPException
+from grpc_interceptor.exceptions import GrpcException, PermissionDenied, Unauthenticated
 from kserve.errors import InvalidInput
 from kserve.protocol.infer_type import InferInput, InferOutput, InferRequest, InferResponse, RequestedOutput
 
@@ -55,15 +56,25 @@ class KServeClassifier(kserve.Model):
             self.classifier.check([i.name for i in payload.inputs], (headers or {}).get("authorization"))
             scores, seconds = self.classifier(payload.inputs[0].as_numpy())
         except Refused as refused:
-            if refused.status == 400:
-                raise InvalidInput(str(refused)) from None
-            raise HTTPException(status_code=refused.status, detail=str(refused)) from None
+            raise refusal(refused, payload.from_grpc) from None
         output = InferOutput("logits", list(scores.shape), "FP32")
         output.set_data_from_numpy(scores, binary_data=payload.use_binary_outputs)
         return InferResponse(response_id=payload.id or uuid.uuid4().hex, model_name=self.name,
                              model_version=self.version, infer_outputs=[output],
                              parameters={"inference_seconds": f"{seconds:.6f}"},
                              use_binary_outputs=payload.use_binary_outputs)
+
+
+def refusal(refused: Refused, grpc: bool) -> Exception:
+    """What KServe answers a refused request with: 400 (gRPC ``INVALID_ARGUMENT``), else the refusal's HTTP status
+    on REST and its gRPC code over gRPC (401 ``UNAUTHENTICATED``, 403 ``PERMISSION_DENIED``: KServe's gRPC service
+    answers an ``HTTPException`` ``INTERNAL``, which a client retries as a failing model)."""
+    if refused.status == 400:
+        return InvalidInput(str(refused))
+    kind: type[GrpcException] | None = {401: Unauthenticated, 403: PermissionDenied}.get(refused.status)
+    if grpc and kind is not None:
+        return kind(details=str(refused))
+    return HTTPException(status_code=refused.status, detail=str(refused))
 
 
 def keep_raw_bytes() -> None:

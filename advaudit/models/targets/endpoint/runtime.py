@@ -5,6 +5,11 @@ written by :mod:`advaudit.models.targets.endpoint.serve`); advaudit's client sid
 team's own deployment looks like, so the endpoint target is tested against a real server; the model,
 its deployment choices and the failures it can stage are :class:`~advaudit.models.targets.endpoint.served.
 ServedClassifier`'s, set in the model's ``parameters.extra``.
+
+MLServer 1.7 gives only 400, 404, 422 and 500 their gRPC status codes; any other refusal becomes ``UNKNOWN``,
+which a client cannot tell from a failing model. Importing this module adds 401 (``UNAUTHENTICATED``) and 403
+(``PERMISSION_DENIED``), so a request without the bearer token is refused over gRPC as an authenticating
+gateway in front of a deployment refuses it, and as REST's 401 refuses it.
 """
 
 from __future__ import annotations
@@ -12,14 +17,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import grpc
 import numpy as np
 from mlserver import MLModel
 from mlserver.codecs import NumpyCodec
 from mlserver.errors import MLServerError
+from mlserver.grpc.utils import STATUS_CODE_MAPPING
 from mlserver.types import InferenceRequest, InferenceResponse, Parameters
 
 from advaudit.models.targets.endpoint.served import Refused
 from advaudit.models.targets.endpoint.served import ServedClassifier as Classifier
+
+STATUS_CODE_MAPPING.setdefault(401, grpc.StatusCode.UNAUTHENTICATED)  # read at each refusal (module docstring)
+STATUS_CODE_MAPPING.setdefault(403, grpc.StatusCode.PERMISSION_DENIED)
 
 
 class ServedClassifier(MLModel):

@@ -6,7 +6,7 @@ on 224-px inputs (random weights: speed does not depend on them). MLServer reads
 also reads REST's binary tensors (and turns them into Python lists); both serve the protocol's gRPC service, where
 tensors go as raw bytes. Two what-ifs sit beside them: KServe keeping REST's binary tensors as bytes, and KServe
 whose served model hands freed memory back to the system (the C library's default, which advaudit's served model
-no longer keeps: served.keep_freed_memory).
+no longer keeps: runtime.keep_freed_memory).
 
 28 px: the same worst-case examination (TransformWorld, random search, ``--instances`` x
 ``--budget`` queries in iterations of q = 10, so every step scores one batch of ``instances x 10``
@@ -128,7 +128,7 @@ def examination(block: dict, run_dir: Path, instances: int, budget: int) -> dict
 
 #: the served forms: (name, server, endpoint settings). kserve-raw: KServe keeping REST's binary tensors as bytes
 #: (kserve_runtime.keep_raw_bytes, a what-if: stock KServe 0.21 turns them into Python lists); kserve-release: KServe
-#: whose served model hands freed memory back to the system (glibc's default; served.keep_freed_memory undone)
+#: whose served model hands freed memory back to the system (glibc's default; runtime.keep_freed_memory undone)
 FORMS = [("MLServer JSON", "mlserver", {"binary": False}), ("MLServer gRPC", "mlserver", {"protocol": "grpc"}),
          ("KServe JSON", "kserve", {"binary": False}), ("KServe binary", "kserve", {"binary": True}),
          ("KServe gRPC", "kserve", {"protocol": "grpc"}),

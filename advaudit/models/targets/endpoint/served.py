@@ -7,15 +7,13 @@ deployment would (input name, shape, bearer token) and scores a batch, timing it
 ``extra`` holds the deployment choices (``precision: half``) and the failures a client must survive
 (``fail: kill`` ends the server after ``fail_after`` requests, ``fail: error`` fails every request).
 
-The server keeps the memory a request frees for the next one (:func:`keep_freed_memory`): glibc's
+The server keeps the memory a request frees for the next one (:func:`advaudit.runtime.keep_freed_memory`): glibc's
 default hands large freed blocks back to the system, and the next request's activations page-fault
 them in again (about 12,000 faults, half the inference time, for 500 28-px images through a small CNN).
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import signal
 import time
@@ -25,24 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-
-#: glibc's mallopt parameters (malloc.h)
-M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
-MEMORY_CHOICES = ("keep", "release")
-
-
-def keep_freed_memory() -> bool:
-    """Make this process's ``malloc`` (glibc) keep freed memory for reuse; ``False`` where it is not glibc.
-
-    No block is given its own ``mmap`` (``M_MMAP_MAX = 0``: those are unmapped on ``free``) and the heap is
-    never trimmed (``M_TRIM_THRESHOLD = -1``), so each request reuses the pages of the last one instead of
-    faulting fresh zeroed pages in; the process holds its peak memory (a few batches' activations) until it ends.
-    """
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):  # not glibc (macOS, musl without mallopt)
-        return False
-    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, -1))
+from advaudit.runtime import configure_memory
 
 
 class Refused(Exception):
@@ -58,11 +39,10 @@ class ServedClassifier:
 
     ``extra``: ``input_name`` and ``input_shape`` (``[C, H, W]``) it accepts, ``precision`` (``float32``
     or ``half``: the model and its inputs in float16, as a deployment might run it), ``threads`` (torch's
-    or onnxruntime's, default 1), ``memory`` (``keep``, the default: :func:`keep_freed_memory`; ``release``:
-    the C library's default, which returns freed memory to the system; the setting is the process's, so one
-    model keeping memory keeps it for every model of the server), ``token_env`` (requests must carry
-    ``Bearer $<token_env>``), ``fail`` /
-    ``fail_after`` (the module docstring).
+    or onnxruntime's, default 1), ``memory`` (``keep``, the default, or ``release``, the C library's default,
+    which returns freed memory to the system: :func:`advaudit.runtime.configure_memory`; the setting is the
+    process's, so one model keeping memory keeps it for every model of the server), ``token_env`` (requests
+    must carry ``Bearer $<token_env>``), ``fail`` / ``fail_after`` (the module docstring).
     """
 
     def __init__(self, name: str, path: str | Path, extra: dict[str, Any]) -> None:
@@ -70,9 +50,7 @@ class ServedClassifier:
         threads = int(extra.get("threads", 1))
         torch.set_num_threads(threads)
         memory = str(extra.get("memory", "keep"))
-        if memory not in MEMORY_CHOICES:
-            raise ValueError(f"memory={memory!r}; use one of {', '.join(MEMORY_CHOICES)}")
-        self.kept_memory = memory == "keep" and keep_freed_memory()
+        self.kept_memory = configure_memory(memory)
         self.input_name = str(extra.get("input_name", "input"))
         self.input_shape = [int(d) for d in extra.get("input_shape", [])]
         self.half = extra.get("precision", "float32") == "half"

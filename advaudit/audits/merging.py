@@ -10,23 +10,31 @@ unmerged, the shard that did not finish and the command that finishes it.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from pathlib import Path
 from typing import Any, Callable
 
-from advaudit.audits.error_search_merge import merge_error_search
 from advaudit.audits.shards import read_shards, sweep_shards
-from advaudit.audits.worst_case_merge import merge_worst_case
 from advaudit.core.records import write_json
 from advaudit.errors import AdvauditError, require
 
 log = logging.getLogger(__name__)
 
-#: the audits that split over jobs, and how their shards merge: (run dirs, shard.json, result.json, out) -> result
-MERGES: dict[str, Callable[[list[Path], list[dict[str, Any]], list[dict[str, Any]], Path], dict[str, Any]]] = {
-    "worst_case": merge_worst_case,
-    "error_search": merge_error_search,
+#: the audits that split over jobs, and the function (``module:name``, imported when used: a merge pays only its own
+#: audit's imports) that merges their shards: (run dirs, shard.json, result.json, out) -> result
+MERGES: dict[str, str] = {
+    "worst_case": "advaudit.audits.worst_case_merge:merge_worst_case",
+    "error_search": "advaudit.audits.error_search_merge:merge_error_search",
 }
+
+Merge = Callable[[list[Path], list[dict[str, Any]], list[dict[str, Any]], Path], dict[str, Any]]
+
+
+def merge_function(audit: str) -> Merge:
+    """The function that merges shards of ``audit`` (one of :data:`MERGES`)."""
+    module, name = MERGES[audit].split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def merge_shards(shard_dirs: list[Path], out: Path) -> dict[str, Any]:
@@ -36,7 +44,7 @@ def merge_shards(shard_dirs: list[Path], out: Path) -> dict[str, Any]:
     audit = str(shards[0].get("audit", "worst_case"))  # shards written before error search split were worst case
     require(audit in MERGES, f"{dirs[0]} holds a shard of audit {audit!r}, which does not split; audits that do: "
             f"{sorted(MERGES)}")
-    result = MERGES[audit](dirs, shards, results, Path(out))
+    result = merge_function(audit)(dirs, shards, results, Path(out))
     write_json(Path(out) / "result.json", result)
     return result
 

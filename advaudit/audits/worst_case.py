@@ -34,7 +34,7 @@ from advaudit.audits.lifecycle import RunDir, fingerprint
 from advaudit.audits.shards import finish_shard, shard_rows, start_shard
 from advaudit.audits.worst_case_fresh import record_fresh_conditions
 from advaudit.audits.worst_case_record import ExaminationRecord, save_history
-from advaudit.audits.worst_case_report import load_history, summarise_and_report
+from advaudit.audits.worst_case_history import load_history
 from advaudit.config import typed
 from advaudit.audits.settings import BudgetUnit, Mode, WorstCaseAuditConf
 from advaudit.core.progress import progress
@@ -241,6 +241,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         finish_shard(out, q=examiner.q, seconds=seconds, record=record.facts())
         return {"shard": audit.shard, "shards": audit.shards, "n_instances": len(z), "q": examiner.q,
                 "queries_per_instance": budget, "seconds_examination": round(seconds, 2)}
+    from advaudit.audits.worst_case_report import summarise_and_report  # plots and statistics: not in a shard
     return summarise_and_report(record, seconds, examiner.q, report_budgets, history)
 
 

@@ -117,7 +117,7 @@ def joined_endpoint(records: list[dict[str, Any] | None]) -> dict[str, Any] | No
 
 
 def save_history(history: dict[str, Any], out: Path) -> Path:
-    """A shard's per-instance arrays (:func:`advaudit.audits.worst_case_report.load_history`) as tensors in
+    """A shard's per-instance arrays (:func:`advaudit.audits.worst_case_history.load_history`) as tensors in
     ``<out>/history.pt``, so the merge joins them instead of parsing every shard's ``steps.jsonl`` again."""
     flat = {key: torch.as_tensor(np.asarray(value)) for key, value in history.items() if key != "checks"}
     flat.update({f"checks/{name}": torch.as_tensor(value) for name, value in history["checks"].items()})

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 
@@ -40,7 +39,7 @@ def circular_bin_distance(a: Tensor, b: Tensor, bins: int) -> Tensor:
     return torch.minimum(diff, bins - diff)
 
 
-class BatchedLSTMPolicy(pl.LightningModule):
+class BatchedLSTMPolicy(nn.Module):
     """N autoregressive policies over C discretised factors.
 
     Shapes: embeddings ``[N, C, bins + 1, E]`` (the last row is the start token), LSTM weights
@@ -99,15 +98,19 @@ class BatchedLSTMPolicy(pl.LightningModule):
         return out, log_prob
 
     def _sample(self, probs: Tensor, generator: torch.Generator | None) -> Tensor:
-        """One bin per row of ``probs`` ``[N, B, bins]`` -> ``[N, B]``. A shard's policies (``rows`` of
-        ``n_all``) draw as rows of all ``n_all`` (uniform rows in between), so every instance's draws are
-        those it gets in the whole examination."""
+        """One bin per row of ``probs`` ``[N, B, bins]`` -> ``[N, B]``, by inverse CDF: one uniform ``u`` per row
+        (float64) and the first bin whose cumulative probability exceeds ``u`` times the row's total.
+
+        One number per row, not one per bin (``torch.multinomial`` draws an exponential for every bin): the
+        uniforms of all ``n_all`` policies cost little, so a shard's policies (``rows`` of ``n_all``) draw the
+        whole examination's and keep their own rows: every instance's draws are those it gets in one job."""
         rows = getattr(self, "rows", None)
+        u = torch.rand(getattr(self, "n_all", len(probs)), probs.shape[1], 1, generator=generator,
+                       dtype=torch.float64, device=probs.device)
         if rows is not None:
-            full = probs.new_ones(self.n_all, *probs.shape[1:])
-            full[rows.to(probs.device)] = probs
-            return torch.multinomial(full.reshape(-1, self.bins), 1, generator=generator).view(self.n_all, -1)[rows]
-        return torch.multinomial(probs.reshape(-1, self.bins), 1, generator=generator).view(probs.shape[:2])
+            u = u[rows.to(probs.device)]
+        cdf = probs.double().cumsum(-1)                                   # [N, B, bins]
+        return torch.searchsorted(cdf, u * cdf[..., -1:], right=True).squeeze(-1).clamp_(max=self.bins - 1)
 
     def restrict(self, rows: Tensor) -> None:
         """Keep the policies at ``rows`` ``[n]`` of the N (a shard of an examination)."""

@@ -31,3 +31,15 @@ def test_the_sweep_callback_every_run_builds_imports_no_comparison() -> None:
             "if m in sys.modules))\nimport advaudit.sweep.sweep_end\nprint('pandas' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.stdout.splitlines() == ["imported: []", "True"], done.stdout + done.stderr[-2000:]
+
+
+def test_a_worst_case_shard_imports_neither_lightning_nor_the_report() -> None:
+    """A worst-case shard (RL examiner) keeps records only; the report's plots and statistics (matplotlib, scipy.stats,
+    sklearn's t-SNE) and error search wait for the merge, which imports only the merged audit's modules."""
+    heavy = ("pytorch_lightning", "matplotlib", "scipy.stats", "sklearn", "advaudit.audits.error_search")
+    code = ("import sys\nimport advaudit.audits.worst_case, advaudit.examiners.rl, advaudit.audits.merging\n"
+            f"print('imported:', sorted(m for m in {heavy!r} if m in sys.modules))\n"
+            "from advaudit.audits.merging import merge_function\nmerge_function('worst_case')\n"
+            "print('matplotlib' in sys.modules, 'advaudit.audits.error_search' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.stdout.splitlines() == ["imported: []", "True False"], done.stdout + done.stderr[-2000:]

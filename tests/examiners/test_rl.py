@@ -53,3 +53,38 @@ def test_tell_accepts_a_partial_last_batch_of_the_asked_candidates() -> None:
 def test_unknown_baseline_is_refused() -> None:
     with pytest.raises(AdvauditError, match=r"examiner: Invalid value 'mean', expected one of \[ema, batch_mean, none\]"):
         build_examiner({"name": "rl", "baseline": "mean"}, N, D)
+
+
+def test_draws_follow_the_policy_and_never_pick_an_impossible_bin() -> None:
+    """Inverse-CDF draws (one uniform per row): frequencies within 4 standard errors of each row's
+    probabilities over 40,000 draws, and a bin of probability 0 is never drawn."""
+    from advaudit.examiners.rl import BatchedLSTMPolicy
+
+    policy = BatchedLSTMPolicy(2, 1, bins=5)
+    p = torch.tensor([[0.1, 0.0, 0.2, 0.3, 0.4], [0.0, 0.0, 0.0, 0.5, 0.5]])
+    probs = p[:, None].expand(2, 40_000, 5).contiguous()
+    picks = policy._sample(probs, torch.Generator().manual_seed(0))
+    assert picks.shape == (2, 40_000)
+    freq = torch.stack([torch.bincount(row, minlength=5) for row in picks]).double() / 40_000
+    se = (p.double() * (1 - p.double()) / 40_000).sqrt()
+    assert ((freq - p.double()).abs() <= 4 * se + 1e-12).all(), freq
+    assert (freq[p == 0] == 0).all()
+
+
+def test_a_shard_of_policies_draws_what_its_instances_draw_in_one_job() -> None:
+    """A restricted examiner's policies draw their rows of the whole examination's uniforms, so a shard asks
+    what its instances ask in one job, step after step."""
+    whole = build_examiner({"name": "rl", "q": 8}, N, D, seed=3)
+    shard = build_examiner({"name": "rl", "q": 8}, N, D, seed=3)
+    rows = torch.tensor([1, 4])
+    shard.restrict(rows)
+    for _ in range(3):
+        u_whole, u_shard = whole.ask(), shard.ask()
+        assert torch.equal(u_shard, u_whole[rows])
+        whole.tell(u_whole, objective(u_whole))
+        shard.tell(u_shard, objective_rows(u_shard, rows))
+
+
+def objective_rows(u: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """:func:`objective` for the instances at ``rows`` (``u`` ``[len(rows), q, D]``)."""
+    return torch.exp(-8 * ((u - OPTIMA[rows][:, None]) ** 2).sum(-1))

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from advaudit.config import typed
 from advaudit.errors import require
+from advaudit.examiners.adam import Adam
 from advaudit.examiners.protocol import HistoryMixin, periodic_dims
 from advaudit.examiners.settings import RLExaminerConf
 
@@ -123,8 +124,8 @@ class BatchedLSTMPolicy(nn.Module):
         _, log_prob = self(batch["choices"].shape[1], batch["order"], choices=batch["choices"])
         return -(batch["advantage"] * log_prob).mean(1).sum()
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.parameters(), lr=self.lr)
+    def configure_optimizers(self) -> Adam:
+        return Adam(self.parameters(), lr=self.lr)
 
 
 BASELINES = ("ema", "batch_mean", "none")

@@ -21,6 +21,7 @@ from torch import nn
 
 from advaudit.confutil import named_object, refuse_unknown_arguments, split_target_block
 from advaudit.errors import AdvauditError, require
+from advaudit.models.resnet_blocks import ScaledResNet
 
 #: the keyword arguments training gives every architecture, besides its own settings
 SUPPLIED = ("input_shape", "num_classes")
@@ -113,35 +114,13 @@ class SmallCNN(nn.Module):
 
 def _small_input_resnet(depth: int, input_shape: tuple[int, ...], num_classes: int,
                         width: int = 64) -> nn.Module:
-    """torchvision ResNet adapted to small inputs: 3x3 stride-1 stem, no max-pool, any channels."""
+    """torchvision's ResNet (:mod:`advaudit.models.resnet_blocks`) adapted to small inputs: 3x3 stride-1 stem, no max-pool, any channels."""
     c, _, _ = _image_shape(input_shape, f"resnet{depth}")
     layers = {18: [2, 2, 2, 2], 34: [3, 4, 6, 3]}[depth]
-    net = _scaled_resnet(layers, num_classes, width)
+    net = ScaledResNet(layers, num_classes, width)
     net.conv1 = nn.Conv2d(c, net.bn1.num_features, 3, stride=1, padding=1, bias=False)
     net.maxpool = nn.Identity()
     return net
-
-
-def _scaled_resnet(layers: list[int], num_classes: int, width: int) -> nn.Module:
-    """torchvision's ResNet with ``width`` planes in the first stage (64 = the standard net)."""
-    from torchvision.models.resnet import BasicBlock, ResNet  # torchvision is slow to import; only this path needs it
-
-    class ScaledResNet(ResNet):
-        def __init__(self) -> None:
-            nn.Module.__init__(self)
-            self._norm_layer = nn.BatchNorm2d
-            self.inplanes, self.dilation, self.groups, self.base_width = width, 1, 1, 64
-            self.conv1 = nn.Conv2d(3, width, 7, 2, 3, bias=False)
-            self.bn1, self.relu = nn.BatchNorm2d(width), nn.ReLU(inplace=True)
-            self.maxpool = nn.Identity()
-            self.layer1 = self._make_layer(BasicBlock, width, layers[0])
-            self.layer2 = self._make_layer(BasicBlock, width * 2, layers[1], stride=2)
-            self.layer3 = self._make_layer(BasicBlock, width * 4, layers[2], stride=2)
-            self.layer4 = self._make_layer(BasicBlock, width * 8, layers[3], stride=2)
-            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-            self.fc = nn.Linear(width * 8, num_classes)
-
-    return ScaledResNet()
 
 
 def resnet18(input_shape: tuple[int, ...], num_classes: int, width: int = 64) -> nn.Module:

@@ -26,7 +26,9 @@ _REL, _ABS = 1e-3, 1e-3
 
 @dataclass
 class Slots:
-    """The primitives of ``B`` scenes of one class, slot by slot (kinds in :data:`KINDS` order).
+    """The primitives of ``B`` scenes, slot by slot (kinds in :data:`KINDS` order): of one class, or of
+    several (a union table, :func:`slot_table` with ``counts``: a scene without a slot has a bounding sphere
+    that no ray passes within, so its padded parameters are never read).
 
     ``kind`` and ``index``: each slot's kind (0 box, 1 frustum, 2 ellipsoid) and index within its kind;
     ``centre`` ``[3, S, B]`` (x, y, z), ``centre2`` ``[S, B]`` (squared length) and ``radius2`` ``[S, B]``:
@@ -88,8 +90,13 @@ def _spheres(key: str, p: Tensor) -> tuple[Tensor, Tensor]:
     return centre, torch.sqrt(across ** 2 + ((high - low) / 2) ** 2)
 
 
-def slot_table(prims: Primitives) -> Slots:
-    """Every primitive slot of ``prims`` (``[B, n, ...]`` per kind) with its bounding spheres and parameters."""
+def slot_table(prims: Primitives, counts: Tensor | None = None) -> Slots:
+    """Every primitive slot of ``prims`` (``[B, n, ...]`` per kind) with its bounding spheres and parameters.
+
+    ``counts`` ``[B, 3]``: how many of the kind's slots (in :data:`KINDS` order) scene ``b`` has, the others
+    being padding (None: every scene has every slot). A padded slot's bounding sphere has ``radius2 = -inf``:
+    no ray's line passes within it, so :func:`nearest` and :func:`blocked` never test it, and each scene's
+    own slots keep their order (ties: the first of them)."""
     kinds, indices, centres, radii, params = [], [], [], [], []
     for kind, (key, _) in enumerate(KINDS):
         p = prims[key]
@@ -105,7 +112,11 @@ def slot_table(prims: Primitives) -> Slots:
     b = len(prims["boxes"])
     centre = torch.cat(centres, 1).permute(2, 1, 0).contiguous()                 # [3, S, B]
     radius = (torch.cat(radii, 1) * (1 + _REL) + _ABS).t().contiguous()          # [S, B]
-    return Slots(prims, kinds, indices, centre, (centre * centre).sum(0), radius * radius,
+    radius2 = radius * radius
+    if counts is not None:
+        present = torch.tensor(indices, device=counts.device)[:, None] < counts.t()[kinds]     # [S, B]
+        radius2 = radius2.masked_fill(~present, -INF)
+    return Slots(prims, kinds, indices, centre, (centre * centre).sum(0), radius2,
                  torch.cat(params, 1).reshape(b * len(kinds), 6))
 
 
@@ -145,7 +156,7 @@ def nearest(slots: Slots, r: Rays) -> tuple[Tensor, Tensor]:
     best_slot = torch.zeros(len(r.o), dtype=torch.long, device=r.o.device)
     first = True
     for slot in range(len(slots)):
-        if len(slots) == 1:  # one primitive: its sphere is the object's, which the rays already meet
+        if len(slots) == 1:  # one primitive (every scene has one): its sphere is the object's, which the rays meet
             return _distance(slots, slot, r, None), best_slot
         rays = _near(slots, slot, r)
         if len(rays) == 0:

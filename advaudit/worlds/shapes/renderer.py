@@ -84,15 +84,18 @@ def euler_direction(ax: Tensor, ay: Tensor, az: Tensor) -> Tensor:
     return -z
 
 
-def _visibility(p: Tensor, n: Tensor, obj: Tensor, lights: list[tuple[Tensor, Tensor]], slots: Slots) -> list[Tensor]:
+def _visibility(p: Tensor, n: Tensor, obj: Tensor, lights: list[tuple[Tensor, Tensor]], slots: Slots,
+                casts: Tensor | None = None) -> list[Tensor]:
     """Per light, 1 where the light reaches ``p`` ``[M, 3]`` (normal ``n``, scenes ``obj`` ``[M]``) unblocked,
     else 0.
 
     ``lights``: ``(direction [M, 3], distance [M])`` pairs. Only points facing a light cast a
-    shadow ray towards it (the others are dark anyway), all in one pass over the primitives.
+    shadow ray towards it (the others are dark anyway), all in one pass over the primitives; with
+    ``casts`` ``[M]`` bool, only the points where it is True (the others are lit).
     """
     start = p + n * 1e-3
-    facing = [(_dot(n, direction) > 0).nonzero().squeeze(1) for direction, _ in lights]
+    facing = [((_dot(n, direction) > 0) if casts is None else (_dot(n, direction) > 0) & casts).nonzero().squeeze(1)
+              for direction, _ in lights]
     rows = torch.cat(facing)
     dirs = torch.cat([direction.index_select(0, f) for f, (direction, _) in zip(facing, lights)])
     limits = torch.cat([distance.index_select(0, f) for f, (_, distance) in zip(facing, lights)])
@@ -135,6 +138,19 @@ def _can_shadow_itself(prims: Primitives) -> bool:
     faces a light sees the light (the body lies behind its tangent plane), so shadow rays would
     find nothing."""
     return sum(prims[key].shape[1] for key, _ in KINDS) > 1
+
+
+def _casters(prims: Primitives, counts: Tensor | None, shadows: bool) -> Tensor | bool:
+    """Which scenes cast shadow rays: every one (True), none (False), or those of a union table (``counts``
+    ``[B, 3]``, :func:`~advaudit.worlds.shapes.culling.slot_table`) made of several primitives, ``[B]`` bool
+    (:func:`_can_shadow_itself` per scene: a shadow ray from a single primitive finds nothing but, now and
+    then, a rounding hit on that primitive itself, which would change the pixel)."""
+    if not shadows or not _can_shadow_itself(prims):
+        return False
+    if counts is None:
+        return True
+    several = counts.sum(1) > 1
+    return True if bool(several.all()) else (several if bool(several.any()) else False)
 
 
 def _ray_channel(grid_t: Tensor, columns: Tensor, channel: int) -> Tensor:
@@ -208,11 +224,13 @@ def _shade(p: Tensor, n: Tensor, d: Tensor, obj: Tensor, scene: dict, visibility
 def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess: Tensor,
                   s: Tensor, size: int, shadows: bool = True, return_mask: bool = False,
                   with_mask: bool = False, out: tuple[Tensor | None, Tensor | None] = (None, None),
-                  ) -> Tensor | tuple[Tensor, Tensor]:
+                  counts: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """Render ``B`` scenes, one object each.
 
     Args:
-        prims: per-image primitives (``[B, n, ...]`` each, see ``catalogue``).
+        prims: per-image primitives (``[B, n, ...]`` each, see ``catalogue``): of one class, or of several
+            padded to a union table (:func:`~advaudit.worlds.shapes.catalogue.union_primitives`) with ``counts``
+            ``[B, 3]`` each scene's own number of primitives per kind (the same pixels as one call per class).
         albedo: ``[B, 3]`` diffuse colour; specular ``[B]`` strength; shininess ``[B]`` exponent.
         s: ``[B, 12]`` factors in units: sun rotation x/y/z (deg), sun energy, point-light energy,
             distance, azimuth (deg), elevation (deg), camera distance, azimuth, elevation, roll (deg).
@@ -233,8 +251,8 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
             else out_mask.view(b, hw).zero_())
     image = None if return_mask else (torch.empty(b, 3, hw, dtype=s.dtype, device=s.device) if out_image is None
                                       else out_image.view(b, 3, hw))        # [B, 3, HW]
-    scene = {"slots": slot_table(prims), "origin": origin, "lights": _lights(s), "albedo": albedo, "specular": specular,
-             "shininess": shininess, "cast": shadows and _can_shadow_itself(prims)}
+    scene = {"slots": slot_table(prims, counts), "origin": origin, "lights": _lights(s), "albedo": albedo,
+             "specular": specular, "shininess": shininess, "cast": _casters(prims, counts, shadows)}
     if image is not None:
         _background(grid_t, columns, out=image)
     pix, obj, d, od = _candidates(grid_t, columns, origin)
@@ -263,8 +281,12 @@ def _draw(scene: dict, obj: Tensor, pix: Tensor, d: Tensor, od: Tensor, mask: Te
     n = normals(p, kind, slots.params.index_select(0, obj * len(slots) + slot), slots.kind)
     n = torch.where(_dot(n, d)[:, None] > 0, -n, n)  # face the camera
 
+    cast = scene["cast"]
+
     def visibility(to_sun: Tensor, to_light: Tensor, light_dist: Tensor) -> list[Tensor] | None:
-        return (_visibility(p, n, obj, [(to_sun, torch.full_like(t, INF)), (to_light, light_dist)], slots)
-                if scene["cast"] else None)
+        if cast is False:
+            return None
+        casts = None if cast is True else cast.index_select(0, obj)
+        return _visibility(p, n, obj, [(to_sun, torch.full_like(t, INF)), (to_light, light_dist)], slots, casts)
 
     image[obj, :, pix] = _shade(p, n, d, obj, scene, visibility)

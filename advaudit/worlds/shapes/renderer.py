@@ -14,6 +14,7 @@ so there is no final transpose. Every change of these kept the images bit-identi
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import torch
@@ -99,7 +100,8 @@ def _visibility(p: Tensor, n: Tensor, obj: Tensor, lights: list[tuple[Tensor, Te
     rows = torch.cat(facing)
     dirs = torch.cat([direction.index_select(0, f) for f, (direction, _) in zip(facing, lights)])
     limits = torch.cat([distance.index_select(0, f) for f, (_, distance) in zip(facing, lights)])
-    shadowed = blocked(slots, Rays(start.index_select(0, rows), dirs, obj.index_select(0, rows)), limits)
+    runs = [0, *itertools.accumulate(len(f) for f in facing)]    # each light's rays ascend by scene, as ``obj``
+    shadowed = blocked(slots, Rays(start.index_select(0, rows), dirs, obj.index_select(0, rows), runs=runs), limits)
     out, offset = [], 0
     for f in facing:
         lit = torch.ones(len(p), dtype=p.dtype, device=p.device)
@@ -165,14 +167,14 @@ def _ray_channel(grid_t: Tensor, columns: Tensor, channel: int) -> Tensor:
 
 
 def _candidates(grid_t: Tensor, columns: Tensor, origin: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Pixels whose ray meets an object's bounding sphere: ``pix`` and ``obj`` ``[M]`` (pixel-major), their
+    """Pixels whose ray meets an object's bounding sphere: ``pix`` and ``obj`` ``[M]`` (scene-major), their
     unit directions ``[M, 3]`` and their projections on the camera's position ``[M]``. Only the projection
     channel is computed over the whole grid ``grid_t`` ``[3, HW]`` (:func:`pixel_grid_components`); the
     directions only for the candidates (the same multiply-adds, so the same values)."""
     od = _ray_channel(grid_t, columns, 3)                                    # [B, HW]
     # the ray's closest approach to the centre, |o|^2 - od^2, is within the sphere where od <= -sqrt(|o|^2 - r^2)
     reach = -((origin * origin).sum(-1) - OBJECT_RADIUS ** 2 * 1.0001).clamp_min(0).sqrt()     # [B]
-    pix, obj = (od <= reach[:, None]).t().nonzero(as_tuple=True)
+    obj, pix = (od <= reach[:, None]).nonzero(as_tuple=True)
     g = [grid_t[j].index_select(0, pix) for j in range(3)]                   # [M] each
     c = columns[:, :, :3].permute(1, 2, 0).contiguous()                      # [3, 3, B]: c[j, k] per camera
     d = [(g[0] * c[0, k].index_select(0, obj)).addcmul_(g[1], c[1, k].index_select(0, obj))
@@ -270,7 +272,7 @@ def _draw(scene: dict, obj: Tensor, pix: Tensor, d: Tensor, od: Tensor, mask: Te
     ``[B, HW]`` where they hit the object and write the hit pixels' colours into ``image`` ``[B, 3, HW]``."""
     slots = scene["slots"]
     o = scene["origin"].index_select(0, obj)
-    t, slot = nearest(slots, Rays(o, d, obj, od=od, origin=scene["origin"]))
+    t, slot = nearest(slots, Rays(o, d, obj, od=od, origin=scene["origin"], runs=[0, len(obj)]))
     hit = torch.isfinite(t).nonzero().squeeze(1)  # indices: index_select is cheaper than masking
     obj, pix, o, d, t, slot = (x.index_select(0, hit) for x in (obj, pix, o, d, t, slot))
     mask.view(-1).index_fill_(0, obj * mask.shape[1] + pix, True)

@@ -61,6 +61,30 @@ def union_pays(classes: int, scenes: int, size: int) -> bool:
     return scenes * size * size <= 400 * 32 * 32
 
 
+def _draw_union(groups: list[tuple[str, Tensor]], data: dict[str, Tensor], s: Tensor, size: int, shadows: bool,
+                flags: dict[str, bool], out: tuple[Tensor | None, Tensor | None]) -> None:
+    """Draw the ``B`` scenes ``s`` ``[B, F]`` (instance ``data`` ``[B, ...]`` each) into ``out`` (images
+    ``[B, 3, size, size]``, masks ``[B, size, size]``, either None) in one renderer call on the union table of
+    the classes ``groups`` (``(name, members [G])`` each, the members of all groups being ``0..B-1``), their
+    scenes class by class (so that each slot is tested on a range of rays: ``culling.Rays.ranges``); in
+    place where the scenes already come class by class."""
+    order = torch.cat([members for _, members in groups])
+    parts, offset = [], 0
+    for name, members in groups:
+        block = torch.arange(offset, offset + len(members), device=order.device)
+        parts.append((block, build_primitives(name, data["proportions"][members])))
+        offset += len(members)
+    prims, counts = union_primitives(parts, len(order))
+    if bool((order == torch.arange(len(order), device=order.device)).all()):
+        render_scenes(prims, data["albedo"], data["specular"], data["shininess"], s, size, shadows, out=out,
+                      counts=counts, **flags)
+        return
+    drawn = render_scenes(prims, data["albedo"][order], data["specular"][order], data["shininess"][order], s[order],
+                          size, shadows, counts=counts, **flags)
+    for whole, part in zip([x for x in out if x is not None], drawn if flags["with_mask"] else (drawn,)):
+        whole.index_copy_(0, order, part)
+
+
 def _split_seed(seed: int, split: str) -> int:
     return int(hashlib.sha256(f"shapeworld/{seed}/{split}".encode()).hexdigest()[:12], 16)
 
@@ -228,10 +252,7 @@ class ShapeWorld:
         groups = [(self.class_names[cls], (labels == cls).nonzero().squeeze(1)) for cls in labels.unique().tolist()]
         flags = {"return_mask": output == "mask", "with_mask": output == "both"}
         if len(groups) > 1 and (union_pays(len(groups), n * q, size) if union is None else union):
-            parts = [(members, build_primitives(name, data["proportions"][members])) for name, members in groups]
-            prims, counts = union_primitives(parts, n * q)
-            render_scenes(prims, data["albedo"], data["specular"], data["shininess"], flat_s, size, self.shadows,
-                          out=(images, masks), counts=counts, **flags)
+            _draw_union(groups, data, flat_s, size, self.shadows, flags, (images, masks))
             return {"image": images, "mask": masks, "both": (images, masks)}[output]
         for name, members in groups:
             part = {k: v[members] for k, v in data.items()}

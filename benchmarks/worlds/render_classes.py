@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import statistics
 import sys
 import tempfile
 import time
@@ -26,7 +25,7 @@ import torch
 
 from advaudit.audits.shards import shard_rows
 from advaudit.audits.worst_case import prepare
-from advaudit.runtime import configure_threads
+from advaudit.runtime import MEMORY_CHOICES, configure_memory, configure_threads
 import advaudit.worlds.shapes.world as world_module
 
 sys.path[:0] = [str(p) for p in Path(__file__).resolve().parents[1].iterdir() if p.is_dir()]  # benchmarks/*/
@@ -48,22 +47,24 @@ def examination() -> Any:
     return prepare(cfg)
 
 
-def variants(judge: Any, baseline: str | None) -> dict[str, Callable[[Any, torch.Tensor], Any]]:
-    """``{name: render_geometric}``: the size rule's choice (auto), union and per-class forced, and the
-    baseline revision's world under the same judge."""
+def variants(judge: Any, per: list[str], baseline: str | None) -> dict[str, Callable[[Any, torch.Tensor], Any]]:
+    """``{name: render_geometric}``: the size rule's choice (auto), each of ``per`` forced (``all``: one call,
+    ``class``: one call per class, a number: that many scenes per call), and the baseline revision's world
+    under the same judge."""
 
-    def forced(union: bool | None) -> Callable[[Any, torch.Tensor], Any]:
+    def forced(value: str) -> Callable[[Any, torch.Tensor], Any]:
         def render(z: Any, s: torch.Tensor) -> Any:
-            rule = world_module.union_pays
-            if union is not None:
-                world_module.union_pays = lambda *_: union
+            rule = world_module.scenes_per_call
+            if value != "auto":
+                world_module.scenes_per_call = lambda size: (
+                    len(s) * s.shape[1] if value == "all" else 0 if value == "class" else int(value))
             try:
                 return judge.render_geometric(z, s)
             finally:
-                world_module.union_pays = rule
+                world_module.scenes_per_call = rule
         return render
 
-    out = {"auto": forced(None), "union": forced(True), "per_class": forced(False)}
+    out = {name: forced(name) for name in ["auto", *per]}
     if baseline:
         old, world = copy.copy(judge), package_module_at_revision("advaudit.worlds.shapes.world", baseline).ShapeWorld
         old.world = world.__new__(world)                       # the same settings, the revision's code
@@ -73,8 +74,9 @@ def variants(judge: Any, baseline: str | None) -> dict[str, Callable[[Any, torch
 
 
 def timed(runs: dict[str, Callable], z: Any, s: torch.Tensor, repeats: int) -> dict[str, float]:
-    """Median CPU milliseconds (process time, one thread) per call of each run, the runs alternating within each repeat; checks that
-    they all draw the same images and checks."""
+    """The least CPU milliseconds (process time, one thread) per call of each run over ``repeats`` (the runs
+    alternating within each repeat: the least is the one other processes disturbed least); checks that they
+    all draw the same images and checks."""
     first = {name: run(z, s) for name, run in runs.items()}                     # warm-up and agreement
     images, checks = next(iter(first.values()))
     for name, (other, other_checks) in first.items():
@@ -85,7 +87,7 @@ def timed(runs: dict[str, Callable], z: Any, s: torch.Tensor, repeats: int) -> d
             start = time.process_time()
             run(z, s)
             times[name].append(time.process_time() - start)
-    return {name: 1e3 * statistics.median(t) for name, t in times.items()}
+    return {name: 1e3 * min(t) for name, t in times.items()}
 
 
 def main() -> None:
@@ -95,26 +97,29 @@ def main() -> None:
     parser.add_argument("--q", type=int, default=16)
     parser.add_argument("--shards", default="8,4,2,1", help="instances per call: 80 / each")
     parser.add_argument("--sizes", default="32", help="image sizes (the examination's is 32)")
+    parser.add_argument("--per", default="all,class", help="scenes per renderer call to time besides the rule's")
+    parser.add_argument("--memory", default="keep", choices=MEMORY_CHOICES, help="as examine.py's memory= (default keep)")
     args = parser.parse_args()
+    kept = configure_memory(args.memory)
     ex = examination()
     threads = configure_threads(1)
     u = torch.rand(len(ex.z), args.q, len(ex.space.free), generator=torch.Generator().manual_seed(0))
     s = ex.space.assemble(u)
-    print(f"render_geometric, CPU ms per call (median of {args.repeats}), {threads} thread, shadows {ex.world.shadows}")
+    print(f"render_geometric, CPU ms per call (least of {args.repeats}), {threads} thread, shadows {ex.world.shadows}, "
+          f"memory={args.memory} (kept: {kept})")
     for size in (int(x) for x in args.sizes.split(",")):
         judge = copy.copy(ex.judge)
         judge.world = ex.world if size == ex.world.image_size else ex.world.with_image_size(size)
-        runs = variants(judge, args.baseline)
-        print(f"| px | instances x q | classes | {' | '.join(runs)} | union / per-class | auto / "
-              f"{args.baseline or 'per_class'} |\n|" + "---|" * (len(runs) + 5))
+        runs = variants(judge, args.per.split(","), args.baseline)
+        print(f"| px | instances x q | classes | {' | '.join(runs)} | auto / {args.baseline or 'class'} |\n|"
+              + "---|" * (len(runs) + 4))
         for shards in (int(x) for x in args.shards.split(",")):
             rows = shard_rows(len(ex.z), 0, shards)
             z = ex.z.subset(rows.to(ex.z.labels.device))
             ms = timed(runs, z, s[rows], args.repeats)
-            base = ms[args.baseline or "per_class"]
             print(f"| {size} | {len(rows)} x {args.q} | {len(z.labels.unique())} | "
                   + " | ".join(f"{v:.1f}" for v in ms.values())
-                  + f" | {ms['union'] / ms['per_class']:.2f} | {ms['auto'] / base:.2f} |", flush=True)
+                  + f" | {ms['auto'] / ms[args.baseline or 'class']:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Rendering the scenes of several classes in one renderer call (a union table of primitives) draws the
-pixels of one call per class, bit for bit.
+pixels of one call per class, bit for bit; so does any packing of the classes into calls (``drawing.chunks``).
 
 The union gives each kind as many slots as the most any class present has; a scene's missing slots are
 padding that no ray is tested against, a single convex primitive still casts no shadow rays (per scene),
@@ -36,21 +36,25 @@ def test_union_call_draws_the_pixels_of_one_call_per_class(shadows: bool, classe
     many = classes == SINGLE
     world = ShapeWorld(image_size=32 if many else 24, shadows=shadows, classes=classes)
     z, s = _scenes(world, 10 if many else 3, 16 if many else 4, seed=len(classes or ()) + shadows)
-    union = world._render(z, s, "both", union=True)
-    per_class = world._render(z, s, "both", union=False)
+    union = world._render(z, s, "both", per=len(z) * s.shape[1])
+    per_class = world._render(z, s, "both", per=0)
     assert float(union[1].float().mean()) > 0.05                   # the objects cover real areas
     assert torch.equal(union[0], per_class[0]) and torch.equal(union[1], per_class[1])
-    assert torch.equal(world._render(z, s, "image", union=True), per_class[0])
-    assert torch.equal(world._render(z, s, "mask", union=True), per_class[1])
+    assert torch.equal(world._render(z, s, "image", per=len(z) * s.shape[1]), per_class[0])
+    assert torch.equal(world._render(z, s, "mask", per=len(z) * s.shape[1]), per_class[1])
+    two = world._render(z, s, "both", per=2 * len(z) * s.shape[1] // len(world.class_names))  # two classes a call
+    assert torch.equal(two[0], per_class[0]) and torch.equal(two[1], per_class[1])
 
 
 def test_union_of_consecutive_class_blocks_and_of_one_scene_per_class() -> None:
     world = ShapeWorld(image_size=16, shadows=True)
     z = world.instances("test")
     s = world.random_conditions(len(z), 2, torch.Generator().manual_seed(5))        # classes in blocks
-    assert torch.equal(world._render(z, s, "image", union=True), world._render(z, s, "image", union=False))
+    per_class = world._render(z, s, "image", per=0)
+    for per in (len(z) * 2, 60, 1):                                                   # drawn in place
+        assert torch.equal(world._render(z, s, "image", per=per), per_class)
     rows = torch.arange(0, len(z), 10)                                                # one scene per class
-    one = world._render(z.subset(rows), s[rows, :1], "both", union=True)
+    one = world._render(z.subset(rows), s[rows, :1], "both", per=10)
     assert torch.equal(one[0], world.render(z.subset(rows), s[rows, :1]))
     assert torch.equal(one[0].view(10, -1), world._render(z, s, "image").view(len(z), 2, -1)[rows, 0])
 

@@ -6,6 +6,10 @@ for every scene of one call) gets a bounding sphere per scene; a ray is tested a
 primitive only where its line passes within that sphere, on the compacted rays that do. The test is
 conservative (the sphere is inflated well past float rounding), so the hit distances are those of
 testing every primitive: the same closed-form expressions on the same numbers.
+
+A call may hold several classes (a union table: each kind has as many slots as the most any class has);
+a scene's missing slots have spheres no ray passes within, and where the rays come scene by scene
+(``Rays.runs``) and each slot's scenes in runs (``Slots.spans``), a slot is tested only on their rays.
 """
 
 from __future__ import annotations

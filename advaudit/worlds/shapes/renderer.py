@@ -6,9 +6,11 @@ Speed comes from closed-form intersections (no marching); every ray's projection
 pixel grid, and the directions only for the rays that meet an object's bounding sphere (compaction
 with ``nonzero``); each primitive is then intersected only with the rays whose line passes within
 its own bounding sphere (``culling``), shadow rays included; each call evaluates only the primitives
-of the object classes it renders; objects made of one convex primitive cast no shadow rays (they
-cannot shadow themselves); lights are computed once per scene; the image is written channel-first,
-so there is no final transpose. Every change of these kept the images bit-identical.
+of the object classes it renders, and several classes share one call (a union table of primitives:
+``drawing``), the rays coming scene by scene so that a primitive slot is tested on the rays of the
+scenes that have it only; objects made of one convex primitive cast no shadow rays (they cannot shadow
+themselves), per scene; lights are computed once per scene; the image is written channel-first, so
+there is no final transpose. Every change of these kept the images bit-identical.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from advaudit.config.ranges import require_within
 from advaudit.errors import require
 from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors, unit_to_factor
 from advaudit.worlds.references import SHAPE_GROUPS, SHAPE_REFERENCES
-from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS, build_primitives, union_primitives
-from advaudit.worlds.shapes.renderer import render_scenes
+from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS
+from advaudit.worlds.shapes.drawing import draw
 from advaudit.worlds.settings import ShapesWorldConf
 from advaudit.worlds.validity import mask_checks
 from advaudit.runtime import resolve_device
@@ -54,35 +54,21 @@ SPLIT_OFFSETS = {"train": 0, "val": 1_000_000, "test": 2_000_000}
 REFERENCE_JUDGE = Path(__file__).with_name("reference_judge.pt")
 
 
-def union_pays(classes: int, scenes: int, size: int) -> bool:
-    """Whether one renderer call on a union table of the ``classes`` present beats one call per class for
-    ``scenes`` scenes at ``size`` px (the same pixels either way, so this only picks the faster).
-    PLACEHOLDER."""
-    return scenes * size * size <= 400 * 32 * 32
+#: pixels one renderer call may draw (whole classes; :func:`scenes_per_call`)
+CALL_PIXELS = 2 ** 20
 
 
-def _draw_union(groups: list[tuple[str, Tensor]], data: dict[str, Tensor], s: Tensor, size: int, shadows: bool,
-                flags: dict[str, bool], out: tuple[Tensor | None, Tensor | None]) -> None:
-    """Draw the ``B`` scenes ``s`` ``[B, F]`` (instance ``data`` ``[B, ...]`` each) into ``out`` (images
-    ``[B, 3, size, size]``, masks ``[B, size, size]``, either None) in one renderer call on the union table of
-    the classes ``groups`` (``(name, members [G])`` each, the members of all groups being ``0..B-1``), their
-    scenes class by class (so that each slot is tested on a range of rays: ``culling.Rays.ranges``); in
-    place where the scenes already come class by class."""
-    order = torch.cat([members for _, members in groups])
-    parts, offset = [], 0
-    for name, members in groups:
-        block = torch.arange(offset, offset + len(members), device=order.device)
-        parts.append((block, build_primitives(name, data["proportions"][members])))
-        offset += len(members)
-    prims, counts = union_primitives(parts, len(order))
-    if bool((order == torch.arange(len(order), device=order.device)).all()):
-        render_scenes(prims, data["albedo"], data["specular"], data["shininess"], s, size, shadows, out=out,
-                      counts=counts, **flags)
-        return
-    drawn = render_scenes(prims, data["albedo"][order], data["specular"][order], data["shininess"][order], s[order],
-                          size, shadows, counts=counts, **flags)
-    for whole, part in zip([x for x in out if x is not None], drawn if flags["with_mask"] else (drawn,)):
-        whole.index_copy_(0, order, part)
+def scenes_per_call(size: int) -> int:
+    """How many scenes of ``size`` px one renderer call may draw: :data:`CALL_PIXELS` worth. The classes of a batch
+    are packed into calls of at most this many scenes (a class with more gets a call of its own:
+    :func:`~advaudit.worlds.shapes.drawing.chunks`); every packing draws the same pixels, so this only sets the
+    speed. A call costs ~1,000 small torch ops whatever its size, so ten classes' scenes in one call cost a shard
+    of an examination (10 instances x 16 queries, 32 px) half the CPU time of one call per class; but a call's
+    element-wise passes over many rays run slower than the same passes in smaller calls (caches, fresh pages),
+    so past about a million pixels a call no longer pays. Measured with ``benchmarks/worlds/render_classes.py``
+    and ``render_speed.py --spread`` (one thread, ``docs/results/worlds/worlds.md``): at 32 px one call beats
+    one per class up to 1,280 scenes; at 64 px 200 scenes a call still beat one per class, 500 lost 10-15%."""
+    return CALL_PIXELS // (size * size)
 
 
 def _split_seed(seed: int, split: str) -> int:
@@ -234,10 +220,10 @@ class ShapeWorld:
             return None
         return images[..., k // 2::k, k // 2::k]
 
-    def _render(self, z: Instances, s: Tensor, output: str, union: bool | None = None) -> Any:
-        """Images and/or masks of ``s`` ``[N, q, F]`` (``output``: image, mask or both). The scenes of every
-        class present are drawn in one renderer call on a union table of primitives where ``union`` (None:
-        :func:`union_pays`), else in one call per class; the two give the same pixels, bit for bit."""
+    def _render(self, z: Instances, s: Tensor, output: str, per: int | str = "auto") -> Any:
+        """Images and/or masks of ``s`` ``[N, q, F]`` (``output``: image, mask or both), drawn class by class,
+        as many classes per renderer call as fit in ``per`` scenes (0: one class per call; ``"auto"``:
+        :func:`scenes_per_call`); every ``per`` gives the same pixels, bit for bit."""
         require(s.dim() == 3 and len(s) == len(z), f"s must be [N={len(z)}, q, {len(self.factors)}], "
                 f"got {list(s.shape)}")
         check_in_bounds(s, self.factors)
@@ -250,25 +236,8 @@ class ShapeWorld:
         masks = (torch.empty(n * q, size, size, device=self.device, dtype=torch.bool) if output != "image" else None)
         data = {k: v.to(self.device)[rows] for k, v in z.data.items()}
         groups = [(self.class_names[cls], (labels == cls).nonzero().squeeze(1)) for cls in labels.unique().tolist()]
-        flags = {"return_mask": output == "mask", "with_mask": output == "both"}
-        if len(groups) > 1 and (union_pays(len(groups), n * q, size) if union is None else union):
-            _draw_union(groups, data, flat_s, size, self.shadows, flags, (images, masks))
-            return {"image": images, "mask": masks, "both": (images, masks)}[output]
-        for name, members in groups:
-            part = {k: v[members] for k, v in data.items()}
-            prims = build_primitives(name, part["proportions"])
-            first = int(members[0])
-            if int(members[-1]) - first + 1 == len(members):  # consecutive scenes: drawn in place, no copy
-                block = slice(first, first + len(members))
-                render_scenes(prims, part["albedo"], part["specular"], part["shininess"], flat_s[block], size,
-                              self.shadows, out=(None if images is None else images[block],
-                                                 None if masks is None else masks[block]), **flags)
-                continue
-            rendered = render_scenes(prims, part["albedo"], part["specular"], part["shininess"], flat_s[members],
-                                     size, self.shadows, **flags)
-            rendered = rendered if output == "both" else (rendered,)
-            for whole, drawn in zip([x for x in (images, masks) if x is not None], rendered):
-                whole.index_copy_(0, members, drawn)
+        per = scenes_per_call(size) if per == "auto" else per
+        draw(groups, data, flat_s, size, self.shadows, per, output, (images, masks))
         return {"image": images, "mask": masks, "both": (images, masks)}[output]
 
     def random_conditions(self, n: int, q: int, generator: torch.Generator | None = None) -> Tensor:

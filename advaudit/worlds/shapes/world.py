@@ -62,12 +62,12 @@ def scenes_per_call(size: int) -> int:
     """How many scenes of ``size`` px one renderer call may draw: :data:`CALL_PIXELS` worth. The classes of a batch
     are packed into calls of at most this many scenes (a class with more gets a call of its own:
     :func:`~advaudit.worlds.shapes.drawing.chunks`); every packing draws the same pixels, so this only sets the
-    speed. A call costs ~1,000 small torch ops whatever its size, so ten classes' scenes in one call cost a shard
-    of an examination (10 instances x 16 queries, 32 px) half the CPU time of one call per class; but a call's
-    element-wise passes over many rays run slower than the same passes in smaller calls (caches, fresh pages),
-    so past about a million pixels a call no longer pays. Measured with ``benchmarks/worlds/render_classes.py``
-    and ``render_speed.py --spread`` (one thread, ``docs/results/worlds/worlds.md``): at 32 px one call beats
-    one per class up to 1,280 scenes; at 64 px 200 scenes a call still beat one per class, 500 lost 10-15%."""
+    speed. A call costs ~1,000 small torch ops whatever its size: a shard's step (10 instances x 16 queries, one
+    class each, 32 px) took 0.52x the CPU time in one call as in one per class; but a call's element-wise passes
+    over many rays run slower than in smaller calls (caches), so past about a million pixels one call no longer
+    pays: 1,280 scenes in one call took 0.87x at 32 px, 1.13x at 64 px (0.83x for 320 scenes). Measured with
+    ``benchmarks/worlds/render_classes.py`` (docs/results/scale/performance.md, "ShapeWorld: several classes in
+    one renderer call")."""
     return CALL_PIXELS // (size * size)
 
 

@@ -14,6 +14,7 @@ import torch
 
 from advaudit.worlds.shapes import ShapeWorld
 from advaudit.worlds.shapes.catalogue import build_primitives, union_primitives
+from advaudit.worlds.shapes.drawing import chunks
 
 SINGLE = ["can", "barrel"]                        # one primitive each (a frustum, a clipped spheroid)
 SEVERAL = ["bowl", "mug", "bottle", "lamp", "table", "chair", "cap", "vase"]
@@ -70,3 +71,14 @@ def test_union_table_keeps_each_class_s_slots_in_order_and_counts_them() -> None
     assert torch.equal(table["boxes"][1, :1], cap["boxes"][0]) and not table["boxes"][1, 1:].any()
     assert torch.equal(table["ellipsoids"][1], cap["ellipsoids"][0]) and not table["ellipsoids"][[0, 2]].any()
     assert counts.tolist() == [[6, 0, 0], [1, 0, 1], [6, 0, 0]]
+
+
+def test_chunks_pack_whole_classes_in_turn_up_to_the_limit() -> None:
+    groups = [(name, torch.arange(n)) for name, n in zip("abcde", (5, 3, 4, 10, 1))]
+
+    def packed(per: int) -> list[list[str]]:
+        return [[name for name, _ in chunk] for chunk in chunks(groups, per)]
+
+    assert packed(8) == [["a", "b"], ["c"], ["d"], ["e"]]          # a class over the limit: a call of its own
+    assert packed(0) == [["a"], ["b"], ["c"], ["d"], ["e"]]
+    assert packed(23) == [["a", "b", "c", "d", "e"]]

@@ -1,6 +1,6 @@
-"""Which renderer calls draw a batch of ShapeWorld scenes: the scenes, class by class, cut into chunks, each
-chunk one :func:`~advaudit.worlds.shapes.renderer.render_scenes` call (on a union table of primitives,
-:func:`~advaudit.worlds.shapes.catalogue.union_primitives`, where it holds several classes).
+"""Which renderer calls draw a batch of ShapeWorld scenes: its classes in turn, packed into chunks of whole
+classes, each chunk one :func:`~advaudit.worlds.shapes.renderer.render_scenes` call (on a union table of
+primitives, :func:`~advaudit.worlds.shapes.catalogue.union_primitives`, where it holds several classes).
 
 Every packing draws the same pixels, bit for bit (a pixel depends on its scene only, and a scene's own
 primitive slots keep their order in a union table); the packing only sets the speed: a call costs ~1,000

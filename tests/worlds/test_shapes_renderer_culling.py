@@ -39,7 +39,7 @@ def test_candidate_rays_and_directions_are_those_of_the_whole_grid() -> None:
     rays = _all_rays(grid, columns)
     od = rays[..., 3]
     closest = (origin * origin).sum(-1)[None] - od * od
-    pix, obj = ((closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)).nonzero(as_tuple=True)
+    obj, pix = ((closest <= OBJECT_RADIUS ** 2 * 1.0001) & (od < 0)).t().nonzero(as_tuple=True)  # scene by scene
     new_pix, new_obj, d, _ = _candidates(grid.t().contiguous(), columns, origin)
     assert len(pix) > 1000                                      # the objects cover real areas
     assert torch.equal(new_pix, pix) and torch.equal(new_obj, obj)

@@ -179,3 +179,22 @@ def normalise(prims: Primitives, radius: float = OBJECT_RADIUS) -> Primitives:
 def build_primitives(class_name: str, proportions: Tensor) -> Primitives:
     """Normalised primitives for ``G`` instances of ``class_name`` from ``proportions`` ``[G, 6]``."""
     return normalise(CLASSES[class_name](proportions))
+
+
+def union_primitives(parts: list[tuple[Tensor, Primitives]], b: int) -> tuple[Primitives, Tensor]:
+    """One table of the primitives of ``b`` scenes of several classes, for one renderer call: ``parts``
+    ``(members [G], primitives [G, n, ...] per kind)`` per class, each scene of ``0..b-1`` a member of one
+    part -> primitives ``[b, n_max, ...]`` per kind (a scene's own in its kind's first slots, in their order;
+    zeros after) and ``counts`` ``[b, 3]``: each scene's own number per kind (boxes, frustums, ellipsoids)."""
+    keys = ("boxes", "frustums", "ellipsoids")
+    like = parts[0][1]["boxes"]
+    table = {key: like.new_zeros((b, max(p[key].shape[1] for _, p in parts), *parts[0][1][key].shape[2:]))
+             for key in keys}
+    owner = torch.empty(b, dtype=torch.long, device=like.device)
+    for i, (members, p) in enumerate(parts):
+        owner.index_fill_(0, members, i)
+        for key in keys:
+            if p[key].shape[1]:
+                table[key][:, :p[key].shape[1]].index_copy_(0, members, p[key])
+    sizes = torch.tensor([[p[key].shape[1] for key in keys] for _, p in parts], device=like.device)
+    return table, sizes.index_select(0, owner)

@@ -6,6 +6,10 @@ for every scene of one call) gets a bounding sphere per scene; a ray is tested a
 primitive only where its line passes within that sphere, on the compacted rays that do. The test is
 conservative (the sphere is inflated well past float rounding), so the hit distances are those of
 testing every primitive: the same closed-form expressions on the same numbers.
+
+A call may hold several classes (a union table: each kind has as many slots as the most any class has);
+a scene's missing slots have spheres no ray passes within, and where the rays come scene by scene
+(``Rays.runs``) and each slot's scenes in runs (``Slots.spans``), a slot is tested only on their rays.
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ _REL, _ABS = 1e-3, 1e-3
 
 @dataclass
 class Slots:
-    """The primitives of ``B`` scenes of one class, slot by slot (kinds in :data:`KINDS` order).
+    """The primitives of ``B`` scenes, slot by slot (kinds in :data:`KINDS` order): of one class, or of
+    several (a union table, :func:`slot_table` with ``counts``: a scene without a slot has a bounding sphere
+    that no ray passes within, so its padded parameters are never read).
 
     ``kind`` and ``index``: each slot's kind (0 box, 1 frustum, 2 ellipsoid) and index within its kind;
     ``centre`` ``[3, S, B]`` (x, y, z), ``centre2`` ``[S, B]`` (squared length) and ``radius2`` ``[S, B]``:
     each primitive's (inflated) bounding sphere; ``params`` ``[B * S, 6]``: its parameters, zero-padded
-    (row ``scene * S + slot``)."""
+    (row ``scene * S + slot``); ``spans``: per slot, the runs ``[first, end)`` of consecutive scenes that
+    have it (None: every scene has every slot)."""
 
     prims: Primitives
     kind: list[int]
@@ -40,6 +47,7 @@ class Slots:
     centre2: Tensor
     radius2: Tensor
     params: Tensor
+    spans: list[list[tuple[int, int]]] | None = None
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -51,12 +59,31 @@ class Rays:
     ``[M]``."""
 
     def __init__(self, o: Tensor, d: Tensor, obj: Tensor, od: Tensor | None = None,
-                 origin: Tensor | None = None) -> None:
+                 origin: Tensor | None = None, runs: list[int] | None = None) -> None:
         """``od``: ``o . d`` where known; ``origin`` ``[B, 3]``: each scene's one origin where all its rays
-        start there (camera rays)."""
-        self.o, self.d, self.obj, self.origin = o, d, obj, origin
+        start there (camera rays); ``runs``: ``[0, ..., M]``, bounds of runs of rays whose ``obj`` ascends
+        (None: in no known order), so that a slot only some scenes have is tested on their rays only."""
+        self.o, self.d, self.obj, self.origin, self.runs = o, d, obj, origin, runs
+        self._ranges: tuple[Slots, list[list[tuple[int, int]]]] | None = None
         if od is not None:
             self.od = od
+
+    def ranges(self, slots: Slots, slot: int) -> list[tuple[int, int]]:
+        """Ranges ``[lo, hi)`` of the rays of the scenes with ``slot`` (with ``slots.spans`` and ``runs``;
+        else every ray), found for all slots at the first call (one search per run)."""
+        if slots.spans is None or self.runs is None:
+            return [(0, len(self.obj))]
+        if self._ranges is None or self._ranges[0] is not slots:
+            scenes = torch.tensor([b for spans in slots.spans for span in spans for b in span], device=self.obj.device)
+            found = [(torch.searchsorted(self.obj[a:b], scenes) + a).tolist()
+                     for a, b in zip(self.runs[:-1], self.runs[1:])]
+            ranges, at = [], 0
+            for spans in slots.spans:
+                ranges.append([(bounds[i], bounds[i + 1]) for bounds in found
+                               for i in range(at, at + 2 * len(spans), 2) if bounds[i + 1] > bounds[i]])
+                at += 2 * len(spans)
+            self._ranges = (slots, ranges)
+        return self._ranges[1][slot]
 
     @functools.cached_property
     def oc(self) -> Tensor:
@@ -88,8 +115,13 @@ def _spheres(key: str, p: Tensor) -> tuple[Tensor, Tensor]:
     return centre, torch.sqrt(across ** 2 + ((high - low) / 2) ** 2)
 
 
-def slot_table(prims: Primitives) -> Slots:
-    """Every primitive slot of ``prims`` (``[B, n, ...]`` per kind) with its bounding spheres and parameters."""
+def slot_table(prims: Primitives, counts: Tensor | None = None) -> Slots:
+    """Every primitive slot of ``prims`` (``[B, n, ...]`` per kind) with its bounding spheres and parameters.
+
+    ``counts`` ``[B, 3]``: how many of the kind's slots (in :data:`KINDS` order) scene ``b`` has, the others
+    being padding (None: every scene has every slot). A padded slot's bounding sphere has ``radius2 = -inf``:
+    no ray's line passes within it, so :func:`nearest` and :func:`blocked` never test it, and each scene's
+    own slots keep their order (ties: the first of them)."""
     kinds, indices, centres, radii, params = [], [], [], [], []
     for kind, (key, _) in enumerate(KINDS):
         p = prims[key]
@@ -105,25 +137,44 @@ def slot_table(prims: Primitives) -> Slots:
     b = len(prims["boxes"])
     centre = torch.cat(centres, 1).permute(2, 1, 0).contiguous()                 # [3, S, B]
     radius = (torch.cat(radii, 1) * (1 + _REL) + _ABS).t().contiguous()          # [S, B]
-    return Slots(prims, kinds, indices, centre, (centre * centre).sum(0), radius * radius,
-                 torch.cat(params, 1).reshape(b * len(kinds), 6))
+    radius2, spans = radius * radius, None
+    if counts is not None:
+        present = torch.tensor(indices, device=counts.device)[:, None] < counts.t()[kinds]     # [S, B]
+        radius2 = radius2.masked_fill(~present, -INF)
+        row, at = torch.nn.functional.pad(present.int(), (1, 1)).diff(dim=1).nonzero(as_tuple=True)
+        spans = [[] for _ in kinds]                                 # a run starts at +1 and ends at -1, in turn
+        for slot, first, end in zip(row[0::2].tolist(), at[0::2].tolist(), at[1::2].tolist()):
+            spans[slot].append((first, end))
+    return Slots(prims, kinds, indices, centre, (centre * centre).sum(0), radius2,
+                 torch.cat(params, 1).reshape(b * len(kinds), 6), spans)
 
 
 def _near(slots: Slots, slot: int, r: Rays) -> Tensor:
-    """Indices ``[m]`` of the rays ``r`` whose line passes within ``slot``'s bounding sphere (a test that
-    only culls: its rounding is far inside the sphere's inflation)."""
+    """Indices ``[m]`` (ascending) of the rays ``r`` whose line passes within ``slot``'s bounding sphere (a
+    test that only culls: its rounding is far inside the sphere's inflation), among :meth:`Rays.ranges`."""
+    found = [_near_within(slots, slot, r, lo, hi) for lo, hi in r.ranges(slots, slot)]
+    if len(found) == 1:
+        return found[0]
+    return torch.cat(found) if found else r.obj.new_zeros(0)
+
+
+def _near_within(slots: Slots, slot: int, r: Rays, lo: int, hi: int) -> Tensor:
+    """:func:`_near` among the rays ``lo <= i < hi``: indices ``[m]`` into ``r``."""
     axes = (1,) if slots.kind[slot] else (0, 1, 2)                # frustums and ellipsoids sit on the y axis
-    c = [slots.centre[a, slot].index_select(0, r.obj) for a in axes]
-    along = r.od
+    cut = (lambda x: x) if lo == 0 and hi == len(r.obj) else (lambda x: x[..., lo:hi])
+    obj = cut(r.obj)
+    c = [slots.centre[a, slot].index_select(0, obj) for a in axes]
+    along = cut(r.od)
     for a, ca in zip(axes, c):
-        along = along - ca * r.dc[a]
+        along = along - ca * cut(r.dc[a])
     if r.origin is not None:                                       # |o - c|^2 per scene
-        oc = ((r.origin - slots.centre[:, slot].t()) ** 2).sum(-1).index_select(0, r.obj)
+        oc = ((r.origin - slots.centre[:, slot].t()) ** 2).sum(-1).index_select(0, obj)
     else:
-        oc = r.oo + slots.centre2[slot].index_select(0, r.obj)
+        oc = cut(r.oo) + slots.centre2[slot].index_select(0, obj)
         for a, ca in zip(axes, c):
-            oc = oc - 2 * ca * r.oc[a]
-    return (oc - along * along <= slots.radius2[slot].index_select(0, r.obj)).nonzero().squeeze(1)
+            oc = oc - 2 * ca * cut(r.oc[a])
+    near = (oc - along * along <= slots.radius2[slot].index_select(0, obj)).nonzero().squeeze(1)
+    return near if lo == 0 else near + lo
 
 
 def _distance(slots: Slots, slot: int, r: Rays, rays: Tensor | None) -> Tensor:
@@ -145,7 +196,7 @@ def nearest(slots: Slots, r: Rays) -> tuple[Tensor, Tensor]:
     best_slot = torch.zeros(len(r.o), dtype=torch.long, device=r.o.device)
     first = True
     for slot in range(len(slots)):
-        if len(slots) == 1:  # one primitive: its sphere is the object's, which the rays already meet
+        if len(slots) == 1:  # one primitive (every scene has one): its sphere is the object's, which the rays meet
             return _distance(slots, slot, r, None), best_slot
         rays = _near(slots, slot, r)
         if len(rays) == 0:

@@ -6,14 +6,17 @@ Speed comes from closed-form intersections (no marching); every ray's projection
 pixel grid, and the directions only for the rays that meet an object's bounding sphere (compaction
 with ``nonzero``); each primitive is then intersected only with the rays whose line passes within
 its own bounding sphere (``culling``), shadow rays included; each call evaluates only the primitives
-of the object classes it renders; objects made of one convex primitive cast no shadow rays (they
-cannot shadow themselves); lights are computed once per scene; the image is written channel-first,
-so there is no final transpose. Every change of these kept the images bit-identical.
+of the object classes it renders, and several classes share one call (a union table of primitives:
+``drawing``), the rays coming scene by scene so that a primitive slot is tested on the rays of the
+scenes that have it only; objects made of one convex primitive cast no shadow rays (they cannot shadow
+themselves), per scene; lights are computed once per scene; the image is written channel-first, so
+there is no final transpose. Every change of these kept the images bit-identical.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import torch
@@ -84,19 +87,23 @@ def euler_direction(ax: Tensor, ay: Tensor, az: Tensor) -> Tensor:
     return -z
 
 
-def _visibility(p: Tensor, n: Tensor, obj: Tensor, lights: list[tuple[Tensor, Tensor]], slots: Slots) -> list[Tensor]:
+def _visibility(p: Tensor, n: Tensor, obj: Tensor, lights: list[tuple[Tensor, Tensor]], slots: Slots,
+                casts: Tensor | None = None) -> list[Tensor]:
     """Per light, 1 where the light reaches ``p`` ``[M, 3]`` (normal ``n``, scenes ``obj`` ``[M]``) unblocked,
     else 0.
 
     ``lights``: ``(direction [M, 3], distance [M])`` pairs. Only points facing a light cast a
-    shadow ray towards it (the others are dark anyway), all in one pass over the primitives.
+    shadow ray towards it (the others are dark anyway), all in one pass over the primitives; with
+    ``casts`` ``[M]`` bool, only the points where it is True (the others are lit).
     """
     start = p + n * 1e-3
-    facing = [(_dot(n, direction) > 0).nonzero().squeeze(1) for direction, _ in lights]
+    facing = [((_dot(n, direction) > 0) if casts is None else (_dot(n, direction) > 0) & casts).nonzero().squeeze(1)
+              for direction, _ in lights]
     rows = torch.cat(facing)
     dirs = torch.cat([direction.index_select(0, f) for f, (direction, _) in zip(facing, lights)])
     limits = torch.cat([distance.index_select(0, f) for f, (_, distance) in zip(facing, lights)])
-    shadowed = blocked(slots, Rays(start.index_select(0, rows), dirs, obj.index_select(0, rows)), limits)
+    runs = [0, *itertools.accumulate(len(f) for f in facing)]    # each light's rays ascend by scene, as ``obj``
+    shadowed = blocked(slots, Rays(start.index_select(0, rows), dirs, obj.index_select(0, rows), runs=runs), limits)
     out, offset = [], 0
     for f in facing:
         lit = torch.ones(len(p), dtype=p.dtype, device=p.device)
@@ -137,6 +144,19 @@ def _can_shadow_itself(prims: Primitives) -> bool:
     return sum(prims[key].shape[1] for key, _ in KINDS) > 1
 
 
+def _casters(prims: Primitives, counts: Tensor | None, shadows: bool) -> Tensor | bool:
+    """Which scenes cast shadow rays: every one (True), none (False), or those of a union table (``counts``
+    ``[B, 3]``, :func:`~advaudit.worlds.shapes.culling.slot_table`) made of several primitives, ``[B]`` bool
+    (:func:`_can_shadow_itself` per scene: a shadow ray from a single primitive finds nothing but, now and
+    then, a rounding hit on that primitive itself, which would change the pixel)."""
+    if not shadows or not _can_shadow_itself(prims):
+        return False
+    if counts is None:
+        return True
+    several = counts.sum(1) > 1
+    return True if bool(several.all()) else (several if bool(several.any()) else False)
+
+
 def _ray_channel(grid_t: Tensor, columns: Tensor, channel: int) -> Tensor:
     """One channel ``[B', P]`` of the rays ``grid @ columns`` for pixel directions ``grid_t`` ``[3, P]``
     (components first) and cameras ``columns`` ``[B', 3, 4]`` (channels 0-2: direction, 3: projection
@@ -149,14 +169,14 @@ def _ray_channel(grid_t: Tensor, columns: Tensor, channel: int) -> Tensor:
 
 
 def _candidates(grid_t: Tensor, columns: Tensor, origin: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Pixels whose ray meets an object's bounding sphere: ``pix`` and ``obj`` ``[M]`` (pixel-major), their
+    """Pixels whose ray meets an object's bounding sphere: ``pix`` and ``obj`` ``[M]`` (scene-major), their
     unit directions ``[M, 3]`` and their projections on the camera's position ``[M]``. Only the projection
     channel is computed over the whole grid ``grid_t`` ``[3, HW]`` (:func:`pixel_grid_components`); the
     directions only for the candidates (the same multiply-adds, so the same values)."""
     od = _ray_channel(grid_t, columns, 3)                                    # [B, HW]
     # the ray's closest approach to the centre, |o|^2 - od^2, is within the sphere where od <= -sqrt(|o|^2 - r^2)
     reach = -((origin * origin).sum(-1) - OBJECT_RADIUS ** 2 * 1.0001).clamp_min(0).sqrt()     # [B]
-    pix, obj = (od <= reach[:, None]).t().nonzero(as_tuple=True)
+    obj, pix = (od <= reach[:, None]).nonzero(as_tuple=True)
     g = [grid_t[j].index_select(0, pix) for j in range(3)]                   # [M] each
     c = columns[:, :, :3].permute(1, 2, 0).contiguous()                      # [3, 3, B]: c[j, k] per camera
     d = [(g[0] * c[0, k].index_select(0, obj)).addcmul_(g[1], c[1, k].index_select(0, obj))
@@ -208,11 +228,13 @@ def _shade(p: Tensor, n: Tensor, d: Tensor, obj: Tensor, scene: dict, visibility
 def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess: Tensor,
                   s: Tensor, size: int, shadows: bool = True, return_mask: bool = False,
                   with_mask: bool = False, out: tuple[Tensor | None, Tensor | None] = (None, None),
-                  ) -> Tensor | tuple[Tensor, Tensor]:
+                  counts: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """Render ``B`` scenes, one object each.
 
     Args:
-        prims: per-image primitives (``[B, n, ...]`` each, see ``catalogue``).
+        prims: per-image primitives (``[B, n, ...]`` each, see ``catalogue``): of one class, or of several
+            padded to a union table (:func:`~advaudit.worlds.shapes.catalogue.union_primitives`) with ``counts``
+            ``[B, 3]`` each scene's own number of primitives per kind (the same pixels as one call per class).
         albedo: ``[B, 3]`` diffuse colour; specular ``[B]`` strength; shininess ``[B]`` exponent.
         s: ``[B, 12]`` factors in units: sun rotation x/y/z (deg), sun energy, point-light energy,
             distance, azimuth (deg), elevation (deg), camera distance, azimuth, elevation, roll (deg).
@@ -233,8 +255,8 @@ def render_scenes(prims: Primitives, albedo: Tensor, specular: Tensor, shininess
             else out_mask.view(b, hw).zero_())
     image = None if return_mask else (torch.empty(b, 3, hw, dtype=s.dtype, device=s.device) if out_image is None
                                       else out_image.view(b, 3, hw))        # [B, 3, HW]
-    scene = {"slots": slot_table(prims), "origin": origin, "lights": _lights(s), "albedo": albedo, "specular": specular,
-             "shininess": shininess, "cast": shadows and _can_shadow_itself(prims)}
+    scene = {"slots": slot_table(prims, counts), "origin": origin, "lights": _lights(s), "albedo": albedo,
+             "specular": specular, "shininess": shininess, "cast": _casters(prims, counts, shadows)}
     if image is not None:
         _background(grid_t, columns, out=image)
     pix, obj, d, od = _candidates(grid_t, columns, origin)
@@ -252,7 +274,7 @@ def _draw(scene: dict, obj: Tensor, pix: Tensor, d: Tensor, od: Tensor, mask: Te
     ``[B, HW]`` where they hit the object and write the hit pixels' colours into ``image`` ``[B, 3, HW]``."""
     slots = scene["slots"]
     o = scene["origin"].index_select(0, obj)
-    t, slot = nearest(slots, Rays(o, d, obj, od=od, origin=scene["origin"]))
+    t, slot = nearest(slots, Rays(o, d, obj, od=od, origin=scene["origin"], runs=[0, len(obj)]))
     hit = torch.isfinite(t).nonzero().squeeze(1)  # indices: index_select is cheaper than masking
     obj, pix, o, d, t, slot = (x.index_select(0, hit) for x in (obj, pix, o, d, t, slot))
     mask.view(-1).index_fill_(0, obj * mask.shape[1] + pix, True)
@@ -263,8 +285,12 @@ def _draw(scene: dict, obj: Tensor, pix: Tensor, d: Tensor, od: Tensor, mask: Te
     n = normals(p, kind, slots.params.index_select(0, obj * len(slots) + slot), slots.kind)
     n = torch.where(_dot(n, d)[:, None] > 0, -n, n)  # face the camera
 
+    cast = scene["cast"]
+
     def visibility(to_sun: Tensor, to_light: Tensor, light_dist: Tensor) -> list[Tensor] | None:
-        return (_visibility(p, n, obj, [(to_sun, torch.full_like(t, INF)), (to_light, light_dist)], slots)
-                if scene["cast"] else None)
+        if cast is False:
+            return None
+        casts = None if cast is True else cast.index_select(0, obj)
+        return _visibility(p, n, obj, [(to_sun, torch.full_like(t, INF)), (to_light, light_dist)], slots, casts)
 
     image[obj, :, pix] = _shade(p, n, d, obj, scene, visibility)

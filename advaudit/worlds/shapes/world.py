@@ -15,8 +15,8 @@ from advaudit.config.ranges import require_within
 from advaudit.errors import require
 from advaudit.worlds.protocol import Factor, Instances, check_in_bounds, configure_factors, unit_to_factor
 from advaudit.worlds.references import SHAPE_GROUPS, SHAPE_REFERENCES
-from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS, build_primitives
-from advaudit.worlds.shapes.renderer import render_scenes
+from advaudit.worlds.shapes.catalogue import CLASSES, N_PROPORTIONS
+from advaudit.worlds.shapes.drawing import draw
 from advaudit.worlds.settings import ShapesWorldConf
 from advaudit.worlds.validity import mask_checks
 from advaudit.runtime import resolve_device
@@ -52,6 +52,23 @@ SPLIT_OFFSETS = {"train": 0, "val": 1_000_000, "test": 2_000_000}
 # 0.977, 0.995 on random conditions of the default box; sha256 1c9367db... (docs/results/worst_case/worst-case.md,
 # "A judge in the default check"). Loaded with weights_only like every target.pt.
 REFERENCE_JUDGE = Path(__file__).with_name("reference_judge.pt")
+
+
+#: pixels one renderer call may draw (whole classes; :func:`scenes_per_call`)
+CALL_PIXELS = 2 ** 20
+
+
+def scenes_per_call(size: int) -> int:
+    """How many scenes of ``size`` px one renderer call may draw: :data:`CALL_PIXELS` worth. The classes of a batch
+    are packed into calls of at most this many scenes (a class with more gets a call of its own:
+    :func:`~advaudit.worlds.shapes.drawing.chunks`); every packing draws the same pixels, so this only sets the
+    speed. A call costs ~1,000 small torch ops whatever its size: a shard's step (10 instances x 16 queries, one
+    class each, 32 px) took 0.52x the CPU time in one call as in one per class; but a call's element-wise passes
+    over many rays run slower than in smaller calls (caches), so past about a million pixels one call no longer
+    pays: 1,280 scenes in one call took 0.87x at 32 px, 1.13x at 64 px (0.83x for 320 scenes). Measured with
+    ``benchmarks/worlds/render_classes.py`` (docs/results/scale/performance.md, "ShapeWorld: several classes in
+    one renderer call")."""
+    return CALL_PIXELS // (size * size)
 
 
 def _split_seed(seed: int, split: str) -> int:
@@ -203,7 +220,10 @@ class ShapeWorld:
             return None
         return images[..., k // 2::k, k // 2::k]
 
-    def _render(self, z: Instances, s: Tensor, output: str) -> Any:
+    def _render(self, z: Instances, s: Tensor, output: str, per: int | str = "auto") -> Any:
+        """Images and/or masks of ``s`` ``[N, q, F]`` (``output``: image, mask or both), drawn class by class,
+        as many classes per renderer call as fit in ``per`` scenes (0: one class per call; ``"auto"``:
+        :func:`scenes_per_call`); every ``per`` gives the same pixels, bit for bit."""
         require(s.dim() == 3 and len(s) == len(z), f"s must be [N={len(z)}, q, {len(self.factors)}], "
                 f"got {list(s.shape)}")
         check_in_bounds(s, self.factors)
@@ -214,23 +234,10 @@ class ShapeWorld:
         size = self.image_size
         images = (torch.empty(n * q, *self.image_shape, device=self.device) if output != "mask" else None)
         masks = (torch.empty(n * q, size, size, device=self.device, dtype=torch.bool) if output != "image" else None)
-        for cls in labels.unique().tolist():
-            members = (labels == cls).nonzero().squeeze(1)
-            inst = rows[members]
-            data = {k: v.to(self.device)[inst] for k, v in z.data.items()}
-            prims = build_primitives(self.class_names[cls], data["proportions"])
-            first = int(members[0])
-            if int(members[-1]) - first + 1 == len(members):  # consecutive scenes: drawn in place, no copy
-                block = slice(first, first + len(members))
-                render_scenes(prims, data["albedo"], data["specular"], data["shininess"], flat_s[block], size,
-                              self.shadows, return_mask=output == "mask", with_mask=output == "both",
-                              out=(None if images is None else images[block], None if masks is None else masks[block]))
-                continue
-            rendered = render_scenes(prims, data["albedo"], data["specular"], data["shininess"], flat_s[members],
-                                     size, self.shadows, return_mask=output == "mask", with_mask=output == "both")
-            rendered = rendered if output == "both" else (rendered,)
-            for whole, part in zip([x for x in (images, masks) if x is not None], rendered):
-                whole.index_copy_(0, members, part)
+        data = {k: v.to(self.device)[rows] for k, v in z.data.items()}
+        groups = [(self.class_names[cls], (labels == cls).nonzero().squeeze(1)) for cls in labels.unique().tolist()]
+        per = scenes_per_call(size) if per == "auto" else per
+        draw(groups, data, flat_s, size, self.shadows, per, output, (images, masks))
         return {"image": images, "mask": masks, "both": (images, masks)}[output]
 
     def random_conditions(self, n: int, q: int, generator: torch.Generator | None = None) -> Tensor:

@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
 # client, imported models, then what loads, stores, serves and tracks whole targets; training; generators (their
 # training reuses the classifier's); the package's own __init__ (the public load_target) on top
 MODEL_LAYERS: list[tuple[str, ...]] = [
-    ("advaudit.models.nets", "advaudit.models.targets"),
+    ("advaudit.models.nets", "advaudit.models.resnet_blocks", "advaudit.models.targets"),
     ("advaudit.models.targets.formats", "advaudit.models.targets.endpoint"),
     ("advaudit.models.targets.imported",),
     ("advaudit.models.targets.io", "advaudit.models.targets.tracking", "advaudit.models.targets.imported.store",

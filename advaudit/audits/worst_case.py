@@ -16,6 +16,7 @@ with the same numbers as an uninterrupted one. The metrics are computed from ``s
 from __future__ import annotations
 
 import copy
+import importlib
 import math
 import time
 from dataclasses import dataclass
@@ -241,8 +242,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         finish_shard(out, q=examiner.q, seconds=seconds, record=record.facts())
         return {"shard": audit.shard, "shards": audit.shards, "n_instances": len(z), "q": examiner.q,
                 "queries_per_instance": budget, "seconds_examination": round(seconds, 2)}
-    from advaudit.audits.worst_case_report import summarise_and_report  # plots and statistics: not in a shard
-    return summarise_and_report(record, seconds, examiner.q, report_budgets, history)
+    # the report's module (matplotlib, scipy.stats, t-SNE: ~2 s) is imported here, never by a shard
+    report = importlib.import_module("advaudit.audits.worst_case_report")
+    return report.summarise_and_report(record, seconds, examiner.q, report_budgets, history)
 
 
 def examine_step(ex: Examination, examiner: Any, step: int, take: int, lazy: LazyJudging | None,

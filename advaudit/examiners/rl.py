@@ -21,8 +21,8 @@ import torch
 from torch import Tensor, nn
 
 from advaudit.config import typed
+from advaudit.core.adam import Adam
 from advaudit.errors import require
-from advaudit.examiners.adam import Adam
 from advaudit.examiners.protocol import HistoryMixin, periodic_dims
 from advaudit.examiners.settings import RLExaminerConf
 

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from advaudit.core.adam import Adam
 from advaudit.errors import require
 from advaudit.runtime import seed_everything
 from advaudit.search.settings import Design, PseudoModelConf
@@ -59,11 +60,11 @@ def fit_pseudo_model(model: PseudoModel, loader: DataLoader, epochs: int) -> Non
     ``model.lr`` on the MSE of ``model(x)`` against ``c``. The steps of Lightning's automatic optimisation (no
     clipping, no accumulation, 32-bit) without its per-step machinery: a shard pays this fit before its GAD attack
     (docs/scaling-out.md), and the weights are the same to the bit (tests/search/test_pseudo_model.py)."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=model.lr)
+    optimizer = Adam(model.parameters(), lr=model.lr)
     model.train()
     for _ in range(epochs):
         for x, c in loader:
-            optimizer.zero_grad(set_to_none=True)
+            optimizer.zero_grad()
             nn.functional.mse_loss(model(x), c).backward()
             optimizer.step()
 

@@ -48,6 +48,7 @@ def end_multirun(end: Any, config: DictConfig) -> None:
     if gated:
         sys.exit(gated)
 
+
 def _compare(end: Any, records: list[Any], sweep_dir: Path, config: DictConfig) -> int:
     """Write the comparison (and the gate's verdict); the gate's exit code, 0 without a gate."""
     try:
@@ -69,8 +70,6 @@ def _compare(end: Any, records: list[Any], sweep_dir: Path, config: DictConfig) 
     except AdvauditError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-
-
 
 
 def report_failures(failures: list[Any], sweep_dir: Path, total: int) -> Path:

@@ -45,11 +45,15 @@ def test_a_worst_case_shard_imports_neither_lightning_nor_the_report() -> None:
     assert done.stdout.splitlines() == ["imported: []", "True False"], done.stdout + done.stderr[-2000:]
 
 
-def test_an_rl_examination_step_and_a_resnet_target_import_neither_dynamo_nor_torchvision() -> None:
+def test_rl_steps_the_pseudo_model_fit_and_a_resnet_target_import_neither_dynamo_nor_torchvision() -> None:
     """``torch.optim``'s first call imports ``torch._dynamo`` and torchvision's import pulls it in too (~2 s each, in
-    every examination and every shard): the RL examiner's Adam and the ResNet targets are written without them."""
+    every examination and every shard): advaudit's Adam (the RL examiner's, GAD's pseudo-model's) and the ResNet targets
+    are written without them."""
     code = ("import sys, torch\nfrom advaudit.examiners import build_examiner\nfrom advaudit.models.nets import resnet18\n"
+            "from advaudit.search.pseudo_model import PseudoModel, fit_pseudo_model\n"
             "e = build_examiner({'name': 'rl', 'q': 4}, 3, 2, seed=0)\nu = e.ask()\ne.tell(u, u.sum(-1))\n"
+            "m = PseudoModel((3,), [4], torch.zeros(3), torch.ones(3), lr=0.01)\n"
+            "fit_pseudo_model(m, [(torch.rand(5, 3), torch.rand(5))], epochs=1)\n"
             "resnet18((3, 32, 32), 10, width=8)(torch.zeros(1, 3, 32, 32))\n"
             "print(sorted(m for m in ('torch._dynamo', 'torchvision') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)

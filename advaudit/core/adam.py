@@ -1,5 +1,6 @@
-"""Adam for the RL examiner's policies, without ``torch.optim``: its optimisers' first call imports
-``torch._dynamo`` (~2 s, with the inductor and sympy), which every examination, and every shard of one, paid.
+"""Adam without ``torch.optim``, whose optimisers' first call imports ``torch._dynamo`` (~2 s, with the inductor and
+sympy): for what runs in every examination and every shard of a split audit (the RL examiner's policies, GAD's
+pseudo-model), which would otherwise pay that import.
 
 The update is ``torch.optim.Adam``'s on CPU and CUDA alike (its single-tensor path, no weight decay, no AMSGrad),
 operation for operation: the same parameters to the bit, and the same state dict, so a checkpoint written with

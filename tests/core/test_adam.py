@@ -1,4 +1,4 @@
-"""The RL examiner's Adam is ``torch.optim.Adam``: the same parameters to the bit over many steps, and state dicts
+"""advaudit's Adam (the RL examiner's, GAD's pseudo-model's) is ``torch.optim.Adam``: the same parameters to the bit over many steps, and state dicts
 that load into each other (a checkpoint written before resumes after)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from advaudit.examiners.adam import Adam
+from advaudit.core.adam import Adam
 
 
 def _params(seed: int) -> list[nn.Parameter]:
